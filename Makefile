@@ -1,0 +1,69 @@
+# contend — build, test and validation entry points.
+#
+#   make build      build bin/contend
+#   make test       unit, replay and integration tests, then make validate
+#   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
+#   make fixtures   build the native fixture programs into bin/fixtures
+#   make validate   run every fixture variant under contend and check verdicts
+#   make bench      overhead and speed benchmarks (ratios against baselines)
+#   make lint       gofmt, go vet
+
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSION)
+CC        ?= gcc
+FIXCFLAGS := -O2 -g -pthread -Wall
+
+.PHONY: all build test unit validate generate check-generate fixtures bench lint capture clean
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/contend ./cmd/contend
+
+# Native fixtures: every fixtures/c/*.c becomes bin/fixtures/<name>; the
+# programs used to test stack unwinding are built twice, with and without
+# frame pointers.
+FIXTURE_SRCS := $(wildcard fixtures/c/*.c)
+FIXTURE_BINS := $(patsubst fixtures/c/%.c,$(BIN)/fixtures/%,$(FIXTURE_SRCS))
+
+fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture
+
+$(BIN)/fixtures/%: fixtures/c/%.c
+	@mkdir -p $(@D)
+	$(CC) $(FIXCFLAGS) -o $@ $<
+
+$(BIN)/fixtures/gofixture: FORCE
+	@mkdir -p $(@D)
+	$(GO) build -o $@ ./fixtures/cmd/gofixture
+
+FORCE:
+
+unit:
+	$(GO) test ./...
+
+test: build fixtures unit validate
+
+validate: build fixtures
+	$(GO) run ./fixtures/cmd/validate -contend $(BIN)/contend -fixtures $(BIN)/fixtures
+
+generate:
+	$(GO) generate ./collector/probes/...
+
+check-generate: generate
+	git diff --exit-code -- bpf collector/probes
+
+bench: build fixtures
+	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
+
+# capture re-records the Go fixtures' profiles used by the golden tests.
+capture:
+	$(GO) run ./fixtures/cmd/capture -out analyzer/testdata/fixtures
+
+lint:
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

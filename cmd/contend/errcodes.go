@@ -1,0 +1,35 @@
+package main
+
+import (
+	"errors"
+	"strings"
+)
+
+// sentinels maps the sentinel errors of contend's packages to exit codes.
+// A package whose errors the CLI should tell apart adds them here.
+var sentinels = []struct {
+	err  error
+	code int
+}{}
+
+// sentinelCode maps err to an exit code through sentinels.
+func sentinelCode(err error) (int, bool) {
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.code, true
+		}
+	}
+	return 0, false
+}
+
+// isCobraUsageError recognises cobra's own argument errors, which it does not
+// type.
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "invalid argument"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,78 @@
+// Package goprof recognises and parses Go runtime profiles: mutex, block,
+// CPU and goroutine profiles in protobuf form (gzipped or not, through
+// github.com/google/pprof/profile), and goroutine dumps in the debug=1 and
+// debug=2 text forms.
+package goprof
+
+import "time"
+
+// Kind is what a profile file holds, recognised by its content.
+type Kind string
+
+// Kinds of Go profile input.
+const (
+	KindMutex         Kind = "mutex"          // protobuf or legacy text, stacks end at Unlock
+	KindBlock         Kind = "block"          // protobuf or legacy text, stacks where goroutines waited
+	KindContention    Kind = "contention"     // contentions/delay profile whose stacks say neither (e.g. empty)
+	KindCPU           Kind = "cpu"            // protobuf CPU profile
+	KindGoroutine     Kind = "goroutine"      // protobuf goroutine profile (counts, no wait states)
+	KindGoroutineText Kind = "goroutine-text" // debug=1 text
+	KindGoroutineDump Kind = "goroutine-dump" // debug=2 text (or a panic traceback)
+)
+
+// Dump is one goroutine dump: every goroutine with its stack and, for
+// debug=2 dumps, its wait state.
+type Dump struct {
+	// Kind is KindGoroutineText (debug=1: grouped stacks, no states) or
+	// KindGoroutineDump (debug=2: one entry per goroutine, with states).
+	Kind Kind
+	// Taken is when the dump was taken, zero when unknown.
+	Taken time.Time
+	// Total is the total number of goroutines the dump reports (the
+	// "goroutine profile: total N" header for debug=1, the number of
+	// goroutines for debug=2).
+	Total int
+	// Raw is the dump's text as read, kept so a recording can store it
+	// unchanged; nil when the dump was built in memory.
+	Raw []byte
+	// Groups holds goroutines with identical stacks and states. In a
+	// debug=2 dump each goroutine is its own group unless the parser merged
+	// identical ones (IDs then lists them all).
+	Groups []*Group
+}
+
+// Group is a set of goroutines that share a stack and a state.
+type Group struct {
+	// Count is the number of goroutines in the group.
+	Count int
+	// IDs lists goroutine ids (debug=2 only).
+	IDs []int64
+	// State is the wait reason in brackets ("sync.Mutex.Lock", "semacquire",
+	// "select", "chan receive", "IO wait", "running", "runnable", "syscall"
+	// …) without the duration; empty for debug=1.
+	State string
+	// WaitMinutes is the "N minutes" annotation of a debug=2 header, 0 when
+	// absent.
+	WaitMinutes int
+	// LockedToThread is set for "locked to thread" goroutines.
+	LockedToThread bool
+	// Labels are pprof labels ("# labels: {...}" in debug=1).
+	Labels map[string]string
+	// Frames is the stack, leaf first.
+	Frames []Frame
+	// CreatedBy is the "created by" frame, when present.
+	CreatedBy *Frame
+	// CreatorID is the goroutine id in "created by F in goroutine N".
+	CreatorID int64
+	// Elided is true when the runtime elided frames.
+	Elided bool
+}
+
+// Frame is one frame of a goroutine stack.
+type Frame struct {
+	Func string
+	File string
+	Line int
+	// PC is the program counter when the dump gives one (debug=1), else 0.
+	PC uint64
+}

@@ -1,0 +1,322 @@
+// Package recording is the one model that both the live path (collector)
+// and the offline path (Go pprof dumps) produce, and that the analyzer and
+// the TUI consume.
+//
+// On disk a recording is a directory of plain pprof files (one per view, each
+// opening in `go tool pprof` as is) plus small JSON files: meta.json,
+// locks.json, threads.json, stacks.json, events.jsonl.gz and the goroutine
+// dumps as text. Write and Read convert between the directory and the
+// in-memory Recording.
+package recording
+
+import (
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/goprof"
+)
+
+// FormatVersion is the version of the on-disk layout written into meta.json.
+// Readers refuse a recording with a higher major version.
+const FormatVersion = 1
+
+// View names one pprof profile of a recording. The view is also the file
+// name stem: view "futex-wait" is stored as futex-wait.pb.gz.
+type View string
+
+// Views recorded by the eBPF collector. Sample types and labels of each are
+// documented beside the constant; the collector writes them and the analyzer
+// relies on them.
+const (
+	// ViewFutexWait: futex waits per (thread, lock address, user stack).
+	// Values: [waits/count, delay/nanoseconds]. Labels: tid (num), lock
+	// (string, "0x…"), lock_name (string, optional), owner (num, glibc owner
+	// tid seen at wait time, optional), op (string: wait, wait_bitset,
+	// lock_pi, wait_requeue_pi, futex_wait). Only waits of at least the
+	// stack threshold carry their real stack; shorter waits are aggregated
+	// per lock in locks.json and appear here, if at all, under a single
+	// "[short waits]" frame.
+	ViewFutexWait View = "futex-wait"
+	// ViewFutexWake: futex wakes per (thread, lock address, waker stack).
+	// Values: [wakes/count, woken/count]. Labels: tid, lock, lock_name.
+	ViewFutexWake View = "futex-wake"
+	// ViewOffCPU: time off CPU per (thread, state left in, stack).
+	// Values: [switches/count, offcpu/nanoseconds]. Labels: tid, state
+	// (runnable, sleeping, uninterruptible, other).
+	ViewOffCPU View = "offcpu"
+	// ViewOnCPU: cpu-clock samples per (thread, user+kernel stack).
+	// Values: [samples/count, cpu/nanoseconds]. Labels: tid.
+	ViewOnCPU View = "oncpu"
+	// ViewIO: I/O syscalls per (thread, syscall, stack).
+	// Values: [calls/count, latency/nanoseconds]. Labels: tid, syscall.
+	ViewIO View = "io"
+	// ViewWakes: wake edges waker → wakee with the waker's stack.
+	// Values: [wakes/count]. Labels: tid (waker), wakee (num), context
+	// (string: task, hardirq, softirq, idle).
+	ViewWakes View = "wakes"
+)
+
+// Views of Go runtime profiles, fetched live or read from files. They are
+// stored exactly as the runtime wrote them.
+const (
+	// ViewGoMutex: runtime mutex profile (stacks end at Unlock).
+	ViewGoMutex View = "go-mutex"
+	// ViewGoBlock: runtime block profile (stacks where goroutines waited).
+	ViewGoBlock View = "go-block"
+	// ViewGoCPU: runtime CPU profile.
+	ViewGoCPU View = "go-cpu"
+	// ViewGoGoroutine: goroutine profile in protobuf form (no wait states).
+	ViewGoGoroutine View = "go-goroutine"
+)
+
+// LiveViews lists the views the eBPF collector produces, in display order.
+var LiveViews = []View{ViewFutexWait, ViewFutexWake, ViewOffCPU, ViewOnCPU, ViewIO, ViewWakes}
+
+// GoViews lists the Go runtime profile views, in display order.
+var GoViews = []View{ViewGoMutex, ViewGoBlock, ViewGoCPU, ViewGoGoroutine}
+
+// Label keys used on samples of the live views.
+const (
+	LabelTID      = "tid"       // num: thread id (kernel pid of the task)
+	LabelLock     = "lock"      // string: futex address, "0x%x"
+	LabelLockName = "lock_name" // string: data symbol containing the lock, "sym+0x10 (module)"
+	LabelOwner    = "owner"     // num: owner tid read beside a glibc mutex word
+	LabelOp       = "op"        // string: futex operation
+	LabelState    = "state"     // string: thread state left in (ViewOffCPU)
+	LabelSyscall  = "syscall"   // string: syscall name (ViewIO)
+	LabelWakee    = "wakee"     // num: woken thread (ViewWakes)
+	LabelContext  = "context"   // string: waker context (ViewWakes)
+)
+
+// Thread states used in LabelState and in timelines.
+const (
+	StateRunning         = "running"
+	StateRunnable        = "runnable"
+	StateSleeping        = "sleeping"
+	StateUninterruptible = "uninterruptible"
+	StateOther           = "other"
+)
+
+// Recording is everything known about one target over one interval.
+// Any part may be missing: an offline analysis of a single mutex profile has
+// only Profiles[ViewGoMutex]; a live recording without --pprof has no Go
+// views.
+type Recording struct {
+	Meta Meta
+	// Profiles holds one pprof profile per view present.
+	Profiles map[View]*profile.Profile
+	// Goroutines holds goroutine dumps (debug=1 or debug=2 text), oldest
+	// first.
+	Goroutines []*goprof.Dump
+	// Locks holds per-lock statistics aggregated in the kernel over every
+	// wait, including those too short to carry a stack.
+	Locks []LockStat
+	// Threads is the per-thread /proc timeline.
+	Threads *Timeline
+	// Events is the bounded, sampled log of timestamped waits, wakes, I/O
+	// and scheduler intervals, ordered by time.
+	Events []Event
+	// Stacks holds the symbolized stacks that events refer to by index.
+	Stacks []Stack
+}
+
+// Meta describes the target, the recording and its completeness.
+type Meta struct {
+	Version int `json:"version"`
+	// Source says how the recording was made: "live" (collector) or
+	// "files" (Go profiles given to analyze).
+	Source string `json:"source"`
+	// Inputs lists the files an offline recording was built from, with the
+	// kind recognised in each.
+	Inputs []Input `json:"inputs,omitempty"`
+
+	PID     int      `json:"pid,omitempty"`
+	Comm    string   `json:"comm,omitempty"`
+	Cmdline []string `json:"cmdline,omitempty"`
+	Exe     string   `json:"exe,omitempty"`
+	BuildID string   `json:"build_id,omitempty"`
+	Kernel  string   `json:"kernel,omitempty"`
+	// NumCPU is the number of CPUs online on the machine that recorded.
+	NumCPU int `json:"num_cpu,omitempty"`
+	// GoVersion of the target when known (from its build info).
+	GoVersion string `json:"go_version,omitempty"`
+
+	Start    time.Time     `json:"start"`
+	Duration time.Duration `json:"duration_ns"`
+
+	// Probes lists what was attached, e.g. "futex", "sched", "oncpu", "io".
+	Probes []string `json:"probes,omitempty"`
+	// Settings holds thresholds and rates used, e.g. "stack_threshold":
+	// "10µs", "oncpu_hz": "99".
+	Settings map[string]string `json:"settings,omitempty"`
+	// Counters holds every drop and miss counter, always written even when
+	// zero, e.g. "ringbuf_lost", "stack_miss", "map_full_futex_wait".
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Partial is true when the recording was cut short (target exited,
+	// signal, error) and holds less than was asked for.
+	Partial bool `json:"partial,omitempty"`
+	// PartialReason says why Partial is set.
+	PartialReason string `json:"partial_reason,omitempty"`
+	// Warnings are human-readable notes about missing data ("mutex profile
+	// empty: the program never called runtime.SetMutexProfileFraction").
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Input is one file an offline recording was built from.
+type Input struct {
+	Path string      `json:"path"`
+	Kind goprof.Kind `json:"kind"`
+}
+
+// LockStat is the in-kernel aggregate of every futex wait and wake on one
+// address. Durations are nanoseconds.
+type LockStat struct {
+	Addr uint64 `json:"addr"`
+	// Name is the data symbol containing the address, "sym+0x1b0 (module)",
+	// or "" when the address is on a heap or stack.
+	Name string `json:"name,omitempty"`
+	// Waits counts FUTEX_WAIT-class calls; Blocked counts those that
+	// actually slept (did not return EAGAIN at once).
+	Waits   uint64 `json:"waits"`
+	Blocked uint64 `json:"blocked"`
+	// Timeouts counts waits that ended by timeout (ETIMEDOUT).
+	Timeouts uint64 `json:"timeouts,omitempty"`
+	WaitNS   uint64 `json:"wait_ns"`
+	MaxNS    uint64 `json:"max_ns"`
+	// Hist is a log2 histogram of wait durations: Hist[i] counts waits with
+	// 2^i <= ns < 2^(i+1) (Hist[0] also holds 0 and 1 ns).
+	Hist []uint64 `json:"hist"`
+	// Wakes counts FUTEX_WAKE-class calls on this address and Woken the
+	// threads they woke.
+	Wakes uint64 `json:"wakes"`
+	Woken uint64 `json:"woken"`
+	// Waiters lists distinct waiting thread ids (bounded; WaitersTruncated
+	// says when more were seen).
+	Waiters          []int `json:"waiters,omitempty"`
+	WaitersTruncated bool  `json:"waiters_truncated,omitempty"`
+	// Wakers lists distinct waking thread ids (bounded).
+	Wakers []int `json:"wakers,omitempty"`
+	// Owners counts, per owner tid read beside the futex word at wait time,
+	// how many waits saw that owner (glibc mutexes only).
+	Owners map[int]uint64 `json:"owners,omitempty"`
+}
+
+// Timeline is the per-thread /proc sampling of the target.
+type Timeline struct {
+	// Interval between samples.
+	Interval time.Duration `json:"interval_ns"`
+	// ClockTicks is the unit of UTime and STime (USER_HZ, usually 100).
+	ClockTicks int `json:"clock_ticks"`
+	// Samples is the number of sampling instants; series index i is taken
+	// at Start + i*Interval relative to Meta.Start.
+	Samples int `json:"samples"`
+	// Threads holds one series per thread seen.
+	Threads []ThreadSeries `json:"threads"`
+}
+
+// ThreadSeries is one thread's /proc samples. Slices are indexed by sample
+// instant minus First; a thread that did not exist yet or had exited has no
+// entry there.
+type ThreadSeries struct {
+	TID  int    `json:"tid"`
+	Comm string `json:"comm"`
+	// First is the index of the first sample instant this thread was seen.
+	First int `json:"first"`
+	// States holds one /proc state letter per sample (R, S, D, T, Z, I, …).
+	States string `json:"states"`
+	// UTime and STime are cumulative clock ticks at each sample.
+	UTime []uint64 `json:"utime"`
+	STime []uint64 `json:"stime"`
+	// Voluntary and Involuntary are cumulative context switch counts.
+	Voluntary   []uint64 `json:"voluntary"`
+	Involuntary []uint64 `json:"involuntary"`
+}
+
+// EventKind names the kind of an Event.
+type EventKind string
+
+// Event kinds written by the collector.
+const (
+	// EventWait: a futex wait interval. TID waited on Addr; Peer is the
+	// owner tid read at wait time (0 when unknown).
+	EventWait EventKind = "wait"
+	// EventWake: a futex wake. TID woke Peer threads waiting on Addr.
+	EventWake EventKind = "wake"
+	// EventIO: an I/O syscall interval; Syscall names it.
+	EventIO EventKind = "io"
+	// EventRunq: TID was runnable but not running (preempted or woken and
+	// waiting for a CPU) for Dur.
+	EventRunq EventKind = "runq"
+	// EventDSleep: TID slept uninterruptibly (D state) for Dur.
+	EventDSleep EventKind = "dsleep"
+	// EventWakeup: TID (the waker) woke Peer (sched_waking).
+	EventWakeup EventKind = "wakeup"
+)
+
+// Event is one entry of the event log. Times are nanoseconds since
+// Meta.Start.
+type Event struct {
+	Kind    EventKind `json:"k"`
+	T       int64     `json:"t"`
+	Dur     int64     `json:"d,omitempty"`
+	TID     int       `json:"tid"`
+	Peer    int       `json:"peer,omitempty"`
+	Addr    uint64    `json:"addr,omitempty"`
+	Syscall string    `json:"sys,omitempty"`
+	// Stack is an index into Recording.Stacks, or -1 when none was taken.
+	Stack int `json:"stack"`
+}
+
+// End returns the time the event's interval ends.
+func (e Event) End() int64 { return e.T + e.Dur }
+
+// Frame is one symbolized stack frame.
+type Frame struct {
+	// Func is the function name; for an unresolved frame it is
+	// "module+0xoffset".
+	Func string `json:"func"`
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Module is the base name of the object the address lies in.
+	Module string `json:"module,omitempty"`
+	Addr   uint64 `json:"addr,omitempty"`
+	// Inlined is true for a frame expanded from inline data (not the
+	// physical frame at Addr).
+	Inlined bool `json:"inlined,omitempty"`
+	// Kernel marks kernel frames.
+	Kernel bool `json:"kernel,omitempty"`
+}
+
+// Stack is a symbolized stack, leaf first.
+type Stack struct {
+	Frames []Frame `json:"frames"`
+	// Truncated is true when the unwinder stopped before the outermost
+	// frame (window exhausted, depth limit).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Profile returns the profile of view v, or nil.
+func (r *Recording) Profile(v View) *profile.Profile {
+	if r == nil || r.Profiles == nil {
+		return nil
+	}
+	return r.Profiles[v]
+}
+
+// SetProfile stores p as view v.
+func (r *Recording) SetProfile(v View, p *profile.Profile) {
+	if r.Profiles == nil {
+		r.Profiles = make(map[View]*profile.Profile)
+	}
+	r.Profiles[v] = p
+}
+
+// IsLive reports whether the recording came from the eBPF collector.
+func (r *Recording) IsLive() bool { return r.Meta.Source == SourceLive }
+
+// Sources of a recording.
+const (
+	SourceLive  = "live"
+	SourceFiles = "files"
+)
