@@ -30,7 +30,7 @@ FIXTURE_BINS := $(patsubst fixtures/c/%.c,$(BIN)/fixtures/%,$(FIXTURE_SRCS))
 
 fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture
 
-$(BIN)/fixtures/%: fixtures/c/%.c
+$(BIN)/fixtures/%: fixtures/c/%.c fixtures/c/common.h
 	@mkdir -p $(@D)
 	$(CC) $(FIXCFLAGS) -o $@ $<
 

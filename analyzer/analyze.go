@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"errors"
 	"sort"
 
 	"github.com/contend-dev/contend/recording"
@@ -16,7 +17,9 @@ type Options struct {
 
 // detector inspects the recording and appends findings, idle groups, rows
 // and notes to the result. Detectors run in registration order; each file
-// of detectors registers itself in an init function.
+// of detectors registers itself in an init function, so they must not
+// depend on each other's output: shared inputs are computed on demand
+// (analysis.goData).
 type detector struct {
 	name string
 	run  func(a *analysis)
@@ -34,12 +37,43 @@ type analysis struct {
 	rec  *recording.Recording
 	opts Options
 	res  *Result
+
+	gd     *goData
+	gdDone bool
 }
+
+// goData returns the recording's Go profiles folded for the Go detectors,
+// building them on first use; nil when the recording has no Go data.
+func (a *analysis) goData() *goData {
+	if !a.gdDone {
+		a.gd, a.gdDone = buildGoData(a.rec), true
+	}
+	return a.gd
+}
+
+// note adds a caveat about the input once.
+func (a *analysis) note(s string) {
+	for _, n := range a.res.Notes {
+		if n == s {
+			return
+		}
+	}
+	a.res.Notes = append(a.res.Notes, s)
+}
+
+// ErrNoRecording is returned by Analyze when given no recording.
+var ErrNoRecording = errors.New("analyze: no recording")
 
 // Analyze runs every detector over rec and returns the ranked result.
 func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
-	a := &analysis{rec: rec, opts: opts, res: &Result{Schema: SchemaVersion}}
+	if rec == nil {
+		return nil, ErrNoRecording
+	}
+	a := &analysis{rec: rec, opts: opts, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
 	a.res.Target = targetOf(rec)
+	for _, w := range rec.Meta.Warnings {
+		a.note(w)
+	}
 	for _, d := range detectors {
 		d.run(a)
 	}
@@ -62,14 +96,50 @@ func targetOf(rec *recording.Recording) Target {
 	return t
 }
 
-// rank orders findings by score, highest first, with a stable tie-break on
-// the headline so output is deterministic.
+// rank orders findings by score (time lost plus CPU burned), highest
+// first; findings without measured time (a single goroutine dump) follow by
+// participants; the headline breaks ties so output is deterministic. Idle
+// groups, points and locks are ordered the same way.
 func rank(r *Result) {
-	sort.SliceStable(r.Findings, func(i, j int) bool {
-		fi, fj := r.Findings[i], r.Findings[j]
+	sortBy(r.Findings, func(fi, fj Finding) bool {
 		if fi.Score != fj.Score {
 			return fi.Score > fj.Score
 		}
+		if fi.Participants != fj.Participants {
+			return fi.Participants > fj.Participants
+		}
 		return fi.Headline < fj.Headline
 	})
+	sortBy(r.Idle, func(a, b IdleGroup) bool {
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.WaitSeconds != b.WaitSeconds {
+			return a.WaitSeconds > b.WaitSeconds
+		}
+		return pointString(a.Point)+a.Reason < pointString(b.Point)+b.Reason
+	})
+	sortBy(r.Points, func(a, b PointRow) bool {
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if sa, sb := a.WaitSeconds+a.CPUSeconds, b.WaitSeconds+b.CPUSeconds; sa != sb {
+			return sa > sb
+		}
+		return pointString(a.Point) < pointString(b.Point)
+	})
+	sortBy(r.Locks, func(a, b LockRow) bool {
+		if a.WaitSeconds != b.WaitSeconds {
+			return a.WaitSeconds > b.WaitSeconds
+		}
+		if a.DistinctWaiters != b.DistinctWaiters {
+			return a.DistinctWaiters > b.DistinctWaiters
+		}
+		return a.Lock.Name < b.Lock.Name
+	})
+}
+
+// sortBy sorts s stably by less.
+func sortBy[T any](s []T, less func(a, b T) bool) {
+	sort.SliceStable(s, func(i, j int) bool { return less(s[i], s[j]) })
 }

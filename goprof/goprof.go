@@ -4,7 +4,33 @@
 // debug=2 text forms.
 package goprof
 
-import "time"
+import (
+	"errors"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// ErrBadProfile is wrapped by every error about input that is not a usable
+// Go profile: corrupt, truncated, empty, or of a kind that says nothing
+// about contention (heap, threadcreate, a non-Go program). The CLI maps it
+// to the exit code for bad input.
+var ErrBadProfile = errors.New("bad profile")
+
+// File is one profile input recognised by its content.
+type File struct {
+	// Path is the file name the input was read from (or the name given to
+	// Parse); it is only used in messages.
+	Path string
+	// Kind is what the content was recognised as.
+	Kind Kind
+	// Profile holds protobuf and legacy-text profiles (KindMutex,
+	// KindBlock, KindContention, KindCPU, KindGoroutine); nil for dumps.
+	Profile *profile.Profile
+	// Dump holds goroutine dumps (KindGoroutineText, KindGoroutineDump);
+	// nil for profiles.
+	Dump *Dump
+}
 
 // Kind is what a profile file holds, recognised by its content.
 type Kind string
@@ -35,9 +61,11 @@ type Dump struct {
 	// Raw is the dump's text as read, kept so a recording can store it
 	// unchanged; nil when the dump was built in memory.
 	Raw []byte
-	// Groups holds goroutines with identical stacks and states. In a
-	// debug=2 dump each goroutine is its own group unless the parser merged
-	// identical ones (IDs then lists them all).
+	// Groups holds goroutines with identical stacks and states, in the
+	// order of their first appearance. ParseDump merges the goroutines of a
+	// debug=2 dump that share state, stack (functions, files and lines,
+	// arguments aside), creator, labels and flags into one group whose IDs
+	// lists them all.
 	Groups []*Group
 }
 
@@ -52,7 +80,7 @@ type Group struct {
 	// …) without the duration; empty for debug=1.
 	State string
 	// WaitMinutes is the "N minutes" annotation of a debug=2 header, 0 when
-	// absent.
+	// absent. In a merged group it is the longest wait of its members.
 	WaitMinutes int
 	// LockedToThread is set for "locked to thread" goroutines.
 	LockedToThread bool
@@ -62,8 +90,13 @@ type Group struct {
 	Frames []Frame
 	// CreatedBy is the "created by" frame, when present.
 	CreatedBy *Frame
-	// CreatorID is the goroutine id in "created by F in goroutine N".
+	// CreatorID is the goroutine id in "created by F in goroutine N" (Go
+	// 1.21 and later), 0 when absent. In a merged group it is the first
+	// member's creator.
 	CreatorID int64
+	// Leaked is set for goroutines the runtime reported as leaked
+	// ("[chan receive (leaked)]", goroutine leak profile).
+	Leaked bool
 	// Elided is true when the runtime elided frames.
 	Elided bool
 }
@@ -75,4 +108,9 @@ type Frame struct {
 	Line int
 	// PC is the program counter when the dump gives one (debug=1), else 0.
 	PC uint64
+	// Args is the argument list as printed in a debug=2 dump, without the
+	// parentheses ("0xc000010000, 0x1", "..." for inlined frames, "" for
+	// none). In a merged group it is kept only where every member printed
+	// the same arguments, else it is "".
+	Args string
 }

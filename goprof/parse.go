@@ -1,8 +1,351 @@
 package goprof
 
-import "errors"
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"unicode/utf8"
 
-// ParseDump parses a goroutine dump in debug=1 or debug=2 text form.
-func ParseDump(data []byte) (*Dump, error) {
-	return nil, errors.New("goroutine dump parser: not implemented yet")
+	"github.com/google/pprof/profile"
+)
+
+// maxInputSize bounds what Parse decompresses. Real Go profiles of busy
+// services are a few MB; a larger stream is far more likely a gzip bomb or
+// the wrong file than a profile worth reading into memory.
+const maxInputSize = 1 << 30
+
+// Load reads the file at path and recognises it by content (see Parse).
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read profile: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse recognises data by its content, never by name (which only labels
+// errors): gzip or plain; a protobuf profile or Go's legacy contention text
+// ("--- mutex:", "--- contention:"), read through
+// github.com/google/pprof/profile; or a goroutine dump in debug=1 or
+// debug=2 text form (or a Go traceback). Protobuf contention profiles are
+// told apart as mutex or block by their stacks (see ClassifyProfile).
+// Profiles that say nothing about contention (heap, allocs, threadcreate,
+// a non-Go program) are refused. Every error is one line, starts with name
+// and wraps ErrBadProfile when the content is at fault.
+func Parse(name string, data []byte) (f *File, err error) {
+	f, err = parse(name, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, nil
+}
+
+func parse(name string, data []byte) (f *File, err error) {
+	if len(data) == 0 {
+		return nil, badf("empty file")
+	}
+	if isGzip(data) {
+		data, err = gunzip(data)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == 0 {
+			return nil, badf("empty file (after gzip)")
+		}
+	}
+	text := bytes.TrimLeft(data, " \t\r\n")
+	switch {
+	case bytes.HasPrefix(text, []byte("goroutine profile:")),
+		goroutineHeaderStart.Match(text),
+		isTraceback(text):
+		d, err := ParseDump(data)
+		if err != nil {
+			return nil, err
+		}
+		return &File{Path: name, Kind: d.Kind, Dump: d}, nil
+	case bytes.HasPrefix(text, []byte("--- mutex:")), bytes.HasPrefix(text, []byte("--- contention:")):
+		return parseLegacyContention(name, data)
+	}
+	if textKind := textProfileKind(text); textKind != "" {
+		return nil, badf("%s: not a contention input", textKind)
+	}
+	p, err := parseProfile(data)
+	if err != nil {
+		if looksLikeText(data) {
+			return nil, badf("not a Go profile or goroutine dump (text starting %s)", quoteShort(firstLine(text)))
+		}
+		return nil, badWrap(err, "not a Go profile")
+	}
+	kind, err := ClassifyProfile(p)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Path: name, Kind: kind, Profile: p}, nil
+}
+
+// goroutineHeaderStart matches the start of a debug=2 dump.
+var goroutineHeaderStart = regexp.MustCompile(`^goroutine \d+ `)
+
+// isTraceback reports whether text is a crash traceback holding goroutine
+// stacks after a message.
+func isTraceback(text []byte) bool {
+	for _, p := range tracebackPreambles {
+		if bytes.HasPrefix(text, []byte(p)) {
+			return bytes.Contains(text, []byte("\ngoroutine "))
+		}
+	}
+	return false
+}
+
+// textProfileKind names legacy text profiles Go writes for kinds that are
+// not contention inputs ("heap profile: …", "threadcreate profile: total
+// N"), or returns "".
+func textProfileKind(text []byte) string {
+	for _, k := range []string{"heap", "threadcreate", "goroutineleak", "allocs"} {
+		if bytes.HasPrefix(text, []byte(k+" profile:")) {
+			return k + " profile"
+		}
+	}
+	return ""
+}
+
+func isGzip(data []byte) bool {
+	return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, badWrap(err, "corrupt gzip")
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxInputSize+1))
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, badf("truncated gzip stream")
+		}
+		return nil, badWrap(err, "corrupt gzip")
+	}
+	if len(out) > maxInputSize {
+		return nil, badf("decompresses to more than %d MiB", maxInputSize>>20)
+	}
+	return out, nil
+}
+
+// parseProfile runs the pprof parser, turning a panic on hostile input
+// into an error: the parser is third-party code and this package promises
+// an error, never a crash, on any input.
+func parseProfile(data []byte) (p *profile.Profile, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("malformed profile (parser panic: %v)", r)
+		}
+	}()
+	return profile.ParseData(data)
+}
+
+func looksLikeText(data []byte) bool {
+	head := data[:min(len(data), 512)]
+	if !utf8.Valid(bytes.ToValidUTF8(head, nil)) || bytes.IndexByte(head, 0) >= 0 {
+		return false
+	}
+	printable := 0
+	for _, r := range string(head) {
+		if r == '\n' || r == '\t' || r == '\r' || (r >= ' ' && r != utf8.RuneError && r != 0x7f) {
+			printable++
+		}
+	}
+	return printable*10 >= utf8.RuneCount(head)*9
+}
+
+func firstLine(text []byte) string {
+	if i := bytes.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimRight(string(text), "\r")
+}
+
+// ClassifyProfile says what a parsed profile holds, from its sample types
+// and, for contention profiles, from its stacks: Go writes mutex and block
+// profiles with identical sample types (contentions/count, delay/
+// nanoseconds), but mutex profile stacks start (leaf) where a critical
+// section ended — an Unlock — while block profile stacks start where a
+// goroutine waited — a Lock, a channel operation, select, Cond.Wait,
+// WaitGroup.Wait, a semaphore. A contention profile with no samples, or
+// whose leaves say neither, is KindContention. Kinds that are not
+// contention inputs are refused with an error wrapping ErrBadProfile.
+func ClassifyProfile(p *profile.Profile) (Kind, error) {
+	types := sampleTypes(p)
+	switch {
+	case hasTypes(types, "contentions/count", "delay/nanoseconds"):
+		if !isGoProfile(p) {
+			return "", badf("contention profile of a non-Go program (no Go runtime frames): not a contention input")
+		}
+		return classifyContention(p), nil
+	case hasTypes(types, "samples/count", "cpu/nanoseconds"):
+		if !isGoProfile(p) {
+			return "", badf("cpu profile of a non-Go program (no Go runtime frames): not a contention input")
+		}
+		return KindCPU, nil
+	case len(types) == 1 && types[0] == "goroutine/count":
+		return KindGoroutine, nil
+	case hasTypes(types, "alloc_objects/count", "alloc_space/bytes"),
+		hasTypes(types, "inuse_objects/count", "inuse_space/bytes"):
+		if p.DefaultSampleType == "alloc_space" || p.DefaultSampleType == "alloc_objects" {
+			return "", badf("allocs profile: not a contention input")
+		}
+		return "", badf("heap profile: not a contention input")
+	case len(types) == 1 && strings.HasSuffix(types[0], "/count"):
+		return "", badf("%s profile: not a contention input", strings.TrimSuffix(types[0], "/count"))
+	}
+	return "", badf("profile with sample types %s: not a Go contention, CPU or goroutine profile", strings.Join(types, ", "))
+}
+
+func sampleTypes(p *profile.Profile) []string {
+	var out []string
+	for _, st := range p.SampleType {
+		if st != nil {
+			out = append(out, st.Type+"/"+st.Unit)
+		}
+	}
+	return out
+}
+
+// hasTypes reports whether types starts with want, in order.
+func hasTypes(types []string, want ...string) bool {
+	if len(types) < len(want) {
+		return false
+	}
+	for i, w := range want {
+		if types[i] != w {
+			return false
+		}
+	}
+	return true
+}
+
+// isGoProfile reports whether a profile with samples was written by a Go
+// program. Every Go stack runs inside the runtime's goroutine machinery, so
+// at least one function of a symbolized Go profile belongs to the runtime
+// or the sync packages (runtime.goexit, runtime.main, sync.(*Mutex).Unlock
+// …). A profile with no samples says nothing and is accepted.
+func isGoProfile(p *profile.Profile) bool {
+	if len(p.Sample) == 0 {
+		return true
+	}
+	for _, fn := range p.Function {
+		if fn == nil {
+			continue
+		}
+		n := fn.Name
+		if strings.HasPrefix(n, "runtime.") || strings.HasPrefix(n, "sync.") || strings.HasPrefix(n, "internal/sync.") || strings.HasPrefix(n, "runtime/") {
+			return true
+		}
+	}
+	return false
+}
+
+// classifyContention votes with each sample's leaf function: an unlock
+// leaf says mutex profile, a wait leaf says block profile. The profile is
+// whichever kind has more samples; a tie (including no votes) leaves it
+// undecided.
+func classifyContention(p *profile.Profile) Kind {
+	var mutexVotes, blockVotes int
+	for _, s := range p.Sample {
+		switch leafKind(leafFunc(s)) {
+		case KindMutex:
+			mutexVotes++
+		case KindBlock:
+			blockVotes++
+		}
+	}
+	switch {
+	case mutexVotes > blockVotes:
+		return KindMutex
+	case blockVotes > mutexVotes:
+		return KindBlock
+	}
+	return KindContention
+}
+
+// leafFunc returns the innermost function of a sample's stack, "" when
+// unknown.
+func leafFunc(s *profile.Sample) string {
+	if s == nil || len(s.Location) == 0 || s.Location[0] == nil {
+		return ""
+	}
+	for _, ln := range s.Location[0].Line {
+		if ln.Function != nil && ln.Function.Name != "" {
+			// Line[0] is the innermost inlined frame.
+			return ln.Function.Name
+		}
+	}
+	return ""
+}
+
+// unlockLeaves are functions a Go mutex profile stack starts at: the
+// runtime records mutex contention when the lock is released (Go 1.8+ for
+// sync, 1.22+ for runtime-internal locks).
+var unlockLeaves = map[string]bool{
+	"sync.(*Mutex).Unlock":                 true,
+	"sync.(*Mutex).unlockSlow":             true,
+	"sync.(*RWMutex).Unlock":               true,
+	"sync.(*RWMutex).RUnlock":              true,
+	"sync.(*RWMutex).rUnlockSlow":          true,
+	"internal/sync.(*Mutex).Unlock":        true,
+	"internal/sync.(*Mutex).unlockSlow":    true,
+	"runtime._LostContendedRuntimeLock":    true,
+	"runtime.unlock":                       true,
+	"runtime.unlock2":                      true,
+	"runtime.unlockWithRank":               true,
+	"runtime.semrelease1":                  true,
+	"sync.runtime_Semrelease":              true,
+	"internal/sync.runtime_Semrelease":     true,
+	"runtime.(*mLockProfile).recordUnlock": true,
+}
+
+// waitLeaves are functions a Go block profile stack starts at: where a
+// goroutine blocked.
+var waitLeaves = map[string]bool{
+	"sync.(*Mutex).Lock":                    true,
+	"sync.(*Mutex).lockSlow":                true,
+	"sync.(*RWMutex).Lock":                  true,
+	"sync.(*RWMutex).RLock":                 true,
+	"internal/sync.(*Mutex).Lock":           true,
+	"internal/sync.(*Mutex).lockSlow":       true,
+	"sync.(*Cond).Wait":                     true,
+	"sync.(*WaitGroup).Wait":                true,
+	"runtime.chanrecv":                      true,
+	"runtime.chanrecv1":                     true,
+	"runtime.chanrecv2":                     true,
+	"runtime.chansend":                      true,
+	"runtime.chansend1":                     true,
+	"runtime.selectgo":                      true,
+	"runtime.block":                         true,
+	"runtime.semacquire":                    true,
+	"runtime.semacquire1":                   true,
+	"sync.runtime_Semacquire":               true,
+	"sync.runtime_SemacquireMutex":          true,
+	"sync.runtime_SemacquireRWMutex":        true,
+	"sync.runtime_SemacquireRWMutexR":       true,
+	"sync.runtime_SemacquireWaitGroup":      true,
+	"internal/sync.runtime_SemacquireMutex": true,
+	"sync.runtime_notifyListWait":           true,
+	"runtime.notifyListWait":                true,
+}
+
+// leafKind says which contention profile a leaf function belongs to:
+// KindMutex, KindBlock, or "" when it says neither.
+func leafKind(fn string) Kind {
+	switch {
+	case unlockLeaves[fn]:
+		return KindMutex
+	case waitLeaves[fn]:
+		return KindBlock
+	}
+	return ""
 }

@@ -3,6 +3,10 @@ package main
 import (
 	"errors"
 	"strings"
+
+	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/recording"
 )
 
 // sentinels maps the sentinel errors of contend's packages to exit codes.
@@ -10,7 +14,17 @@ import (
 var sentinels = []struct {
 	err  error
 	code int
-}{}
+}{
+	{goprof.ErrBadProfile, exitUsage},
+	{recording.ErrNotRecording, exitUsage},
+	{recording.ErrNoInput, exitUsage},
+	{recording.ErrTwoRecordings, exitUsage},
+	{collector.ErrPermission, exitPrivilege},
+	{collector.ErrNoProcess, exitTarget},
+	{collector.ErrProcessGone, exitTarget},
+	{collector.ErrNoBTF, exitKernel},
+	{collector.ErrKernel, exitKernel},
+}
 
 // sentinelCode maps err to an exit code through sentinels.
 func sentinelCode(err error) (int, bool) {

@@ -1,0 +1,235 @@
+package analyzer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// This file holds what every detector (Go or live) shares to build a
+// finding: the thresholds that make a wait significant or a convoy, the
+// confidence rule, headline and figure formatting, and the scoring.
+
+// Thresholds shared by the detectors. Each is reasoned, not fitted to
+// fixtures.
+const (
+	// minConvoyParticipants is how many distinct waiters a lock needs to be
+	// a convoy. One waiter behind one holder is an ordinary handoff; two or
+	// three fit a pipeline of stages; from four on the queue, not the
+	// holder's work, sets the wait, and it is more waiters than most
+	// machines have cores to run them.
+	minConvoyParticipants = 4
+
+	// convoyMeanWaiting is the average number of goroutines or threads
+	// waiting on a lock (Little's law: total wait / wall time) from which
+	// it is a convoy: at least one is queued at any moment, so the queue
+	// never drains.
+	convoyMeanWaiting = 1.0
+
+	// minMeanWaiting is the average number of waiters from which a lock is
+	// worth a finding at all: a tenth of one goroutine's or thread's time
+	// (100 ms of waiting per second of wall time). Below that no fix can
+	// win back more than a tenth of one worker.
+	minMeanWaiting = 0.1
+
+	// minWaitUnknownDuration replaces minMeanWaiting when the profiled
+	// duration is unknown (mutex and block profiles written at exit carry
+	// none): 10 ms of total waiting is more than the stray contention of a
+	// program's start-up, yet small enough that no real convoy of a
+	// profile lasting seconds falls below it.
+	minWaitUnknownDuration = 10 * time.Millisecond
+
+	// minShareOfAllWaiting is the share of all lock waiting in the input a
+	// lock must hold to be a finding: fixing a lock that holds less than 1%
+	// cannot gain more than 1%.
+	minShareOfAllWaiting = 0.01
+
+	// minShareOfActive is the share of the working (not idle) goroutines'
+	// or threads' time a lock must cost, when both the duration and the
+	// population are known: a lock that costs a process's workers less than
+	// 1% of their time cannot win back more than 1% of their throughput.
+	minShareOfActive = 0.01
+
+	// maxShortHold bounds the mean time a lock is held for its critical
+	// section to count as short. 10 ms is a scheduler time slice and the
+	// latency of a disk flush: a lock held that long per acquisition
+	// suffers from the work under it, and splitting the lock between more
+	// sharers would not remove that work. The Go profiles only give an
+	// upper bound (wall time / contended acquisitions); a bound above this
+	// is "not shown short", not "long".
+	maxShortHold = 10 * time.Millisecond
+
+	// stripeCount is the number of stripes suggested for a striped lock: a
+	// power of two so the index is a mask of the key's hash, 32 mutexes
+	// cost a few hundred bytes, and with as many contenders running at once
+	// as a 16-core machine has cores each shares its stripe with fewer than
+	// one other on average (15/32).
+	stripeCount = 32
+)
+
+// significantWait reports whether waitNS of lock waiting over duration d
+// (0 when unknown) is worth a finding on its own (see minMeanWaiting and
+// minWaitUnknownDuration).
+func significantWait(waitNS int64, d time.Duration) bool {
+	if d > 0 {
+		return float64(waitNS)/float64(d) >= minMeanWaiting
+	}
+	return time.Duration(waitNS) >= minWaitUnknownDuration
+}
+
+// confidenceOf turns the evidence behind a verdict into a confidence.
+// High: at least two independent sources (e.g. a lock profile and a
+// goroutine dump, or a dump and a CPU profile) agree and nothing rests on a
+// guess. Medium: one strong source, or two with a guess in between (a
+// Lock/Unlock pairing through a shared caller). Low: the verdict rests on
+// an inference only (one source and a guess, a single snapshot, no
+// duration and no goroutine counts).
+func confidenceOf(sources int, guess bool) Confidence {
+	switch {
+	case sources >= 2 && !guess:
+		return ConfidenceHigh
+	case sources >= 2 || (sources == 1 && !guess):
+		return ConfidenceMedium
+	}
+	return ConfidenceLow
+}
+
+// finish fills the derived fields of f: Score (seconds lost waiting plus
+// CPU seconds burned) and WaitShare, the share of the participants' wall
+// time spent waiting, which is only meaningful when the participants were
+// counted (not estimated from the wait itself) and the duration is known.
+func finish(f *Finding, d time.Duration, counted bool) {
+	f.Score = f.WaitSeconds + f.CPUSeconds
+	if d > 0 && counted && f.Participants > 0 && f.WaitSeconds > 0 {
+		f.WaitShare = math.Min(1, f.WaitSeconds/(d.Seconds()*float64(f.Participants)))
+	}
+}
+
+// participants renders who takes part: "37 of 52 goroutines" when counted,
+// "on average 28.3 goroutines" when estimated from Little's law.
+func participants(n, population int, unit string, counted bool, mean float64) string {
+	if !counted {
+		if mean > 0 {
+			return fmt.Sprintf("on average %s %s", fmtFloat(mean), unit)
+		}
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	if population > 0 {
+		return fmt.Sprintf("%d of %d %s", n, population, unit)
+	}
+	return fmt.Sprintf("%d %s", n, unit)
+}
+
+// onePoint builds the classic headline: "<who> <verb> at ONE program
+// point: <what>".
+func onePoint(who, verb, what string) string {
+	return fmt.Sprintf("%s %s at ONE program point: %s", who, verb, what)
+}
+
+// fmtSeconds renders seconds with a unit that keeps 2–3 significant
+// digits: "64.4 s", "340 ms", "12 µs".
+func fmtSeconds(s float64) string {
+	return fmtDuration(time.Duration(s * 1e9))
+}
+
+// fmtDuration renders a duration like fmtSeconds.
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0 s"
+	case d >= time.Second:
+		return fmt.Sprintf("%s s", fmtFloat(d.Seconds()))
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%s ms", fmtFloat(float64(d)/1e6))
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%s µs", fmtFloat(float64(d)/1e3))
+	}
+	return fmt.Sprintf("%d ns", int64(d))
+}
+
+// fmtFloat renders x with three significant digits at most, without a
+// trailing ".0": 1234 → "1234", 64.43 → "64.4", 5.678 → "5.68".
+func fmtFloat(x float64) string {
+	var s string
+	switch ax := math.Abs(x); {
+	case ax >= 100:
+		s = fmt.Sprintf("%.0f", x)
+	case ax >= 10:
+		s = fmt.Sprintf("%.1f", x)
+	default:
+		s = fmt.Sprintf("%.2f", x)
+	}
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// fmtCount renders a count with thousands separators: 1234567 →
+// "1,234,567".
+func fmtCount(n int64) string {
+	s := fmt.Sprintf("%d", n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// fmtPercent renders a share as a percentage: 0.432 → "43%", 0.004 →
+// "0.4%".
+func fmtPercent(x float64) string {
+	p := x * 100
+	if p > 0 && p < 1 {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+// plural returns word or word+"s" for n.
+func plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// stateMix renders a state count map, largest first: "48 sync.Mutex.Lock,
+// 2 runnable".
+func stateMix(states map[string]int) string {
+	type kv struct {
+		k string
+		v int
+	}
+	var l []kv
+	for k, v := range states {
+		l = append(l, kv{k, v})
+	}
+	sortBy(l, func(a, b kv) bool {
+		if a.v != b.v {
+			return a.v > b.v
+		}
+		return a.k < b.k
+	})
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = fmt.Sprintf("%d %s", e.v, e.k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FormatSeconds renders seconds as the evidence texts do ("64.4 s",
+// "340 ms"), for renderers that print figures beside them.
+func FormatSeconds(s float64) string { return fmtSeconds(s) }
+
+// FormatPercent renders a share as the evidence texts do ("43%", "0.4%").
+func FormatPercent(x float64) string { return fmtPercent(x) }

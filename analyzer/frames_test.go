@@ -1,0 +1,133 @@
+package analyzer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+func TestGoPackage(t *testing.T) {
+	for fn, want := range map[string]string{
+		"sync.(*Mutex).Lock":                        "sync",
+		"internal/sync.(*Mutex).lockSlow":           "internal/sync",
+		"github.com/a/b.(*T).M":                     "github.com/a/b",
+		"github.com/a/b.v2.F":                       "github.com/a/b",
+		"main.main.func1":                           "main",
+		"example.com/x.F[go.shape.int]":             "example.com/x",
+		"example.com/x.(*T[go.shape.*uint8]).M":     "example.com/x",
+		"pthread_mutex_lock":                        "",
+		"std::mutex::lock":                          "",
+		"libc.so.6+0x1f00":                          "",
+		"internal/runtime/maps.(*Map).putSlotSmall": "internal/runtime/maps",
+	} {
+		if got := goPackage(fn); got != want {
+			t.Errorf("goPackage(%q) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+func TestReceiverAndEnclosing(t *testing.T) {
+	for fn, want := range map[string]string{
+		"app.(*Manager).claim":         "app.(*Manager)",
+		"app.(*Manager).claim.func1":   "app.(*Manager)",
+		"app.Store.Get":                "app.Store",
+		"app.worker":                   "",
+		"app.worker.func1":             "",
+		"app.(*T[go.shape.int]).M":     "app.(*T[go.shape.int])",
+		"github.com/x/y.(*Srv).handle": "github.com/x/y.(*Srv)",
+	} {
+		if got := receiverType(fn); got != want {
+			t.Errorf("receiverType(%q) = %q, want %q", fn, got, want)
+		}
+	}
+	for fn, want := range map[string]string{
+		"app.(*M).op.func1.2": "app.(*M).op",
+		"app.main.gowrap1":    "app.main",
+		"app.f":               "app.f",
+	} {
+		if got := enclosingFunc(fn); got != want {
+			t.Errorf("enclosingFunc(%q) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+func frames(fns ...string) []recording.Frame {
+	out := make([]recording.Frame, len(fns))
+	for i, f := range fns {
+		out[i] = recording.Frame{Func: f}
+	}
+	return out
+}
+
+func TestPointIndexAndClass(t *testing.T) {
+	tests := []struct {
+		name   string
+		stack  []recording.Frame
+		state  string
+		point  int
+		class  waitClass
+		flavor lockFlavor
+	}{
+		{"go mutex wait", frames("runtime.gopark", "internal/sync.runtime_SemacquireMutex", "internal/sync.(*Mutex).lockSlow", "sync.(*Mutex).Lock", "app.f", "app.main"), "", 4, classLock, flavorMutex},
+		{"rwmutex read", frames("sync.runtime_SemacquireRWMutexR", "sync.(*RWMutex).RLock", "app.get"), "sync.RWMutex.RLock", 2, classLock, flavorRWRead},
+		{"unlock", frames("sync.(*Mutex).Unlock", "app.f"), "", 1, classUnlock, flavorMutex},
+		{"runtime lock under sync", frames("runtime.unlock", "runtime.semrelease1", "sync.(*Mutex).Unlock", "app.f"), "", 3, classRuntimeLock, flavorRuntime},
+		{"select", frames("runtime.gopark", "runtime.selectgo", "app.handler"), "", 2, classIdle, flavorNone},
+		{"select state, frames elided", frames("app.handler"), "select", 0, classIdle, flavorNone},
+		{"lock inside select case", frames("sync.(*Mutex).Lock", "app.f"), "select", 1, classLock, flavorMutex},
+		{"cond wait", frames("sync.runtime_notifyListWait", "sync.(*Cond).Wait", "app.pool"), "sync.Cond.Wait", 2, classIdle, flavorNone},
+		{"semacquire no sync frame", frames("runtime.semacquire1", "runtime.gcStart", "runtime.mallocgc", "app.alloc"), "semacquire", 3, classRuntimeWait, flavorNone},
+		{"gc assist", frames("app.alloc"), "GC assist wait", 0, classRuntimeWait, flavorNone},
+		{"chan send", frames("runtime.chansend1", "app.produce"), "chan send", 1, classOtherWait, flavorNone},
+		{"syscall plumbing skipped", frames("syscall.Syscall", "syscall.Fsync", "internal/poll.(*FD).Fsync", "os.(*File).Sync", "app.save"), "syscall", 3, classNone, flavorNone},
+		{"glibc mutex", frames("futex_wait", "__lll_lock_wait", "__pthread_mutex_lock@GLIBC_2.2.5", "worker_loop"), "", 3, classLock, flavorNative},
+		{"epoll", frames("epoll_wait", "event_loop"), "", 1, classIdle, flavorNone},
+		{"runtime only", frames("runtime.mcall", "runtime.park_m"), "", -1, classNone, flavorNone},
+		{"kernel frames", []recording.Frame{{Func: "schedule", Kernel: true}, {Func: "futex_wait"}, {Func: "app_main"}}, "", 2, classNone, flavorNone},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pi := pointIndex(tc.stack)
+			if pi != tc.point {
+				t.Errorf("pointIndex = %d, want %d", pi, tc.point)
+			}
+			sc := classifyGoroutine(tc.state, tc.stack, pi)
+			if sc.class != tc.class || sc.flavor != tc.flavor {
+				t.Errorf("class %d/%d, want %d/%d (%+v)", sc.class, sc.flavor, tc.class, tc.flavor, sc)
+			}
+			if (sc.class == classIdle || sc.class == classRuntimeWait || sc.class == classOtherWait) && sc.reason == "" {
+				t.Errorf("no reason for class %d", sc.class)
+			}
+		})
+	}
+}
+
+func TestIOFrames(t *testing.T) {
+	st := frames("syscall.Syscall", "syscall.Fsync", "internal/poll.(*FD).Fsync", "os.(*File).Sync", "app.(*j).save", "app.(*M).claim")
+	if got := ioIndex(st, 5); got != 3 {
+		t.Errorf("ioIndex = %d, want 3 (os.(*File).Sync, the outermost I/O frame)", got)
+	}
+	if got := ioIndex(st, 0); got != -1 {
+		t.Errorf("ioIndex with end 0 = %d", got)
+	}
+	var got []bool
+	for _, f := range []recording.Frame{{Func: "__libc_pwrite64"}, {Func: "fsync"}, {Func: "vfs_fsync_range", Kernel: true}, {Func: "os.Rename"}, {Func: "app.write"}, {Func: "memcpy"}} {
+		got = append(got, isIOFrame(f))
+	}
+	if diff := cmp.Diff([]bool{true, true, true, true, false, false}, got); diff != "" {
+		t.Errorf("isIOFrame (-want +got):\n%s", diff)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	got := []string{fmtSeconds(64.3958), fmtSeconds(0.34), fmtSeconds(12e-6), fmtSeconds(0), fmtFloat(4.656), fmtCount(1732268), fmtCount(12), fmtPercent(0.004), fmtPercent(0.43)}
+	want := []string{"64.4 s", "340 ms", "12 µs", "0 s", "4.66", "1,732,268", "12", "0.4%", "43%"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("formatting (-want +got):\n%s", diff)
+	}
+	if got := shortFunc("github.com/contend-dev/contend/fixtures/stripe.(*sub).on"); got != "stripe.(*sub).on" {
+		t.Errorf("shortFunc = %q", got)
+	}
+}

@@ -1,0 +1,428 @@
+package analyzer
+
+import (
+	"sort"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/recording"
+)
+
+// This file folds a recording's Go runtime profiles and goroutine dumps
+// into sites (one per program point and wait class) and goroutine groups,
+// once per analysis, for the Go detectors to share.
+
+// callerDepth is how many frames above a program point count as its
+// callers when pairing a Lock site with an Unlock site. Two frames reach
+// the method that calls a small locking helper and that method's caller;
+// deeper frames (worker loops, main) are shared by everything and would
+// pair unrelated locks.
+const callerDepth = 2
+
+// site aggregates the samples of one profile that share a program point and
+// a wait class.
+type site struct {
+	key pointKey
+	sc  stackClass
+	// count is contentions (block, mutex) or samples (CPU); value is delay
+	// or CPU time in nanoseconds.
+	count, value int64
+	// stacks counts distinct stacks folded into the site.
+	stacks int
+	// point is the program point with the heaviest sample's stack.
+	point    ProgramPoint
+	topValue int64
+	// callers holds the enclosing functions of the frames up to
+	// callerDepth above the point.
+	callers map[string]bool
+	// user is the first frame outside machinery of a runtime-lock stack
+	// (the user code that reached the runtime lock), "" when none.
+	user string
+	// CPU sites only: CPU in samples that execute an atomic operation at
+	// the point, and in samples that yield.
+	atomicNS, yieldNS int64
+
+	ids map[uint64]bool
+}
+
+// siteKey tells sites apart.
+type siteKey struct {
+	pointKey
+	class  waitClass
+	flavor lockFlavor
+}
+
+// gGroup is a set of goroutines with one stack and state.
+type gGroup struct {
+	count int
+	// state is the dump's wait reason, or one inferred from the stack when
+	// the dump has none (stateInferred).
+	state  string
+	frames []recording.Frame
+	pi     int
+	sc     stackClass
+	key    pointKey
+}
+
+// goData is the Go side of one recording, folded for the detectors.
+type goData struct {
+	// duration is the profiled wall time, 0 when unknown; durationFrom
+	// names where it came from.
+	duration     time.Duration
+	durationFrom string
+
+	// Presence of each profile (possibly empty) and whether it has samples.
+	blockGiven, mutexGiven, cpuGiven bool
+	blockSamples, mutexSamples       bool
+
+	// Sites, heaviest first.
+	block, mutex, cpu []*site
+	// cpuTotal is the CPU profile's total CPU time; cpuPeriod its sampling
+	// period in nanoseconds.
+	cpuTotal, cpuPeriod int64
+	cpuProf             *profile.Profile
+	cpuIdx              int
+	stacks              *profStacks
+
+	// Goroutines: groups from the chosen dump, the population, and where
+	// both came from.
+	groups        []*gGroup
+	population    int
+	gorSource     string
+	stateInferred bool
+	dumps         int
+
+	// numCPU is the target machine's CPU count, 0 when unknown.
+	numCPU int
+}
+
+// seconds converts nanoseconds to seconds.
+func seconds(ns int64) float64 { return float64(ns) / 1e9 }
+
+// buildGoData folds the Go views and dumps of rec. It returns nil when the
+// recording holds no Go data.
+func buildGoData(rec *recording.Recording) *goData {
+	g := &goData{stacks: newProfStacks()}
+	any := false
+	if p := rec.Profile(recording.ViewGoBlock); p != nil {
+		any, g.blockGiven, g.blockSamples = true, true, len(p.Sample) > 0
+		g.block = g.contentionSites(p)
+	}
+	if p := rec.Profile(recording.ViewGoMutex); p != nil {
+		any, g.mutexGiven, g.mutexSamples = true, true, len(p.Sample) > 0
+		g.mutex = g.contentionSites(p)
+	}
+	if p := rec.Profile(recording.ViewGoCPU); p != nil {
+		any, g.cpuGiven = true, true
+		g.cpu = g.cpuSites(p)
+	}
+	if g.goroutines(rec) {
+		any = true
+	}
+	if !any {
+		return nil
+	}
+	g.duration, g.durationFrom = profiledDuration(rec)
+	g.numCPU = rec.Meta.NumCPU
+	return g
+}
+
+// profiledDuration returns the wall time the profiles cover: the
+// recording's duration, else the longest profile duration (CPU profiles
+// and delta profiles carry one), else 0.
+func profiledDuration(rec *recording.Recording) (time.Duration, string) {
+	if rec.Meta.Duration > 0 {
+		return rec.Meta.Duration, "recording"
+	}
+	var best time.Duration
+	from := ""
+	for _, v := range recording.GoViews {
+		if p := rec.Profile(v); p != nil && time.Duration(p.DurationNanos) > best {
+			best, from = time.Duration(p.DurationNanos), string(v)+" profile"
+		}
+	}
+	return best, from
+}
+
+// contentionSites folds a mutex or block profile (values contentions,
+// delay) into sites.
+func (g *goData) contentionSites(p *profile.Profile) []*site {
+	ci := valueIndex(p, "contentions", "")
+	di := valueIndex(p, "delay", "")
+	if di < 0 && len(p.SampleType) >= 2 {
+		ci, di = 0, 1
+	}
+	if di < 0 {
+		return nil
+	}
+	sites := map[siteKey]*site{}
+	for _, s := range p.Sample {
+		frames := g.stacks.frames(s)
+		pi := pointIndex(frames)
+		sc := classifyFrames(frames, pi)
+		var count int64
+		if ci >= 0 {
+			count = s.Value[ci]
+		}
+		g.addSample(sites, s, frames, pi, sc, count, s.Value[di])
+	}
+	return sortSites(sites)
+}
+
+// runtimePoint returns the point of a runtime-lock stack: the first frame
+// above the unlock machinery (runtime.selunlock for a channel lock), -1
+// when the stack holds nothing else (runtime._LostContendedRuntimeLock).
+func runtimePoint(frames []recording.Frame) int {
+	for i, f := range frames {
+		if _, ok := unlockFuncs[f.Func]; !ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// addSample folds one sample into sites.
+func (g *goData) addSample(sites map[siteKey]*site, s *profile.Sample, frames []recording.Frame, pi int, sc stackClass, count, value int64) *site {
+	user := ""
+	if sc.class == classRuntimeLock {
+		if pi >= 0 {
+			user = frames[pi].Func
+		}
+		pi = runtimePoint(frames)
+	}
+	k := siteKey{pointKey: keyOf(frames, pi), class: sc.class, flavor: sc.flavor}
+	st := sites[k]
+	if st == nil {
+		st = &site{key: k.pointKey, sc: sc, callers: map[string]bool{}, ids: map[uint64]bool{}, user: user}
+		sites[k] = st
+	}
+	st.count += count
+	st.value += value
+	if id := stackID(s); !st.ids[id] {
+		st.ids[id] = true
+		st.stacks++
+		if pi >= 0 {
+			for i := pi + 1; i < len(frames) && i <= pi+callerDepth; i++ {
+				st.callers[enclosingFunc(frames[i].Func)] = true
+			}
+		}
+	}
+	if value > st.topValue || st.point.Stack == nil {
+		st.topValue = value
+		st.point = newPoint(frames, pi)
+		if user != "" {
+			st.user = user
+		}
+	}
+	return st
+}
+
+func sortSites(m map[siteKey]*site) []*site {
+	out := make([]*site, 0, len(m))
+	for _, s := range m {
+		s.ids = nil
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].value != out[j].value {
+			return out[i].value > out[j].value
+		}
+		return out[i].key.String() < out[j].key.String()
+	})
+	return out
+}
+
+// cpuSites folds a CPU profile into sites and remembers it for
+// critical-section walks.
+func (g *goData) cpuSites(p *profile.Profile) []*site {
+	vi := valueIndex(p, "cpu", "nanoseconds")
+	if vi < 0 {
+		vi = len(p.SampleType) - 1
+	}
+	if vi < 0 {
+		return nil
+	}
+	g.cpuProf, g.cpuIdx, g.cpuPeriod = p, vi, p.Period
+	if p.PeriodType == nil || p.PeriodType.Unit != "nanoseconds" || g.cpuPeriod <= 0 {
+		g.cpuPeriod = int64(10 * time.Millisecond) // Go's default 100 Hz
+	}
+	sites := map[siteKey]*site{}
+	for _, s := range p.Sample {
+		frames := g.stacks.frames(s)
+		pi := pointIndex(frames)
+		sc := classifyFrames(frames, pi)
+		v := s.Value[vi]
+		g.cpuTotal += v
+		st := g.addSample(sites, s, frames, pi, sc, 1, v)
+		if hasAtomic(frames, pi) {
+			st.atomicNS += v
+		}
+		if hasYield(frames, pi) {
+			st.yieldNS += v
+		}
+	}
+	return sortSites(sites)
+}
+
+// goroutines picks the goroutine data to use: the latest debug=2 dump (it
+// has wait states), else the protobuf goroutine profile (full stacks, so
+// waits can be told from frames), else the latest debug=1 dump (the
+// runtime's own frames are left out of it, so a goroutine parked in select
+// or a channel receive looks like one running user code). It reports
+// whether there was any.
+func (g *goData) goroutines(rec *recording.Recording) bool {
+	g.dumps = len(rec.Goroutines)
+	var debug2, debug1 *goprof.Dump
+	for _, d := range rec.Goroutines {
+		switch {
+		case d == nil:
+		case d.Kind == goprof.KindGoroutineDump:
+			debug2 = d
+		default:
+			debug1 = d
+		}
+	}
+	if debug2 != nil {
+		g.gorSource = "goroutine dump (debug=2)"
+		g.fromDump(debug2, false)
+		return true
+	}
+	if p := rec.Profile(recording.ViewGoGoroutine); p != nil {
+		g.gorSource = "goroutine profile"
+		g.stateInferred = true
+		vi := valueIndex(p, "goroutine", "")
+		if vi < 0 {
+			vi = 0
+		}
+		for _, s := range p.Sample {
+			if vi >= len(s.Value) {
+				continue
+			}
+			frames := append([]recording.Frame(nil), g.stacks.frames(s)...)
+			g.addGroup(int(s.Value[vi]), "", frames, false)
+			g.population += int(s.Value[vi])
+		}
+		return true
+	}
+	if debug1 != nil {
+		g.gorSource = "goroutine dump (debug=1)"
+		g.stateInferred = true
+		g.fromDump(debug1, true)
+		return true
+	}
+	return false
+}
+
+// fromDump adds a dump's groups; elided says the runtime's leading frames
+// are left out (debug=1).
+func (g *goData) fromDump(d *goprof.Dump, elided bool) {
+	total := 0
+	for _, gr := range d.Groups {
+		g.addGroup(gr.Count, gr.State, dumpFrames(gr), elided)
+		total += gr.Count
+	}
+	g.population = max(d.Total, total)
+}
+
+func (g *goData) addGroup(count int, state string, frames []recording.Frame, elided bool) {
+	pi := pointIndex(frames)
+	sc := classifyGoroutine(state, frames, pi)
+	if state == "" {
+		state = inferState(sc, frames, elided)
+	}
+	g.groups = append(g.groups, &gGroup{count: count, state: state, frames: frames, pi: pi, sc: sc, key: keyOf(frames, pi)})
+}
+
+// stateUnknown is the inferred state of a goroutine whose stack cannot
+// tell parked from running (debug=1 dumps leave the runtime's frames out).
+const stateUnknown = "unknown"
+
+// inferState names the state of a goroutine whose dump gave none, from its
+// classification and leaf frame, with the runtime's wait-reason names.
+func inferState(sc stackClass, frames []recording.Frame, elided bool) string {
+	switch sc.class {
+	case classLock:
+		switch sc.flavor {
+		case flavorRWWrite:
+			return "sync.RWMutex.Lock"
+		case flavorRWRead:
+			return "sync.RWMutex.RLock"
+		}
+		return "sync.Mutex.Lock"
+	case classIdle, classOtherWait:
+		if s, ok := machineryStates[sc.machinery]; ok {
+			return s
+		}
+		return "waiting"
+	case classRuntimeWait:
+		return "semacquire"
+	}
+	if len(frames) == 0 {
+		return stateUnknown
+	}
+	switch frames[0].Func {
+	case "runtime.gopark", "runtime.goparkunlock":
+		return "waiting"
+	case "runtime.asyncPreempt", "runtime.asyncPreempt2":
+		return "runnable"
+	}
+	if elided && !isAtomicFrame(frames[0]) {
+		return stateUnknown
+	}
+	return "running"
+}
+
+// machineryStates maps idle machinery frames to the runtime's wait reason.
+var machineryStates = map[string]string{
+	"runtime.selectgo":               "select",
+	"runtime.block":                  "select (no cases)",
+	"runtime.chanrecv":               "chan receive",
+	"runtime.chanrecv1":              "chan receive",
+	"runtime.chanrecv2":              "chan receive",
+	"runtime.chansend":               "chan send",
+	"runtime.chansend1":              "chan send",
+	"internal/poll.runtime_pollWait": "IO wait",
+	"internal/poll.(*pollDesc).wait": "IO wait",
+	"runtime.netpollblock":           "IO wait",
+	"sync.(*Cond).Wait":              "sync.Cond.Wait",
+	"sync.runtime_notifyListWait":    "sync.Cond.Wait",
+	"sync.(*WaitGroup).Wait":         "sync.WaitGroup.Wait",
+	"time.Sleep":                     "sleep",
+	"runtime.timeSleep":              "sleep",
+}
+
+// active returns how many dumped goroutines are not idle (working,
+// runnable, or waiting for a lock), 0 without a dump.
+func (g *goData) active() int {
+	n := 0
+	for _, gr := range g.groups {
+		switch gr.sc.class {
+		case classIdle, classRuntimeWait, classOtherWait:
+		default:
+			n += gr.count
+		}
+	}
+	return n
+}
+
+// meanWaiting is the average number of goroutines waiting, by Little's
+// law: total wait divided by wall time. 0 when the duration is unknown.
+func (g *goData) meanWaiting(waitNS int64) float64 {
+	if g.duration <= 0 {
+		return 0
+	}
+	return float64(waitNS) / float64(g.duration)
+}
+
+// cpuWalk calls fn for every CPU sample with its frames (reused between
+// calls) and CPU nanoseconds.
+func (g *goData) cpuWalk(fn func(frames []recording.Frame, ns int64)) {
+	if g.cpuProf == nil {
+		return
+	}
+	for _, s := range g.cpuProf.Sample {
+		fn(g.stacks.frames(s), s.Value[g.cpuIdx])
+	}
+}

@@ -1,0 +1,481 @@
+package analyzer
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+const sec = int64(time.Second)
+
+// A shared lock with many distinct waiters and short holds is a convoy,
+// with a striping suggestion reasoned from the number of contenders.
+func TestLockConvoy(t *testing.T) {
+	handle := fr("app.(*Sub).handle@/src/app/sub.go:18")
+	handleUnlock := fr("app.(*Sub).handle@/src/app/sub.go:23")
+	worker := fr("app.worker@/src/app/sub.go:60", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	block := contentionProf(t).
+		add([]int64{900_000, 400 * sec}, stack(blockLock, handle, worker)...).
+		add([]int64{100, sec / 100}, stack(blockLock, fr("app.other@/src/app/other.go:5"), worker)...).
+		build()
+	mutex := contentionProf(t).add([]int64{950_000, 380 * sec}, stack(unlockLeaf, handleUnlock, worker)...).build()
+	cpu := cpuProf(t, 10*time.Second).
+		cpu(300, stack(fr("app.(*Sub).handle@/src/app/sub.go:20"), worker)...).
+		cpu(100, stack(fr("app.parse@/src/app/parse.go:9"), worker)...).
+		build()
+	d := newDump(t).
+		add(150, "sync.Mutex.Lock", stack(lockFrames, handle, worker)...).
+		add(2, "runnable", stack(fr("app.parse@/src/app/parse.go:9"), worker)...).
+		add(5, "select", "app.serve@/src/app/serve.go:30").
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{
+		recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu,
+	}, d))
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*Sub).handle"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	if f.Participants != 150 || f.Population != 157 {
+		t.Errorf("participants %d of %d, want 150 of 157", f.Participants, f.Population)
+	}
+	if !strings.HasPrefix(f.Headline, "150 of 157 goroutines wait at ONE program point: sync.Mutex.Lock in app.(*Sub).handle (sub.go:18)") {
+		t.Errorf("headline %q", f.Headline)
+	}
+	if f.Point.Line != 18 || f.Point.File != "/src/app/sub.go" || f.Point.Stack[f.Point.PointIndex].Func != "app.(*Sub).handle" {
+		t.Errorf("point %+v", f.Point)
+	}
+	if f.Releaser == nil || f.Releaser.Line != 23 {
+		t.Errorf("releaser %+v, want app.(*Sub).handle line 23", f.Releaser)
+	}
+	if f.Lock == nil || f.Lock.PairingGuess || !strings.Contains(f.Lock.Name, "released at app.(*Sub).handle (sub.go:23)") {
+		t.Errorf("lock %+v", f.Lock)
+	}
+	if f.WaitSeconds != 400 {
+		t.Errorf("wait %v, want 400 (block profile delay)", f.WaitSeconds)
+	}
+	// 400 s over 10 s for 150 participants.
+	if want := 400.0 / (10 * 150); f.WaitShare < want-1e-9 || f.WaitShare > want+1e-9 {
+		t.Errorf("wait share %v, want %v", f.WaitShare, want)
+	}
+	if f.Confidence != ConfidenceHigh {
+		t.Errorf("confidence %s, want high (block, mutex, dump and CPU agree)", f.Confidence)
+	}
+	if !strings.Contains(f.Suggestion.Action, "fixed array of 32 mutexes") || !strings.Contains(f.Suggestion.Action, "never put the locks inside map entries") {
+		t.Errorf("suggestion %q", f.Suggestion.Action)
+	}
+	// 149 others over 32 stripes: 4.66 per stripe.
+	if !strings.Contains(f.Suggestion.ExpectedGain, "each of the 150 contenders shares its stripe with 4.66 others on average instead of 149") {
+		t.Errorf("expected gain %q", f.Suggestion.ExpectedGain)
+	}
+	if f.Score < f.WaitSeconds {
+		t.Errorf("score %v below wait %v", f.Score, f.WaitSeconds)
+	}
+	if len(res.Idle) != 1 || res.Idle[0].Count != 5 || !strings.Contains(res.Idle[0].Reason, "select") {
+		t.Errorf("idle %+v, want the 5 select goroutines", res.Idle)
+	}
+	if len(res.Locks) == 0 || res.Locks[0].DistinctWaiters != 150 {
+		t.Errorf("locks %+v", res.Locks)
+	}
+	if res.Target.Population != 157 || res.Target.Duration != 10*time.Second {
+		t.Errorf("target %+v", res.Target)
+	}
+}
+
+// The block profile's largest entry by count is an idle sync.Cond.Wait:
+// it is never a finding, findings rank by delay, and a note says why.
+func TestIdleCondWaitHugeCount(t *testing.T) {
+	worker := fr("app.worker@/src/app/pool.go:40")
+	block := contentionProf(t).
+		add([]int64{5_000_000, 900 * sec}, stack(fr("sync.(*Cond).Wait@/go/src/sync/cond.go:71"), fr("app.(*Pool).get@/src/app/pool.go:22"), worker)...).
+		add([]int64{2_000, 30 * sec}, stack(blockLock, fr("app.(*Cache).Put@/src/app/cache.go:12"), worker)...).
+		build()
+	cpu := cpuProf(t, 10*time.Second).cpu(100, "app.work@/src/app/pool.go:50").build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoCPU: cpu}))
+	for _, f := range res.Findings {
+		if f.Point.Function == "app.(*Pool).get" {
+			t.Fatalf("idle Cond.Wait reported as %s", f.Kind)
+		}
+	}
+	if diff := cmp.Diff([]string{"contention@app.(*Cache).Put"}, kinds(res)); diff != "" {
+		t.Errorf("findings (-want +got):\n%s", diff)
+	}
+	var idle *IdleGroup
+	for i := range res.Idle {
+		if res.Idle[i].Point.Function == "app.(*Pool).get" {
+			idle = &res.Idle[i]
+		}
+	}
+	if idle == nil || idle.WaitSeconds != 900 || !strings.Contains(idle.Reason, "sync.Cond.Wait") {
+		t.Errorf("idle groups %+v, want the Cond.Wait with 900 s", res.Idle)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "largest entry by count (5,000,000 waits) is sync.Cond.Wait") {
+		t.Errorf("notes %q lack the count-versus-delay note", res.Notes)
+	}
+}
+
+// [semacquire] goroutines without a sync frame wait inside the runtime
+// (GC assist, allocation): not a user lock, never a finding.
+func TestRuntimeInternalSemacquire(t *testing.T) {
+	d := newDump(t).
+		add(40, "semacquire",
+			"runtime.semacquire1@/go/src/runtime/sema.go:160",
+			"runtime.gcStart@/go/src/runtime/mgc.go:640",
+			"runtime.mallocgc@/go/src/runtime/malloc.go:1000",
+			"app.build@/src/app/build.go:12").
+		add(3, "running", "app.build@/src/app/build.go:14").
+		build()
+	res := analyze(t, rec(nil, d))
+	if len(res.Findings) != 0 {
+		t.Fatalf("findings %v, want none", kinds(res))
+	}
+	if len(res.Idle) != 1 || res.Idle[0].Count != 40 || !strings.Contains(res.Idle[0].Reason, "not a user lock") {
+		t.Errorf("idle %+v", res.Idle)
+	}
+	if len(res.Locks) != 0 {
+		t.Errorf("locks %+v, want none", res.Locks)
+	}
+}
+
+// Go ≤ 1.20 dumps show sync.Mutex waiters as [semacquire] with a sync
+// frame: they are lock waiters.
+func TestOldSemacquireMutex(t *testing.T) {
+	d := newDump(t).
+		add(12, "semacquire",
+			"sync.runtime_SemacquireMutex@/go/src/runtime/sema.go:77",
+			"sync.(*Mutex).lockSlow@/go/src/sync/mutex.go:171",
+			"sync.(*Mutex).Lock@/go/src/sync/mutex.go:90",
+			"app.(*Store).Get@/src/app/store.go:30").
+		build()
+	res := analyze(t, rec(nil, d))
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*Store).Get"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	if res.Findings[0].Confidence == ConfidenceHigh {
+		t.Errorf("a single dump gave confidence high")
+	}
+}
+
+// Request handlers blocked in select waiting for a result are not lock
+// waiters, however many.
+func TestSelectHandlersNotContention(t *testing.T) {
+	d := newDump(t).
+		add(300, "select", "app.(*Server).handle@/src/app/server.go:88", "net/http.HandlerFunc.ServeHTTP@/go/src/net/http/server.go:2294").
+		add(300, "IO wait",
+			"internal/poll.runtime_pollWait@/go/src/runtime/netpoll.go:351",
+			"internal/poll.(*pollDesc).wait@/go/src/internal/poll/fd_poll_runtime.go:84",
+			"internal/poll.(*FD).Read@/go/src/internal/poll/fd_unix.go:165",
+			"net.(*netFD).Read@/go/src/net/fd_posix.go:68",
+			"net/http.(*connReader).Read@/go/src/net/http/server.go:800").
+		build()
+	block := contentionProf(t).
+		add([]int64{1_000_000, 5000 * sec}, "runtime.selectgo@/go/src/runtime/select.go:351", "app.(*Server).handle@/src/app/server.go:88").
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block}, d))
+	if len(res.Findings) != 0 {
+		t.Fatalf("findings %v, want none", kinds(res))
+	}
+	if len(res.Idle) < 2 {
+		t.Errorf("idle %+v, want select and netpoll groups", res.Idle)
+	}
+	for _, p := range res.Points {
+		if p.Count == 300 && !p.Idle {
+			t.Errorf("point %s with 300 idle goroutines not marked idle", p.Point.Function)
+		}
+	}
+}
+
+// Empty mutex and block profiles: say so, and fall back to the dump.
+func TestEmptyProfilesFallBackToDump(t *testing.T) {
+	empty := contentionProf(t).build()
+	d := newDump(t).
+		add(9, "sync.Mutex.Lock", stack(lockFrames, fr("app.(*Reg).Add@/src/app/reg.go:44"))...).
+		add(1, "running", "app.(*Reg).Add@/src/app/reg.go:46").
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoMutex: empty, recording.ViewGoBlock: contentionProf(t).build()}, d))
+	notes := strings.Join(res.Notes, "\n")
+	for _, want := range []string{"mutex profile has no samples", "block profile has no samples", "judged from one goroutine dump"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*Reg).Add"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	if f.Participants != 9 || f.WaitSeconds != 0 || f.Confidence != ConfidenceMedium {
+		t.Errorf("finding %+v", f)
+	}
+}
+
+// Fewer waiters than a convoy needs give no finding from a dump alone.
+func TestFewDumpWaitersNoFinding(t *testing.T) {
+	d := newDump(t).add(2, "sync.Mutex.Lock", stack(lockFrames, fr("app.f@/src/app/f.go:3"))...).build()
+	res := analyze(t, rec(nil, d))
+	if len(res.Findings) != 0 {
+		t.Fatalf("findings %v, want none", kinds(res))
+	}
+	if len(res.Locks) != 1 || res.Locks[0].DistinctWaiters != 2 {
+		t.Errorf("locks %+v", res.Locks)
+	}
+}
+
+// Runtime-internal lock contention is its own kind, pointed at the
+// runtime, never blamed on the user code that reached it.
+func TestRuntimeLock(t *testing.T) {
+	user := fr("app.pump@/src/app/pump.go:20")
+	mutex := contentionProf(t).
+		add([]int64{5000, 3 * sec}, stack(fr("runtime.unlock@/go/src/runtime/lock_spinbit.go:261", "runtime.selunlock@/go/src/runtime/select.go:98", "runtime.selectgo@/go/src/runtime/select.go:500"), user)...).
+		add([]int64{1000, 2 * sec}, "runtime._LostContendedRuntimeLock@/go/src/runtime/proc.go:5741").
+		// sync.Mutex machinery calling into a contended semaphore-table lock.
+		add([]int64{10, sec}, stack(fr("runtime.unlock@/go/src/runtime/lock_spinbit.go:261", "runtime.semrelease1@/go/src/runtime/sema.go:230", "internal/sync.runtime_Semrelease@/go/src/runtime/sema.go:124", "internal/sync.(*Mutex).unlockSlow@/go/src/internal/sync/mutex.go:221", "sync.(*Mutex).Unlock@/go/src/sync/mutex.go:65"), fr("app.(*M).op@/src/app/m.go:22"))...).
+		build()
+	cpu := cpuProf(t, 10*time.Second).cpu(100, stack(fr("runtime.selectgo@/go/src/runtime/select.go:300"), user)...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}))
+	got := kinds(res)
+	want := []string{"runtime-lock@runtime.selunlock", "runtime-lock@runtime._LostContendedRuntimeLock", "runtime-lock@runtime.semrelease1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	for _, f := range res.Findings {
+		if f.Kind != KindRuntimeLock {
+			continue
+		}
+		if strings.HasPrefix(f.Point.Function, "app.") {
+			t.Errorf("runtime lock blamed on %s", f.Point.Function)
+		}
+		if f.Suggestion.Action == "" || !strings.Contains(f.Suggestion.Action, "Nothing to change in your own locks") {
+			t.Errorf("suggestion %q", f.Suggestion.Action)
+		}
+	}
+	if !strings.Contains(res.Findings[0].Headline, "reached from app.pump") || !strings.Contains(res.Findings[0].Suggestion.Action, "channel") {
+		t.Errorf("finding %q / %q", res.Findings[0].Headline, res.Findings[0].Suggestion.Action)
+	}
+}
+
+// Goroutines waiting at a lookup's Lock while the lock's holder is in
+// fsync: I/O under the lock, pointed at the stalled lookups.
+func TestIOUnderLock(t *testing.T) {
+	lookup := fr("app.(*Manager).lookup@/src/app/m.go:80")
+	claim := fr("app.(*Manager).claim@/src/app/m.go:40")
+	save := fr("app.(*journal).save@/src/app/j.go:20")
+	dp := fr("app.dataPlane@/src/app/m.go:200")
+	cp := fr("app.controlPlane@/src/app/m.go:220")
+	block := contentionProf(t).
+		add([]int64{3000, 50 * sec}, stack(blockLock, lookup, dp)...).
+		add([]int64{200, 4 * sec}, stack(blockLock, claim, cp)...).
+		build()
+	mutex := contentionProf(t).
+		add([]int64{3100, 52 * sec}, stack(unlockLeaf, fr("app.(*Manager).claim@/src/app/m.go:52"), cp)...).
+		add([]int64{100, sec}, stack(unlockLeaf, fr("app.(*Manager).lookup@/src/app/m.go:82"), dp)...).
+		build()
+	fsync := fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423",
+		"internal/poll.(*FD).Fsync@/go/src/internal/poll/fd_fsync_posix.go:17", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	cpu := cpuProf(t, 5*time.Second).
+		cpu(10, stack(fsync, fr("app.(*journal).writeFile@/src/app/j.go:30"), save, fr("app.(*Manager).claim@/src/app/m.go:45"), cp)...).
+		cpu(200, stack(fr("app.route@/src/app/m.go:300"), dp)...).
+		build()
+	d := newDump(t).
+		add(14, "sync.Mutex.Lock", stack(lockFrames, lookup, dp)...).
+		add(1, "syscall", stack(fsync, fr("app.(*journal).writeFile@/src/app/j.go:30"), save, fr("app.(*Manager).claim@/src/app/m.go:45"), cp)...).
+		add(2, "runnable", stack(fr("app.route@/src/app/m.go:300"), dp)...).
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d))
+	if diff := cmp.Diff([]string{"io-under-lock@app.(*Manager).lookup"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	ev := evidenceText(f)
+	for _, want := range []string{"inside the critical section is in os.(*File).Sync (state syscall)", "in I/O calls"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, ev)
+		}
+	}
+	if !strings.Contains(f.Suggestion.Action, "sequence number") || !strings.Contains(f.Suggestion.Action, "older snapshot never overwrites a newer one") {
+		t.Errorf("suggestion %q", f.Suggestion.Action)
+	}
+	if !f.Lock.PairingGuess {
+		t.Errorf("lookup's Lock and claim's Unlock are paired through their receiver: the pairing is a guess")
+	}
+	if !strings.Contains(f.Headline, "held across I/O (os.(*File).Sync)") {
+		t.Errorf("headline %q", f.Headline)
+	}
+}
+
+// I/O done after the Unlock, in the same function, is not under the lock.
+func TestIOAfterUnlockIsNotUnderLock(t *testing.T) {
+	op := fr("app.(*M).op@/src/app/m.go:10")
+	worker := fr("app.worker@/src/app/m.go:90")
+	block := contentionProf(t).add([]int64{1_000_000, 60 * sec}, stack(blockLock, op, worker)...).build()
+	mutex := contentionProf(t).add([]int64{1_000_000, 60 * sec}, stack(unlockLeaf, fr("app.(*M).op@/src/app/m.go:14"), worker)...).build()
+	write := fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "os.(*File).Write@/go/src/os/file.go:195")
+	cpu := cpuProf(t, 10*time.Second).
+		cpu(50, stack(write, fr("app.(*M).op@/src/app/m.go:16"), worker)...). // after line 14's Unlock
+		cpu(50, stack(fr("app.(*M).op@/src/app/m.go:12"), worker)...).
+		build()
+	d := newDump(t).add(20, "sync.Mutex.Lock", stack(lockFrames, op, worker)...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d))
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*M).op"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+}
+
+// A lock whose every waiter does I/O under it serializes the I/O: not the
+// I/O-under-lock case (nobody without I/O is stalled).
+func TestSerializedIO(t *testing.T) {
+	commit := fr("app.(*journal).commit@/src/app/j.go:20")
+	cp := fr("app.controlPlane@/src/app/m.go:220")
+	block := contentionProf(t).add([]int64{40, 2 * sec}, stack(blockLock, commit, cp)...).build()
+	mutex := contentionProf(t).add([]int64{40, 2 * sec}, stack(unlockLeaf, fr("app.(*journal).commit@/src/app/j.go:30"), cp)...).build()
+	fsync := fr("syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	cpu := cpuProf(t, 5*time.Second).cpu(5, stack(fsync, fr("app.(*journal).commit@/src/app/j.go:25"), cp)...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}))
+	if diff := cmp.Diff([]string{"contention@app.(*journal).commit"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(res.Findings[0].Headline, "waiting for each other's I/O") {
+		t.Errorf("headline %q", res.Findings[0].Headline)
+	}
+}
+
+// Methods of different types guard different objects: a Lock in one and
+// an Unlock in the other are not one lock even when one calls the other.
+func TestPairingDifferentReceivers(t *testing.T) {
+	commit := fr("app.(*journal).commit@/src/app/j.go:20")
+	claim := fr("app.(*Manager).claim@/src/app/m.go:45")
+	block := contentionProf(t).add([]int64{40, 2 * sec}, stack(blockLock, commit, claim)...).build()
+	mutex := contentionProf(t).add([]int64{40, 2 * sec}, stack(unlockLeaf, fr("app.(*Manager).claim@/src/app/m.go:50"), fr("app.main@/src/app/main.go:1"))...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex}))
+	if len(res.Locks) != 2 {
+		t.Fatalf("locks %+v, want two separate locks", res.Locks)
+	}
+}
+
+// A busy-wait on an atomic flag with goroutines runnable there is a spin
+// convoy; parallel work with no atomics is not.
+func TestSpinConvoy(t *testing.T) {
+	worker := fr("app.(*stats).observe@/src/app/stats.go:76", "app.worker@/src/app/stats.go:112")
+	lock := "app.(*spinLock).lock@/src/app/spin.go:"
+	cpu := cpuProf(t, 4*time.Second).
+		cpu(200, stack(fr("sync/atomic.(*Bool).Load@/go/src/sync/atomic/type.go:19", lock+"47"), worker)...).
+		cpu(150, stack(fr(lock+"47"), worker)...). // the loop's branch, same line
+		cpu(50, stack(fr("runtime.asyncPreempt@/go/src/runtime/preempt_amd64.s:9", "sync/atomic.(*Bool).Swap@/go/src/sync/atomic/type.go:25", lock+"46"), worker)...).
+		cpu(300, stack(fr("app.measure@/src/app/stats.go:93"), fr("app.worker@/src/app/stats.go:110"))...).
+		build()
+	d := newDump(t).
+		add(3, "runnable", stack(fr("sync/atomic.(*Bool).Load@/go/src/sync/atomic/type.go:19", lock+"47"), worker)...).
+		add(2, "runnable", worker...). // stopped at the call into the lock
+		add(3, "runnable", "app.measure@/src/app/stats.go:93", "app.worker@/src/app/stats.go:110").
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoCPU: cpu}, d))
+	if diff := cmp.Diff([]string{"spin-convoy@app.(*spinLock).lock"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	if f.Participants != 5 || f.CPUSeconds != 4 {
+		t.Errorf("participants %d cpu %v, want 5 and 4 s", f.Participants, f.CPUSeconds)
+	}
+	if f.Confidence != ConfidenceHigh || !strings.Contains(f.Suggestion.Action, "parking lock") {
+		t.Errorf("finding %+v", f)
+	}
+	if !strings.Contains(evidenceText(f), "no sample there parks or yields") {
+		t.Errorf("evidence:\n%s", evidenceText(f))
+	}
+}
+
+func TestParallelWorkIsNotSpin(t *testing.T) {
+	work := "app.crunch@/src/app/work.go:"
+	cpu := cpuProf(t, 4*time.Second).
+		cpu(700, work+"20", "app.worker@/src/app/work.go:40").
+		cpu(20, "sync/atomic.(*Int64).Add@/go/src/sync/atomic/type.go:100", work+"22", "app.worker@/src/app/work.go:40").
+		build()
+	d := newDump(t).add(16, "runnable", work+"20", "app.worker@/src/app/work.go:40").build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoCPU: cpu}, d))
+	if len(res.Findings) != 0 {
+		t.Fatalf("findings %v, want none", kinds(res))
+	}
+	if len(res.Points) == 0 || res.Points[0].Count != 16 || res.Points[0].CPUSeconds != 7 {
+		t.Errorf("points %+v", res.Points)
+	}
+}
+
+// A mutex profile alone (no block profile, no dump, no duration) still
+// reports real contention, at the releaser, with a low confidence.
+func TestMutexProfileOnly(t *testing.T) {
+	mutex := contentionProf(t).add([]int64{401, 64 * sec}, stack(unlockLeaf, fr("app.(*Sub).handle@/src/app/sub.go:23"), fr("app.worker@/src/app/sub.go:60"))...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoMutex: mutex}))
+	if diff := cmp.Diff([]string{"contention@app.(*Sub).handle"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	if f.Confidence != ConfidenceLow || f.WaitSeconds != 64 || !strings.Contains(f.Headline, "released at") {
+		t.Errorf("finding %+v", f)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "duration unknown") {
+		t.Errorf("notes %q", res.Notes)
+	}
+}
+
+// A protobuf goroutine profile (no states) still tells lock waiters from
+// idle goroutines by their frames.
+func TestGoroutineProfileProto(t *testing.T) {
+	g := newProf(t, "goroutine/count").
+		add([]int64{30}, stack(fr("runtime.gopark@/go/src/runtime/proc.go:462", "runtime.semacquire1@/go/src/runtime/sema.go:192"), lockFrames, fr("app.(*Q).push@/src/app/q.go:9"))...).
+		add([]int64{40}, "runtime.gopark@/go/src/runtime/proc.go:462", "runtime.chanrecv@/go/src/runtime/chan.go:667", "runtime.chanrecv1@/go/src/runtime/chan.go:509", "app.consumer@/src/app/q.go:30").
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoGoroutine: g}))
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*Q).push"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	if res.Target.Population != 70 {
+		t.Errorf("population %d, want 70", res.Target.Population)
+	}
+	if len(res.Idle) != 1 || res.Idle[0].Count != 40 {
+		t.Errorf("idle %+v", res.Idle)
+	}
+	var states map[string]int
+	for _, p := range res.Points {
+		if p.Point.Function == "app.consumer" {
+			states = p.States
+		}
+	}
+	if states["chan receive"] != 40 {
+		t.Errorf("inferred states %v, want 40 chan receive", states)
+	}
+}
+
+func TestAnalyzeEmpty(t *testing.T) {
+	if _, err := Analyze(nil, Options{}); err == nil {
+		t.Error("Analyze(nil) gave no error")
+	}
+	res := analyze(t, &recording.Recording{})
+	if res.Schema != SchemaVersion || len(res.Findings) != 0 || res.Findings == nil {
+		t.Errorf("result %+v", res)
+	}
+	// Profiles with no samples at all.
+	res = analyze(t, rec(map[recording.View]*profile.Profile{
+		recording.ViewGoMutex: contentionProf(t).build(),
+		recording.ViewGoCPU:   cpuProf(t, 0).build(),
+	}))
+	if len(res.Findings) != 0 {
+		t.Errorf("findings %v", kinds(res))
+	}
+}
+
+// Findings are ranked by time lost, not by count.
+func TestRankByDelay(t *testing.T) {
+	w := fr("app.w@/src/app/w.go:1")
+	block := contentionProf(t).
+		add([]int64{1_000_000, 20 * sec}, stack(blockLock, fr("app.many@/src/app/a.go:1"), w)...).
+		add([]int64{1_000, 80 * sec}, stack(blockLock, fr("app.few@/src/app/b.go:1"), w)...).
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block}))
+	got := kinds(res)
+	if len(got) != 2 || got[0] != "contention@app.few" {
+		t.Errorf("ranking %v, want app.few (80 s) first", got)
+	}
+}

@@ -1,0 +1,145 @@
+package analyzer
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/recording"
+)
+
+// pointKey identifies a program point across sources: a goroutine dump, a
+// block profile and a CPU profile name the same call site the same way.
+type pointKey struct {
+	fn   string
+	file string
+	line int
+}
+
+func keyOf(frames []recording.Frame, pi int) pointKey {
+	if pi < 0 || pi >= len(frames) {
+		return pointKey{fn: "(runtime)"}
+	}
+	f := frames[pi]
+	return pointKey{fn: f.Func, file: f.File, line: f.Line}
+}
+
+// String renders the key as "func (file.go:12)".
+func (k pointKey) String() string {
+	return funcAt(k.fn, k.file, k.line)
+}
+
+// funcAt renders a short function name with its base file name and line:
+// "store.(*S).Save (store.go:42)".
+func funcAt(fn, file string, line int) string {
+	s := shortFunc(fn)
+	if file == "" {
+		return s
+	}
+	if line > 0 {
+		return fmt.Sprintf("%s (%s:%d)", s, filepath.Base(file), line)
+	}
+	return fmt.Sprintf("%s (%s)", s, filepath.Base(file))
+}
+
+// pointString renders a program point like funcAt.
+func pointString(p ProgramPoint) string { return funcAt(p.Function, p.File, p.Line) }
+
+// newPoint builds a ProgramPoint from a leaf-first stack and the index of
+// its point frame; the stack is copied. A runtime-only stack (pi -1) points
+// at its leaf.
+func newPoint(frames []recording.Frame, pi int) ProgramPoint {
+	stack := append([]recording.Frame(nil), frames...)
+	if pi < 0 {
+		pi = 0
+	}
+	p := ProgramPoint{Stack: stack, PointIndex: pi}
+	if pi < len(stack) {
+		f := stack[pi]
+		p.Function, p.File, p.Line = f.Func, f.File, f.Line
+	}
+	return p
+}
+
+// locationFrames expands a pprof location into frames, leaf first: the
+// location's inlined lines come first (Line[0] is the innermost) and are
+// marked Inlined; the last line is the physical frame.
+func locationFrames(loc *profile.Location) []recording.Frame {
+	if len(loc.Line) == 0 {
+		module := ""
+		if loc.Mapping != nil {
+			module = filepath.Base(loc.Mapping.File)
+		}
+		return []recording.Frame{{Func: fmt.Sprintf("%s+0x%x", module, loc.Address), Module: module, Addr: loc.Address}}
+	}
+	out := make([]recording.Frame, 0, len(loc.Line))
+	for i, ln := range loc.Line {
+		f := recording.Frame{Line: int(ln.Line), Addr: loc.Address, Inlined: i < len(loc.Line)-1}
+		if ln.Function != nil {
+			f.Func, f.File = ln.Function.Name, ln.Function.Filename
+		}
+		if loc.Mapping != nil {
+			f.Module = filepath.Base(loc.Mapping.File)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// profStacks turns samples of profiles into frames, caching each location's
+// frames. The slice frames returns is reused by the next call: copy what
+// must outlive it (newPoint does).
+type profStacks struct {
+	locs map[*profile.Location][]recording.Frame
+	buf  []recording.Frame
+}
+
+func newProfStacks() *profStacks {
+	return &profStacks{locs: make(map[*profile.Location][]recording.Frame)}
+}
+
+func (ps *profStacks) frames(s *profile.Sample) []recording.Frame {
+	ps.buf = ps.buf[:0]
+	for _, loc := range s.Location {
+		fr, ok := ps.locs[loc]
+		if !ok {
+			fr = locationFrames(loc)
+			ps.locs[loc] = fr
+		}
+		ps.buf = append(ps.buf, fr...)
+	}
+	return ps.buf
+}
+
+// stackID identifies a sample's stack by its locations (FNV-1a over the
+// location pointers' IDs), to count distinct stacks cheaply.
+func stackID(s *profile.Sample) uint64 {
+	h := uint64(14695981039346656037)
+	for _, l := range s.Location {
+		h ^= l.ID
+		h *= 1099511628211
+	}
+	return h
+}
+
+// dumpFrames converts a goroutine group's stack to frames, leaf first.
+func dumpFrames(g *goprof.Group) []recording.Frame {
+	out := make([]recording.Frame, len(g.Frames))
+	for i, f := range g.Frames {
+		out[i] = recording.Frame{Func: f.Func, File: f.File, Line: f.Line, Addr: f.PC}
+	}
+	return out
+}
+
+// valueIndex returns the index of the sample type named typ (and, when unit
+// is not empty, with that unit), or -1.
+func valueIndex(p *profile.Profile, typ, unit string) int {
+	for i, st := range p.SampleType {
+		if st.Type == typ && (unit == "" || st.Unit == unit) {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,133 @@
+//go:build ignore
+
+// Types and constants shared by every probe family and by the Go collector
+// (collector/records.go mirrors them; a test checks the layouts against the
+// BTF of the compiled objects).
+#ifndef CT_COMMON_H
+#define CT_COMMON_H
+
+// Record kinds in the shared ring buffer (ct_events). Every record starts
+// with a __u8 kind.
+enum ct_kind {
+	CT_K_WAIT = 1,    // struct ct_event: futex wait at least the stack threshold
+	CT_K_WAKE = 2,    // struct ct_event: futex wake that woke someone
+	CT_K_IO = 3,      // struct ct_event: I/O syscall at least the I/O threshold
+	CT_K_RUNQ = 4,    // struct ct_event: runnable but not running
+	CT_K_DSLEEP = 5,  // struct ct_event: uninterruptible sleep
+	CT_K_WAKEUP = 6,  // struct ct_event: sched_waking of a target thread
+	CT_K_WINDOW = 7,  // struct ct_window: user registers and stack window
+};
+
+// Counter indices of ct_counters (a per-CPU array). The Go side reads the
+// names from this enum in the object's BTF: CT_EV_* count events seen,
+// CT_DROP_* count lost data, CT_INFO_* are neither.
+enum ct_counter {
+	CT_EV_FUTEX_WAIT = 0,
+	CT_EV_FUTEX_WAKE,
+	CT_EV_SWITCH,
+	CT_EV_WAKEUP,
+	CT_EV_ONCPU,
+	CT_EV_IO,
+	CT_DROP_RINGBUF_EVENT,     // event record lost: ring buffer full
+	CT_DROP_RINGBUF_WINDOW,    // stack window lost: ring buffer full
+	CT_DROP_RATELIMIT_EVENT,   // event record not sent: token bucket empty
+	CT_DROP_RATELIMIT_WINDOW,  // stack window not sent: token bucket empty
+	CT_DROP_STACK_USER,        // user stack lookup failed (not collision)
+	CT_DROP_STACK_KERNEL,      // kernel stack lookup failed (not collision)
+	CT_DROP_STACK_COLLISION,   // stack map bucket held another stack
+	CT_DROP_MAP_FULL_FUTEX_WAIT,
+	CT_DROP_MAP_FULL_FUTEX_WAKE,
+	CT_DROP_MAP_FULL_FUTEX_LOCK,
+	CT_DROP_MAP_FULL_OFFCPU,
+	CT_DROP_MAP_FULL_WAKES,
+	CT_DROP_MAP_FULL_ONCPU,
+	CT_DROP_MAP_FULL_IO,
+	CT_DROP_START_UPDATE,      // per-thread start entry could not be stored
+	CT_INFO_WINDOW_SKIPPED,    // window not taken: its stack id is already named
+	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
+	CT_INFO_NO_START,          // syscall exit or switch-in without a start entry
+	CT_NR_COUNTERS,
+};
+
+// Token buckets of ct_buckets.
+enum ct_bucket_id {
+	CT_BUCKET_EVENT = 0,
+	CT_BUCKET_WINDOW = 1,
+	CT_NR_BUCKETS,
+};
+
+// Stack id values that are not map ids.
+#define CT_STACK_NONE (-1)  // not taken (event below its threshold)
+#define CT_STACK_LOST (-2)  // lookup failed; counted in CT_DROP_STACK_*
+
+// Maximum frames per stack in ct_stacks. 64 keeps the map at 9 MiB with
+// 16384 buckets; deeper stacks keep their 64 innermost frames, which hold
+// the lock call site.
+#define CT_STACK_DEPTH 64
+
+// Stack windows: up to CT_WINDOW_MAX bytes from the user sp, read in
+// CT_WINDOW_CHUNK-byte pieces aligned to CT_WINDOW_CHUNK so no piece spans a
+// page boundary: a window that runs into an unmapped page keeps everything
+// before it. 8 KiB covers the frames between a lock call and the thread's
+// entry point in ordinary C, C++ and Rust code.
+#define CT_WINDOW_MAX 8192
+#define CT_WINDOW_CHUNK 1024
+
+// Families, used for ct_window.family and to pick a per-CPU scratch slot
+// (programs of different families can nest on one CPU: a cpu-clock sample
+// may interrupt a syscall probe).
+enum ct_family {
+	CT_FAM_FUTEX = 0,
+	CT_FAM_IO = 1,
+	CT_FAM_ONCPU = 2,
+	CT_FAM_SCHED = 3,
+	CT_NR_FAMILIES,
+};
+
+// ct_agg: count, total and maximum duration of intervals (futex waits,
+// I/O calls).
+struct ct_agg {
+	__u64 count;
+	__u64 total_ns;
+	__u64 max_ns;
+};
+
+// ct_event is one entry of the event log. Times are bpf_ktime_get_ns
+// (CLOCK_MONOTONIC); the collector converts them to time since the start of
+// the recording.
+struct ct_event {
+	__u8 kind;      // enum ct_kind
+	__u8 op;        // futex op (enum ct_futex_op), wake context (enum ct_wake_ctx)
+	__u16 sys;      // syscall number (CT_K_IO)
+	__u32 tid;      // thread (the waker for CT_K_WAKEUP, 0 when not a task)
+	__u32 peer;     // owner (WAIT), woken count (WAKE), wakee (WAKEUP)
+	__s32 stack_id; // user stack id in ct_stacks or CT_STACK_*
+	__u64 ts;       // start of the interval, or the instant
+	__u64 dur;      // length of the interval in ns
+	__u64 addr;     // futex address
+};
+
+// ct_window_hdr heads a CT_K_WINDOW record; len bytes of stack copied from
+// address sp follow it.
+struct ct_window_hdr {
+	__u8 kind;      // CT_K_WINDOW
+	__u8 family;    // enum ct_family
+	__u16 len;      // bytes of stack that follow
+	__u32 tid;
+	__s32 stack_id; // frame-pointer stack id this window names
+	__u32 _pad;
+	__u64 ts;       // same ts as the event the window belongs to
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+};
+
+// ct_window is a whole CT_K_WINDOW record as filled in the kernel; only
+// the header and h.len bytes of data are sent. data has one chunk of slack
+// so that the verifier can bound every chunk's offset with a mask.
+struct ct_window {
+	struct ct_window_hdr h;
+	__u8 data[CT_WINDOW_MAX + CT_WINDOW_CHUNK];
+};
+
+#endif

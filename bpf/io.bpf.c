@@ -1,0 +1,128 @@
+//go:build ignore
+
+// io probe family: durations of the target's file I/O syscalls per
+// (thread, syscall, user stack); stacks and events for calls of at least
+// io_threshold_ns.
+#include "helpers.bpf.h"
+#include "io.h"
+
+// x86_64 syscall numbers traced.
+#define NR_read 0
+#define NR_write 1
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_writev 20
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_rename 82
+#define NR_openat 257
+#define NR_renameat 264
+#define NR_sync_file_range 277
+#define NR_renameat2 316
+
+// Calls at least this long carry a stack and an event; set by the collector.
+const volatile __u64 io_threshold_ns = 10000;
+
+// ct_io_start: key pid_tgid, value struct ct_io_start, from sys_enter to
+// sys_exit. LRU so that entries of threads killed mid-call do not pile up.
+// Reader: ct_io_exit only.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct ct_io_start);
+} ct_io_start SEC(".maps");
+
+// ct_io: key struct ct_io_key, value struct ct_agg. Reader: the collector,
+// cumulatively.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct ct_io_key);
+	__type(value, struct ct_agg);
+} ct_io SEC(".maps");
+
+static __always_inline bool ct_is_io(long nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_write:
+	case NR_pread64:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_rename:
+	case NR_openat:
+	case NR_renameat:
+	case NR_sync_file_range:
+	case NR_renameat2:
+		return true;
+	}
+	return false;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ct_io_enter, struct pt_regs *regs, long nr)
+{
+	__u64 pid_tgid;
+	if (!ct_in_target(&pid_tgid) || !ct_is_io(nr))
+		return 0;
+	struct ct_io_start s = {};
+	s.ts = bpf_ktime_get_ns();
+	s.nr = nr;
+	if (bpf_map_update_elem(&ct_io_start, &pid_tgid, &s, BPF_ANY))
+		ct_count(CT_DROP_START_UPDATE);
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ct_io_exit, struct pt_regs *regs, long ret)
+{
+	__u64 pid_tgid;
+	if (!ct_in_target(&pid_tgid))
+		return 0;
+	long nr = regs->orig_ax;
+	if (!ct_is_io(nr))
+		return 0;
+	struct ct_io_start *sp = bpf_map_lookup_elem(&ct_io_start, &pid_tgid);
+	if (!sp) {
+		ct_count(CT_INFO_NO_START);
+		return 0;
+	}
+	struct ct_io_start s = *sp;
+	bpf_map_delete_elem(&ct_io_start, &pid_tgid);
+	if (s.nr != nr)
+		return 0;
+	ct_count(CT_EV_IO);
+	__u64 now = bpf_ktime_get_ns();
+	__u64 dur = now - s.ts;
+	__u32 tid = (__u32)pid_tgid;
+
+	struct ct_io_key k = {};
+	k.tid = tid;
+	k.nr = nr;
+	k.stack_id = CT_STACK_NONE;
+	bool slow = dur >= io_threshold_ns;
+	if (slow)
+		k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+	struct ct_agg *v = CT_LOOKUP_OR_INIT(&ct_io, &k, struct ct_agg, CT_DROP_MAP_FULL_IO);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, dur);
+		ct_max(&v->max_ns, dur);
+	}
+	if (!slow)
+		return 0;
+
+	struct ct_event e = {};
+	e.kind = CT_K_IO;
+	e.sys = nr;
+	e.tid = tid;
+	e.stack_id = k.stack_id;
+	e.ts = s.ts;
+	e.dur = dur;
+	ct_emit(&e, now);
+	ct_send_window(CT_FAM_IO, tid, k.stack_id, s.ts, now, regs->ip, regs->sp, regs->bp);
+	return 0;
+}

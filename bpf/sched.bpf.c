@@ -1,0 +1,248 @@
+//go:build ignore
+
+// sched probe family: off-CPU time of the target's threads per (thread,
+// state left in, user stack), the part of it spent runnable but not
+// running, and wake edges waker -> wakee with the waker's context and stack.
+#include "helpers.bpf.h"
+#include "sched.h"
+
+#define CT_TASK_RUNNING 0x0
+#define CT_TASK_INTERRUPTIBLE 0x1
+#define CT_TASK_UNINTERRUPTIBLE 0x2
+#define CT_TASK_DEAD 0x80
+#define CT_TASK_REPORT 0x7f
+
+// Intervals at least this long go to the event log: runnable-but-not-running
+// (runq) and uninterruptible sleep (dsleep). Set by the collector.
+const volatile __u64 runq_event_ns = 100000;
+const volatile __u64 dsleep_event_ns = 10000;
+
+// THREAD_SIZE of this kernel (task stack size), set by the collector; used
+// to tell a program running on the task's own stack (task context) from one
+// on an interrupt stack.
+const volatile __u64 thread_size = 16384;
+
+// ct_sched_start: key pid_tgid of a target thread off CPU, value struct
+// ct_sched_start; written at switch-out, marked runnable by sched_waking,
+// consumed at switch-in, deleted when the thread exits. LRU so that
+// threads that never run again cannot fill it. Reader: these programs only.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct ct_sched_start);
+} ct_sched_start SEC(".maps");
+
+// ct_offcpu: key struct ct_offcpu_key, value struct ct_offcpu_val. Reader:
+// the collector, cumulatively.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct ct_offcpu_key);
+	__type(value, struct ct_offcpu_val);
+} ct_offcpu SEC(".maps");
+
+// ct_wakes: key struct ct_wakes_key, value the number of wakeups. Reader:
+// the collector, cumulatively.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ct_wakes_key);
+	__type(value, __u64);
+} ct_wakes SEC(".maps");
+
+// ct_softirq: key 0, value the per-CPU softirq nesting depth, maintained by
+// softirq_entry/softirq_exit; tells softirq from hardirq once a program is
+// known to run on an interrupt stack. A hardirq that interrupts softirq
+// processing is reported as softirq.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ct_softirq SEC(".maps");
+
+static __always_inline __u64 ct_task_key(struct task_struct *t)
+{
+	return ((__u64)t->tgid << 32) | (__u32)t->pid;
+}
+
+static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
+{
+	if (preempt || (prev_state & CT_TASK_REPORT) == CT_TASK_RUNNING)
+		return CT_ST_RUNNABLE;
+	if (prev_state & CT_TASK_UNINTERRUPTIBLE)
+		return CT_ST_UNINTERRUPTIBLE;
+	if (prev_state & CT_TASK_INTERRUPTIBLE)
+		return CT_ST_SLEEPING;
+	return CT_ST_OTHER;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = 0;
+	if (prev->tgid == target_tgid && !(prev_state & CT_TASK_DEAD)) {
+		now = bpf_ktime_get_ns();
+		ct_count(CT_EV_SWITCH);
+		struct ct_sched_start s = {};
+		s.off_ts = now;
+		s.state = ct_state_of(preempt, prev_state);
+		if (s.state == CT_ST_RUNNABLE)
+			s.runnable_ts = now;
+		// prev is the current task: its user stack is at hand.
+		s.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+		__u64 key = ct_task_key(prev);
+		if (bpf_map_update_elem(&ct_sched_start, &key, &s, BPF_ANY))
+			ct_count(CT_DROP_START_UPDATE);
+		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(prev);
+		if (ur)
+			ct_send_window(CT_FAM_SCHED, prev->pid, s.stack_id, now, now,
+				       BPF_CORE_READ(ur, ip), BPF_CORE_READ(ur, sp), BPF_CORE_READ(ur, bp));
+	}
+	if (next->tgid != target_tgid)
+		return 0;
+	__u64 key = ct_task_key(next);
+	struct ct_sched_start *sp = bpf_map_lookup_elem(&ct_sched_start, &key);
+	if (!sp) {
+		ct_count(CT_INFO_NO_START);
+		return 0;
+	}
+	struct ct_sched_start s = *sp;
+	bpf_map_delete_elem(&ct_sched_start, &key);
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (now < s.off_ts)
+		return 0;
+
+	__u64 runq = 0;
+	if (s.runnable_ts && s.runnable_ts <= now)
+		runq = now - s.runnable_ts;
+	struct ct_offcpu_key k = {};
+	k.tid = next->pid;
+	k.stack_id = s.stack_id;
+	k.state = s.state;
+	struct ct_offcpu_val *v = CT_LOOKUP_OR_INIT(&ct_offcpu, &k, struct ct_offcpu_val,
+						    CT_DROP_MAP_FULL_OFFCPU);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, now - s.off_ts);
+		if (runq)
+			__sync_fetch_and_add(&v->runq_ns, runq);
+	}
+
+	if (runq >= runq_event_ns) {
+		struct ct_event e = {};
+		e.kind = CT_K_RUNQ;
+		e.op = s.state;
+		e.tid = next->pid;
+		e.stack_id = s.stack_id;
+		e.ts = s.runnable_ts;
+		e.dur = runq;
+		ct_emit(&e, now);
+	}
+	if (s.state == CT_ST_UNINTERRUPTIBLE) {
+		__u64 end = s.runnable_ts ? s.runnable_ts : now;
+		if (end - s.off_ts >= dsleep_event_ns) {
+			struct ct_event e = {};
+			e.kind = CT_K_DSLEEP;
+			e.op = s.state;
+			e.tid = next->pid;
+			e.stack_id = s.stack_id;
+			e.ts = s.off_ts;
+			e.dur = end - s.off_ts;
+			ct_emit(&e, now);
+		}
+	}
+	return 0;
+}
+
+// ct_wake_context classifies the context the current program runs in: a
+// frame pointer outside the current task's stack means an interrupt stack
+// (x86_64 runs hardirqs and softirqs on the per-CPU interrupt stack; only
+// ksoftirqd runs softirqs on a task stack, and it is a task).
+static __always_inline __u8 ct_wake_context(struct task_struct *cur)
+{
+	__u64 fp;
+	asm volatile("%0 = r10" : "=r"(fp));
+	__u64 base = (__u64)cur->stack;
+	if (fp < base || fp - base >= thread_size) {
+		__u32 zero = 0;
+		__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
+		if (depth && *depth > 0)
+			return CT_CTX_SOFTIRQ;
+		return CT_CTX_HARDIRQ;
+	}
+	if (cur->pid == 0)
+		return CT_CTX_IDLE;
+	return CT_CTX_TASK;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(ct_sched_waking, struct task_struct *p)
+{
+	if (p->tgid != target_tgid)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+	ct_count(CT_EV_WAKEUP);
+	__u64 key = ct_task_key(p);
+	struct ct_sched_start *sp = bpf_map_lookup_elem(&ct_sched_start, &key);
+	if (sp && !sp->runnable_ts)
+		sp->runnable_ts = now;
+
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct ct_wakes_key k = {};
+	k.wakee = p->pid;
+	k.ctx = ct_wake_context(cur);
+	k.stack_id = CT_STACK_NONE;
+	if (k.ctx == CT_CTX_TASK) {
+		k.waker = cur->pid;
+		if (cur->tgid == target_tgid)
+			k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+	}
+	__u64 *v = CT_LOOKUP_OR_INIT(&ct_wakes, &k, __u64, CT_DROP_MAP_FULL_WAKES);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+
+	struct ct_event e = {};
+	e.kind = CT_K_WAKEUP;
+	e.op = k.ctx;
+	e.tid = k.waker;
+	e.peer = p->pid;
+	e.stack_id = k.stack_id;
+	e.ts = now;
+	ct_emit(&e, now);
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(ct_softirq_entry, unsigned int vec)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
+	if (depth)
+		*depth += 1;
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(ct_softirq_exit, unsigned int vec)
+{
+	__u32 zero = 0;
+	__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
+	// Attached in the middle of a softirq: its exit has no entry.
+	if (depth && *depth > 0)
+		*depth -= 1;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ct_sched_exit, struct task_struct *p)
+{
+	if (p->tgid != target_tgid)
+		return 0;
+	__u64 key = ct_task_key(p);
+	bpf_map_delete_elem(&ct_sched_start, &key);
+	return 0;
+}

@@ -1,0 +1,53 @@
+//go:build ignore
+
+// Types of the scheduler probe family shared with the Go collector.
+#ifndef CT_SCHED_H
+#define CT_SCHED_H
+
+// State a thread left the CPU in (from sched_switch's prev_state).
+enum ct_state {
+	CT_ST_RUNNABLE = 0,         // preempted, or prev_state & 0x7f == 0
+	CT_ST_SLEEPING = 1,         // TASK_INTERRUPTIBLE
+	CT_ST_UNINTERRUPTIBLE = 2,  // TASK_UNINTERRUPTIBLE (D)
+	CT_ST_OTHER = 3,            // stopped, traced, parked
+};
+
+// Context a wakeup came from.
+enum ct_wake_ctx {
+	CT_CTX_TASK = 0,
+	CT_CTX_HARDIRQ = 1,
+	CT_CTX_SOFTIRQ = 2,
+	CT_CTX_IDLE = 3,
+};
+
+// ct_sched_start: a thread off CPU, from its switch-out to its switch-in.
+struct ct_sched_start {
+	__u64 off_ts;       // switch-out
+	__u64 runnable_ts;  // became runnable (switch-out if preempted, else wakeup); 0 until then
+	__s32 stack_id;     // user stack at switch-out
+	__u8 state;         // enum ct_state
+	__u8 _pad[3];
+};
+
+struct ct_offcpu_key {
+	__u32 tid;
+	__s32 stack_id;
+	__u8 state;
+	__u8 _pad[3];
+};
+
+struct ct_offcpu_val {
+	__u64 count;
+	__u64 total_ns;  // switch-out to switch-in
+	__u64 runq_ns;   // part of total_ns spent runnable, waiting for a CPU
+};
+
+struct ct_wakes_key {
+	__u32 waker;     // tid, 0 when the wakeup came from interrupt or idle context
+	__u32 wakee;
+	__s32 stack_id;  // waker's user stack when the waker is a target thread
+	__u8 ctx;        // enum ct_wake_ctx
+	__u8 _pad[3];
+};
+
+#endif

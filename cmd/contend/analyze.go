@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/recording"
+	"github.com/contend-dev/contend/report"
+)
+
+func init() { subcommands = append(subcommands, newAnalyzeCmd) }
+
+// Output formats of `contend analyze`.
+const (
+	formatText  = "text"
+	formatJSON  = "json"
+	formatPprof = "pprof"
+)
+
+// analyzeOptions are the options of `contend analyze`.
+type analyzeOptions struct {
+	// paths are recording directories and/or Go profile files.
+	paths []string
+	// format is text, json or pprof.
+	format string
+	// output is the file to write, "" or "-" for stdout.
+	output string
+	// failOnFindings makes the command exit 1 when it reports findings.
+	failOnFindings bool
+	// showIdle lists idle waits in the text output.
+	showIdle bool
+	// color turns on colour in the text output (NO_COLOR still wins).
+	color bool
+	// width wraps the text output; 0 means 80 columns.
+	width int
+}
+
+func newAnalyzeCmd() *cobra.Command {
+	var o analyzeOptions
+	c := &cobra.Command{
+		Use:   "analyze PATH...",
+		Short: "Find lock contention in Go profiles or a saved recording",
+		Long: `analyze reads Go runtime profiles (mutex, block, CPU and goroutine profiles
+in protobuf form, goroutine dumps in debug=1 or debug=2 text, gzipped or not,
+recognised by content) and/or a recording directory written by 'contend
+record', and prints the contention findings ranked by time lost: the kind,
+the program point where goroutines pile up, the lock, how many take part,
+the evidence, a confidence and what to change.
+
+Give every profile of one interval together: the mutex profile says where a
+lock is released, the block profile where goroutines waited, the goroutine
+dump how many wait now and in which state, the CPU profile what the holders
+do. Goroutines idle in select, channel receives, netpoll or sync.Cond are
+never reported as contention (--show-idle lists them).
+
+Output goes to stdout, or atomically to the file given with -o.`,
+		Example: `  contend analyze mutex.pb.gz block.pb.gz goroutines.txt
+  contend analyze profiles/*                        # every file of one run
+  curl -so m.pb.gz 'localhost:6060/debug/pprof/mutex?seconds=10'
+  curl -so g.txt 'localhost:6060/debug/pprof/goroutine?debug=2'
+  contend analyze m.pb.gz g.txt --show-idle
+  contend analyze rec-dir --format json -o findings.json
+  contend analyze rec-dir --format pprof -o findings.pb.gz && go tool pprof -top findings.pb.gz
+  contend analyze --fail-on-findings profiles/* || echo "contention found"`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.paths = args
+			return runAnalyze(c.Context(), o, c.OutOrStdout())
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.format, "format", formatText, "output format: text, json or pprof")
+	f.StringVarP(&o.output, "output", "o", "", "write the output to this file (atomically) instead of stdout")
+	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
+	f.BoolVar(&o.showIdle, "show-idle", false, "list idle waits (not contention) in the text output")
+	f.BoolVar(&o.color, "color", false, "colour the text output (ignored when NO_COLOR is set)")
+	f.IntVar(&o.width, "width", 0, "wrap the text output at this many columns (default 80)")
+	return c
+}
+
+// runAnalyze loads the inputs, analyzes them and renders the result.
+func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
+	switch o.format {
+	case formatText, formatJSON, formatPprof:
+	default:
+		return usageErrorf("unknown --format %q (want text, json or pprof)", o.format)
+	}
+	if o.width < 0 {
+		return usageErrorf("--width must not be negative")
+	}
+	if o.format == formatPprof && (o.output == "" || o.output == "-") && isTerminal(stdout) {
+		return usageErrorf("--format pprof writes binary data: give -o FILE or redirect stdout")
+	}
+	rec, err := recording.Open(o.paths...)
+	if errors.Is(err, fs.ErrNotExist) {
+		return withCode(exitUsage, err) // a mistyped path is bad input
+	}
+	if err != nil {
+		return err
+	}
+	res, err := analyzer.Analyze(rec, analyzer.Options{})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch o.format {
+	case formatText:
+		err = report.Text(&buf, res, report.TextOptions{
+			Width:    o.width,
+			Color:    o.color && os.Getenv("NO_COLOR") == "",
+			ShowIdle: o.showIdle,
+		})
+	case formatJSON:
+		err = report.JSON(&buf, res)
+	case formatPprof:
+		err = report.Pprof(&buf, res)
+	}
+	if err != nil {
+		return fmt.Errorf("render %s: %w", o.format, err)
+	}
+	if o.output == "" || o.output == "-" {
+		if _, err := stdout.Write(buf.Bytes()); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	} else if err := writeFileAtomic(o.output, buf.Bytes()); err != nil {
+		return err
+	}
+	if o.failOnFindings && len(res.Findings) > 0 {
+		return errFindings
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, synced and renamed into place, so a reader never sees half a
+// file and a failed run leaves any previous file untouched.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Chmod(0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}

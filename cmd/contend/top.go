@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/tui"
+)
+
+func init() { subcommands = append(subcommands, newTopCmd) }
+
+// topOptions are the options of `contend top`.
+type topOptions struct {
+	pid       int
+	duration  time.Duration
+	pprofURL  string
+	exportDir string
+}
+
+func newTopCmd() *cobra.Command {
+	var o topOptions
+	c := &cobra.Command{
+		Use:   "top -p PID",
+		Short: "Watch a live process's contention in an interactive view",
+		Long: `top attaches contend's probes to a running process and shows, refreshed
+every second, the convoys it finds with their evidence and suggestion, the
+program points where threads sit, the locks they wait on and each thread's
+states over time. w switches between the last second, the last ten seconds
+and the whole run; p freezes the screen while recording goes on; e writes
+the recording so far to a directory that 'contend tui' and 'contend analyze'
+read. ? lists every key.
+
+It needs root, or CAP_BPF and CAP_PERFMON; without them it says which is
+missing before drawing anything. The view is drawn on stderr, which must be
+a terminal.`,
+		Example: `  contend top -p 1234
+  contend top -p 1234 -d 60s                         # stop recording after a minute
+  contend top -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
+  NO_COLOR=1 contend top -p 1234`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runTop(c.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.IntVarP(&o.pid, "pid", "p", 0, "process to watch (required)")
+	f.DurationVarP(&o.duration, "duration", "d", 0, "stop recording after this long (0: until you quit or the target exits)")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.exportDir, "export-dir", ".", "directory the e key writes recordings into")
+	return c
+}
+
+// runTop starts the session, then the view. Everything that can refuse
+// (arguments, terminal, privileges, the target) is checked before the
+// screen is touched, so its message reaches a normal terminal.
+func runTop(ctx context.Context, o topOptions) error {
+	if o.pid <= 0 {
+		return usageErrorf("top: give the process to watch with -p PID")
+	}
+	if o.duration < 0 {
+		return usageErrorf("top: --duration must not be negative")
+	}
+	if err := tui.CheckTerminal(); err != nil {
+		return withCode(exitUsage, fmt.Errorf("top: %w", err))
+	}
+	sess, err := collector.Start(ctx, collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL})
+	if err != nil {
+		return fmt.Errorf("top: %w", err)
+	}
+	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", ExportDir: o.exportDir})
+	_, stopErr := sess.Stop()
+	if runErr != nil {
+		return runErr
+	}
+	// The target exiting is how a watch often ends; the screen said so.
+	if stopErr != nil && !errors.Is(stopErr, collector.ErrProcessGone) {
+		return fmt.Errorf("top: recording cut short: %w", stopErr)
+	}
+	return nil
+}

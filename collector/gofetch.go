@@ -1,0 +1,610 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/recording"
+)
+
+// Limits of the live Go profile fetches, with the reasoning behind each.
+const (
+	// goDialTimeout bounds connecting to the endpoint: it is local or on
+	// the same network, so a connect that takes longer is a wrong address
+	// or a filtered port.
+	goDialTimeout = 5 * time.Second
+	// goSnapshotTimeout bounds a fetch answered at once (a cumulative mutex
+	// or block profile, a goroutine dump). The runtime builds these in
+	// milliseconds; a debug=2 dump stops the world while it walks every
+	// goroutine, about a second for 100k goroutines. Ten seconds covers a
+	// loaded target and never holds the end of a recording for long.
+	goSnapshotTimeout = 10 * time.Second
+	// goDeltaGrace is allowed beyond N seconds for a ?seconds=N request:
+	// the server sleeps N seconds, then computes the delta or stops the
+	// CPU profiler and writes the profile.
+	goDeltaGrace = 10 * time.Second
+	// maxGoProfileBytes bounds a protobuf profile's (gzipped) size. Mutex,
+	// block and CPU profiles of large services are a few MB; parsing
+	// needs about ten times the compressed size in memory, so 32 MiB keeps
+	// a runaway response from costing more than a few hundred MB.
+	maxGoProfileBytes = 32 << 20
+	// maxGoDumpBytes bounds a debug=2 goroutine dump: about 1–2 KiB per
+	// goroutine, so 64 MiB holds 30k–60k goroutines. A larger dump is
+	// skipped with a warning rather than read.
+	maxGoDumpBytes = 64 << 20
+	// goCPUChunk is the length of each CPU profile taken while recording
+	// until stopped (no duration): a chunk still running at the stop is
+	// lost, so a short chunk loses little; restarting the profiler every
+	// few seconds costs the target nothing measurable.
+	goCPUChunk = 5 * time.Second
+	// goDumpEvery is the goroutine dump period when recording until
+	// stopped, and goMaxDumps how many of the latest dumps are kept: each
+	// dump stops the target's world, so they stay few.
+	goDumpEvery = 10 * time.Second
+	goMaxDumps  = 3
+	// goEndSlack: a Stop this close to the end of a known duration waits
+	// for the ?seconds=N responses instead of cancelling them.
+	goEndSlack = 2 * time.Second
+)
+
+// GoFetchOptions configure the fetching of a Go target's runtime profiles
+// during one recording.
+type GoFetchOptions struct {
+	// URL is the target's net/http/pprof base: "http://127.0.0.1:6060",
+	// with or without the /debug/pprof path (a bare host:port means
+	// http).
+	URL string
+	// Duration of the recording; 0 means until Stop.
+	Duration time.Duration
+	// Client is the HTTP client to use; nil means one that ignores proxy
+	// settings (the endpoint is normally on loopback).
+	Client *http.Client
+}
+
+// GoProfiles is what a GoFetch produced: delta mutex and block profiles
+// over the recording, a CPU profile, goroutine dumps, and a warning for
+// everything that could not be fetched.
+type GoProfiles struct {
+	// Profiles holds ViewGoMutex, ViewGoBlock and ViewGoCPU when fetched.
+	Profiles map[recording.View]*profile.Profile
+	// Goroutines holds debug=2 dumps, oldest first.
+	Goroutines []*goprof.Dump
+	// Warnings are one-line notes for Meta.Warnings ("pprof endpoint:
+	// mutex profile: 404 Not Found — is net/http/pprof imported?").
+	Warnings []string
+}
+
+// Apply stores the profiles, dumps and warnings into r.
+func (p *GoProfiles) Apply(r *recording.Recording) {
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock, recording.ViewGoCPU} {
+		if prof := p.Profiles[v]; prof != nil {
+			r.SetProfile(v, prof)
+		}
+	}
+	r.Goroutines = append(r.Goroutines, p.Goroutines...)
+	r.Meta.Warnings = append(r.Meta.Warnings, p.Warnings...)
+}
+
+// GoFetch fetches a Go target's runtime profiles from its net/http/pprof
+// endpoint over one recording. With a known duration D it asks the
+// endpoint for ?seconds=D deltas of the mutex and block profiles and a
+// D-second CPU profile; without one (or when stopped early) it subtracts a
+// snapshot taken at the start from one taken at the end. Failures never
+// end the recording: they become warnings.
+type GoFetch struct {
+	base   string // ".../debug/pprof"
+	client *http.Client
+	dur    time.Duration
+	start  time.Time
+
+	parent context.Context
+	// ctx is cancelled by an early Stop: in-flight timed requests are
+	// then abandoned.
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+
+	// Settings tests shrink.
+	snapshotTimeout time.Duration
+	deltaGrace      time.Duration
+	profileLimit    int64
+	dumpLimit       int64
+	cpuChunk        time.Duration
+	dumpEvery       time.Duration
+
+	mu          sync.Mutex
+	warnings    []string
+	unreachable bool
+	cpuWarned   bool
+	baseProf    map[recording.View]*profile.Profile
+	delta       map[recording.View]*profile.Profile
+	cpuChunks   []*profile.Profile
+	dumps       []*goprof.Dump
+	result      *GoProfiles
+}
+
+// goProfileNames are the endpoint paths and the names warnings use.
+var goProfileNames = map[recording.View][2]string{
+	recording.ViewGoMutex: {"mutex", "mutex profile"},
+	recording.ViewGoBlock: {"block", "block profile"},
+	recording.ViewGoCPU:   {"profile", "cpu profile"},
+}
+
+// StartGoFetch starts fetching in the background and returns at once. The
+// only error is a malformed URL; an endpoint that does not answer yields
+// warnings from Stop. Cancelling ctx abandons every fetch.
+func StartGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
+	g, err := newGoFetch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	g.run()
+	return g, nil
+}
+
+// newGoFetch prepares a fetch with the default limits without starting it.
+func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
+	base, err := pprofBase(opts.URL)
+	if err != nil {
+		return nil, err
+	}
+	client := opts.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{
+			Proxy:       nil,
+			DialContext: (&net.Dialer{Timeout: goDialTimeout}).DialContext,
+		}}
+	}
+	g := &GoFetch{
+		base:            base,
+		client:          client,
+		dur:             opts.Duration,
+		parent:          ctx,
+		stop:            make(chan struct{}),
+		snapshotTimeout: goSnapshotTimeout,
+		deltaGrace:      goDeltaGrace,
+		profileLimit:    maxGoProfileBytes,
+		dumpLimit:       maxGoDumpBytes,
+		cpuChunk:        goCPUChunk,
+		dumpEvery:       goDumpEvery,
+		baseProf:        map[recording.View]*profile.Profile{},
+		delta:           map[recording.View]*profile.Profile{},
+	}
+	return g, nil
+}
+
+// run starts the background fetches.
+func (g *GoFetch) run() {
+	g.start = time.Now()
+	g.ctx, g.cancel = context.WithCancel(g.parent)
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+		g.spawn(func() { g.fetchBase(v) })
+		if g.dur > 0 {
+			g.spawn(func() { g.fetchDelta(v) })
+		}
+	}
+	g.spawn(g.fetchCPU)
+	g.spawn(g.fetchDumps)
+}
+
+func (g *GoFetch) spawn(f func()) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+}
+
+// pprofBase turns the user's URL into the /debug/pprof base.
+func pprofBase(raw string) (string, error) {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		return "", errors.New("pprof URL is empty")
+	}
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("pprof URL %q: %w", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("pprof URL %q: scheme %q is not http or https", raw, u.Scheme)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("pprof URL %q: no host", raw)
+	}
+	u.RawQuery, u.Fragment = "", ""
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	if !strings.HasSuffix(u.Path, "/debug/pprof") {
+		u.Path += "/debug/pprof"
+	}
+	return u.String(), nil
+}
+
+// Stop ends the recording window and returns what was fetched. Called
+// within a couple of seconds of the end of a known duration, it waits for
+// the timed responses; called earlier (Ctrl-C, target exited) or without
+// a duration, it abandons them and computes deltas from snapshots. It
+// waits at most the fetch timeouts. Calling it again returns the same
+// result.
+func (g *GoFetch) Stop() *GoProfiles {
+	g.once.Do(func() {
+		elapsed := time.Since(g.start)
+		if g.dur == 0 || elapsed < g.dur-goEndSlack {
+			g.cancel()
+		}
+		close(g.stop)
+		g.wg.Wait()
+		g.cancel()
+		g.finish(elapsed)
+	})
+	return g.result
+}
+
+// finish builds the result once every background fetch has returned.
+func (g *GoFetch) finish(elapsed time.Duration) {
+	res := &GoProfiles{Profiles: map[recording.View]*profile.Profile{}}
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+		if p := g.delta[v]; p != nil {
+			res.Profiles[v] = p
+			g.warnEmpty(v, p)
+			continue
+		}
+		base := g.baseProf[v]
+		if base == nil || g.unreachable {
+			continue
+		}
+		end, err := g.fetchProfile(g.parent, goProfileNames[v][0], g.snapshotTimeout, "")
+		if err != nil {
+			g.warn(goProfileNames[v][1], err)
+			continue
+		}
+		d, err := subtractProfile(end, base)
+		if err != nil {
+			g.warnf("pprof endpoint: %s: delta over the recording: %v", goProfileNames[v][1], err)
+			continue
+		}
+		res.Profiles[v] = d
+		g.warnEmpty(v, d)
+	}
+	switch {
+	case len(g.cpuChunks) == 1:
+		res.Profiles[recording.ViewGoCPU] = g.cpuChunks[0]
+	case len(g.cpuChunks) > 1:
+		p, err := profile.Merge(g.cpuChunks)
+		if err != nil {
+			g.warnf("pprof endpoint: cpu profile: merge %d parts: %v", len(g.cpuChunks), err)
+		} else {
+			res.Profiles[recording.ViewGoCPU] = p
+		}
+	}
+	if res.Profiles[recording.ViewGoCPU] == nil && !g.unreachable && !g.cpuWarned && elapsed >= time.Second {
+		if g.dur > 0 {
+			g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the %s profile completed", elapsed.Round(100*time.Millisecond), g.dur)
+		} else if elapsed < g.cpuChunk {
+			g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the first %s part completed", elapsed.Round(100*time.Millisecond), g.cpuChunk)
+		}
+	}
+	res.Goroutines = g.dumps
+	res.Warnings = g.warnings
+	g.result = res
+}
+
+// warnEmpty notes a mutex or block profile without samples: either
+// nothing contended, or the program never turned the profile on.
+func (g *GoFetch) warnEmpty(v recording.View, p *profile.Profile) {
+	if len(p.Sample) > 0 {
+		return
+	}
+	switch v {
+	case recording.ViewGoMutex:
+		g.warnf("mutex profile empty: no contention on sync.Mutex during the recording, or the program never called runtime.SetMutexProfileFraction")
+	case recording.ViewGoBlock:
+		g.warnf("block profile empty: nothing blocked during the recording, or the program never called runtime.SetBlockProfileRate")
+	}
+}
+
+// wholeSeconds returns the whole seconds of a ?seconds=N request covering d
+// (the endpoint takes integers), at least 1.
+func wholeSeconds(d time.Duration) int {
+	return max(int((d+time.Second/2)/time.Second), 1)
+}
+
+// fetchBase snapshots the cumulative profile of v at the start.
+func (g *GoFetch) fetchBase(v recording.View) {
+	p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], g.snapshotTimeout, "")
+	if err != nil {
+		g.warn(goProfileNames[v][1], err)
+		return
+	}
+	g.mu.Lock()
+	g.baseProf[v] = p
+	g.mu.Unlock()
+}
+
+// fetchDelta asks the endpoint for the delta of v over the duration.
+func (g *GoFetch) fetchDelta(v recording.View) {
+	n := wholeSeconds(g.dur)
+	t0 := time.Now()
+	p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], time.Duration(n)*time.Second+g.deltaGrace, "seconds="+strconv.Itoa(n))
+	if err != nil {
+		// finish falls back to end minus start snapshots, whose own
+		// failures are the ones worth reporting: nothing is lost here.
+		return
+	}
+	if time.Since(t0) < time.Duration(n)*time.Second/2 {
+		// Go before 1.16 ignores ?seconds= and answers at once with the
+		// cumulative profile: use snapshots instead.
+		return
+	}
+	g.mu.Lock()
+	g.delta[v] = p
+	g.mu.Unlock()
+}
+
+// fetchCPU takes the CPU profile: one of the recording's duration, or
+// consecutive chunks until Stop.
+func (g *GoFetch) fetchCPU() {
+	n := wholeSeconds(g.cpuChunk)
+	if g.dur > 0 {
+		n = wholeSeconds(g.dur)
+	}
+	for {
+		select {
+		case <-g.stop:
+			return
+		default:
+		}
+		p, err := g.fetchProfile(g.ctx, "profile", time.Duration(n)*time.Second+g.deltaGrace, "seconds="+strconv.Itoa(n))
+		if err != nil {
+			g.cpuFailed(err)
+			return
+		}
+		g.mu.Lock()
+		g.cpuChunks = append(g.cpuChunks, p)
+		g.mu.Unlock()
+		if g.dur > 0 {
+			return
+		}
+	}
+}
+
+// cpuFailed reports a failed CPU profile fetch, unless an early stop
+// abandoned it (finish says so then).
+func (g *GoFetch) cpuFailed(err error) {
+	if g.ctx.Err() != nil {
+		return
+	}
+	g.mu.Lock()
+	g.cpuWarned = true
+	g.mu.Unlock()
+	g.warn("cpu profile", err)
+}
+
+// fetchDumps takes debug=2 goroutine dumps: at a third and two thirds of a
+// known duration, or every dumpEvery keeping the latest goMaxDumps.
+func (g *GoFetch) fetchDumps() {
+	var at []time.Duration
+	if g.dur > 0 {
+		at = []time.Duration{g.dur / 3, 2 * g.dur / 3}
+	}
+	for i := 0; ; i++ {
+		var when time.Duration
+		if g.dur > 0 {
+			if i >= len(at) {
+				return
+			}
+			when = at[i]
+		} else {
+			when = time.Duration(i+1) * g.dumpEvery
+		}
+		t := time.NewTimer(time.Until(g.start.Add(when)))
+		select {
+		case <-g.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		d, err := g.fetchDump()
+		if err != nil {
+			if g.ctx.Err() == nil {
+				g.warn("goroutine dump", err)
+			}
+			return
+		}
+		g.mu.Lock()
+		g.dumps = append(g.dumps, d)
+		if len(g.dumps) > goMaxDumps {
+			g.dumps = g.dumps[1:]
+		}
+		g.mu.Unlock()
+	}
+}
+
+// fetchDump fetches and parses one debug=2 goroutine dump. A dump the
+// parser cannot read is kept as text (Raw) with a warning.
+func (g *GoFetch) fetchDump() (*goprof.Dump, error) {
+	ctx, cancel := context.WithTimeout(g.ctx, g.snapshotTimeout)
+	defer cancel()
+	taken := time.Now()
+	raw, err := g.get(ctx, g.base+"/goroutine?debug=2", g.dumpLimit)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(raw, []byte("goroutine ")) {
+		return nil, fmt.Errorf("not a goroutine dump (starts %q)", bodyHead(raw))
+	}
+	d, err := goprof.ParseDump(raw)
+	if err != nil || d == nil {
+		g.warnf("pprof endpoint: goroutine dump at %s: %v (kept as text)", taken.Sub(g.start).Round(100*time.Millisecond), err)
+		d = &goprof.Dump{Kind: goprof.KindGoroutineDump}
+	}
+	d.Raw = raw
+	d.Taken = taken
+	return d, nil
+}
+
+// fetchProfile fetches and parses the protobuf profile at path?query
+// within timeout.
+func (g *GoFetch) fetchProfile(ctx context.Context, path string, timeout time.Duration, query string) (*profile.Profile, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	u := g.base + "/" + path
+	if query != "" {
+		u += "?" + query
+	}
+	data, err := g.get(ctx, u, g.profileLimit)
+	if err != nil {
+		return nil, err
+	}
+	p, err := profile.ParseData(data)
+	if err != nil {
+		return nil, fmt.Errorf("not a profile (starts %q): %w", bodyHead(data), err)
+	}
+	return p, nil
+}
+
+// statusError is an HTTP answer other than 200.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string {
+	s := fmt.Sprintf("%d %s", e.code, http.StatusText(e.code))
+	if e.code == http.StatusNotFound {
+		return s + " — is net/http/pprof imported?"
+	}
+	if e.msg != "" {
+		s += ": " + e.msg
+	}
+	return s
+}
+
+// errTooLarge reports a response over the size limit.
+var errTooLarge = errors.New("response too large")
+
+// transportError marks a failure to reach the endpoint at all.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// get fetches u, reading at most limit bytes of body.
+func (g *GoFetch) get(ctx context.Context, u string, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, timeoutOr(ctx, err)
+		}
+		return nil, &transportError{err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, &statusError{code: resp.StatusCode, msg: firstLineOf(msg)}
+	}
+	if resp.ContentLength > limit {
+		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %s", errTooLarge, resp.ContentLength, sizeString(limit))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, timeoutOr(ctx, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: more than the limit of %s", errTooLarge, sizeString(limit))
+	}
+	return data, nil
+}
+
+// timeoutOr names a deadline as a timeout, and passes other errors on.
+func timeoutOr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no complete answer in time (%w)", context.DeadlineExceeded)
+	}
+	return err
+}
+
+// warn records a failed fetch. A failure to reach the endpoint is
+// reported once, not once per profile.
+func (g *GoFetch) warn(what string, err error) {
+	var te *transportError
+	if errors.As(err, &te) {
+		g.mu.Lock()
+		seen := g.unreachable
+		g.unreachable = true
+		g.mu.Unlock()
+		if !seen {
+			g.warnf("pprof endpoint %s: %v", g.base, te.err)
+		}
+		return
+	}
+	g.warnf("pprof endpoint: %s: %v", what, err)
+}
+
+func (g *GoFetch) warnf(format string, args ...any) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.warnings = append(g.warnings, fmt.Sprintf(format, args...))
+}
+
+// subtractProfile returns end minus base: what accumulated between the two
+// snapshots of a cumulative profile. Samples that did not change vanish.
+func subtractProfile(end, base *profile.Profile) (*profile.Profile, error) {
+	neg := base.Copy()
+	neg.Scale(-1)
+	d, err := profile.Merge([]*profile.Profile{end, neg})
+	if err != nil {
+		return nil, err
+	}
+	d.TimeNanos = base.TimeNanos
+	if end.TimeNanos > base.TimeNanos {
+		d.DurationNanos = end.TimeNanos - base.TimeNanos
+	}
+	return d, nil
+}
+
+// sizeString formats a byte count for a message.
+func sizeString(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// bodyHead returns the start of data for an error message.
+func bodyHead(data []byte) string {
+	if len(data) > 16 {
+		data = data[:16]
+	}
+	return string(data)
+}
+
+// firstLineOf returns the first line of an error body, trimmed.
+func firstLineOf(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

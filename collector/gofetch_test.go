@@ -1,0 +1,409 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	_ "net/http/pprof" // the helper target serves the standard endpoints
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// TestGoFetchTargetHelper is the Go target of the fetch tests: with
+// CONTEND_GOFETCH_TARGET set it turns on the mutex and block profiles,
+// contends on a sync.Mutex from four goroutines, serves net/http/pprof on
+// loopback, prints its URL and runs until its input closes.
+func TestGoFetchTargetHelper(t *testing.T) {
+	if os.Getenv("CONTEND_GOFETCH_TARGET") == "" {
+		t.Skip("helper process for the Go profile fetch tests")
+	}
+	runtime.SetMutexProfileFraction(1)
+	runtime.SetBlockProfileRate(1)
+	var mu sync.Mutex
+	var shared int
+	for range 4 {
+		go contendedWork(&mu, &shared)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println("listen:", err)
+		os.Exit(1)
+	}
+	go http.Serve(ln, nil)
+	fmt.Printf("http://%s\n", ln.Addr())
+	bufio.NewScanner(os.Stdin).Scan()
+	os.Exit(0)
+}
+
+// contendedWork holds mu for a little work, over and over: the function
+// the mutex and block profiles must name.
+func contendedWork(mu *sync.Mutex, shared *int) {
+	for {
+		mu.Lock()
+		for i := 0; i < 20000; i++ {
+			*shared += i
+		}
+		mu.Unlock()
+	}
+}
+
+// startGoTarget runs the helper target and returns its pprof URL.
+func startGoTarget(t *testing.T) string {
+	t.Helper()
+	c := startHelper(t, "TestGoFetchTargetHelper", "CONTEND_GOFETCH_TARGET=1")
+	if !c.out.Scan() || !strings.HasPrefix(c.out.Text(), "http://") {
+		t.Fatalf("helper target did not print its URL: %q", c.out.Text())
+	}
+	return c.out.Text()
+}
+
+// hasFunc reports whether a sample of p has a frame of a function whose
+// name contains name.
+func hasFunc(p *profile.Profile, name string) bool {
+	for _, s := range p.Sample {
+		for _, loc := range s.Location {
+			for _, l := range loc.Line {
+				if l.Function != nil && strings.Contains(l.Function.Name, name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func checkGoProfiles(t *testing.T, res *GoProfiles, wantCPU bool) {
+	t.Helper()
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+		p := res.Profiles[v]
+		if p == nil {
+			t.Errorf("%s: missing (warnings: %q)", v, res.Warnings)
+			continue
+		}
+		if err := p.CheckValid(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+		if !hasFunc(p, "contendedWork") {
+			t.Errorf("%s: no sample in contendedWork", v)
+		}
+	}
+	if p := res.Profiles[recording.ViewGoCPU]; wantCPU {
+		if p == nil || !hasFunc(p, "contendedWork") {
+			t.Errorf("cpu profile missing or without contendedWork (warnings: %q)", res.Warnings)
+		}
+	}
+}
+
+func TestGoFetchKnownDuration(t *testing.T) {
+	url := startGoTarget(t)
+	g, err := StartGoFetch(t.Context(), GoFetchOptions{URL: url, Duration: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	res := g.Stop()
+	checkGoProfiles(t, res, true)
+	// The deltas came from ?seconds=1: about one second of contention,
+	// while the target's cumulative profile covers its whole life.
+	if d := res.Profiles[recording.ViewGoMutex].DurationNanos; d != 0 && (d < int64(500*time.Millisecond) || d > int64(5*time.Second)) {
+		t.Errorf("mutex delta covers %v, want about 1s", time.Duration(d))
+	}
+	if len(res.Goroutines) != 2 {
+		t.Fatalf("got %d goroutine dumps, want 2 (at 1/3 and 2/3)", len(res.Goroutines))
+	}
+	for i, d := range res.Goroutines {
+		if !bytes.Contains(d.Raw, []byte("contendedWork")) || d.Taken.IsZero() {
+			t.Errorf("dump %d: no contendedWork in its text or no time taken", i)
+		}
+	}
+	if len(res.Warnings) > 0 && !strings.Contains(strings.Join(res.Warnings, "\n"), "goroutine dump") {
+		t.Errorf("warnings: %q", res.Warnings)
+	}
+	// Stop again: the same result.
+	if g.Stop() != res {
+		t.Error("second Stop returned another result")
+	}
+	var r recording.Recording
+	res.Apply(&r)
+	if r.Profile(recording.ViewGoMutex) == nil || len(r.Goroutines) != 2 {
+		t.Error("Apply did not store the profiles and dumps")
+	}
+}
+
+func TestGoFetchUntilStopped(t *testing.T) {
+	url := startGoTarget(t)
+	g, err := newGoFetch(t.Context(), GoFetchOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.cpuChunk, g.dumpEvery = time.Second, 400*time.Millisecond
+	g.run()
+	time.Sleep(2500 * time.Millisecond)
+	res := g.Stop()
+	checkGoProfiles(t, res, true)
+	// Deltas by subtraction: less than the cumulative profile now.
+	cum, err := g.fetchProfile(context.Background(), "mutex", 10*time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, all := totalValue(res.Profiles[recording.ViewGoMutex], 1), totalValue(cum, 1); got <= 0 || got >= all {
+		t.Errorf("mutex delay over the recording = %d, want between 0 and the cumulative %d", got, all)
+	}
+	if n := len(res.Goroutines); n < 2 || n > goMaxDumps {
+		t.Errorf("got %d dumps, want 2..%d", n, goMaxDumps)
+	}
+	if cpu := res.Profiles[recording.ViewGoCPU]; cpu != nil && cpu.DurationNanos < int64(1500*time.Millisecond) {
+		t.Errorf("cpu profile covers %v, want two 1s parts merged", time.Duration(cpu.DurationNanos))
+	}
+}
+
+func totalValue(p *profile.Profile, i int) int64 {
+	var n int64
+	for _, s := range p.Sample {
+		n += s.Value[i]
+	}
+	return n
+}
+
+// fetchFor fetches from srvURL with small limits for a one-second
+// recording and returns the result.
+func fetchFor(t *testing.T, srvURL string) *GoProfiles {
+	t.Helper()
+	g := shortFetch(t, srvURL, time.Second)
+	time.Sleep(time.Second)
+	return g.Stop()
+}
+
+// shortFetch starts a fetch against srv with small limits and timeouts.
+func shortFetch(t *testing.T, srvURL string, dur time.Duration) *GoFetch {
+	t.Helper()
+	g, err := newGoFetch(t.Context(), GoFetchOptions{URL: srvURL, Duration: dur})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.snapshotTimeout, g.deltaGrace = 300*time.Millisecond, 300*time.Millisecond
+	g.profileLimit, g.dumpLimit = 1024, 1024
+	g.run()
+	return g
+}
+
+func TestGoFetchErrors(t *testing.T) {
+	bigProfile := func() []byte {
+		p := testProfile(1, 5)
+		for i := range 200 {
+			fn := &profile.Function{ID: uint64(i + 10), Name: fmt.Sprintf("pkg.function%d", i)}
+			p.Function = append(p.Function, fn)
+			loc := &profile.Location{ID: uint64(i + 10), Line: []profile.Line{{Function: fn}}}
+			p.Location = append(p.Location, loc)
+			p.Sample = append(p.Sample, &profile.Sample{Location: []*profile.Location{loc}, Value: []int64{1, 1}})
+		}
+		var buf bytes.Buffer
+		p.Write(&buf)
+		return buf.Bytes()
+	}()
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		want    []string
+	}{
+		{"404", http.NotFound, []string{
+			"pprof endpoint: mutex profile: 404 Not Found — is net/http/pprof imported?",
+			"pprof endpoint: block profile: 404 Not Found — is net/http/pprof imported?",
+			"pprof endpoint: cpu profile: 404 Not Found — is net/http/pprof imported?",
+		}},
+		{"slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, []string{
+			"mutex profile: no complete answer in time",
+			"cpu profile: no complete answer in time",
+		}},
+		{"oversized", func(w http.ResponseWriter, r *http.Request) { w.Write(bigProfile) }, []string{
+			"mutex profile: response too large",
+			"cpu profile: response too large",
+		}},
+		{"garbage", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello, world")) }, []string{
+			`mutex profile: not a profile (starts "hello, world")`,
+			`block profile: not a profile`,
+		}},
+		{"500", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Could not enable CPU profiling: cpu profiling already in use", http.StatusInternalServerError)
+		}, []string{"cpu profile: 500 Internal Server Error: Could not enable CPU profiling: cpu profiling already in use"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			res := fetchFor(t, srv.URL)
+			if len(res.Profiles) != 0 {
+				t.Errorf("got profiles %v from a broken endpoint", res.Profiles)
+			}
+			all := strings.Join(res.Warnings, "\n")
+			t.Logf("warnings:\n%s", all)
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("warnings lack %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}
+
+func TestGoFetchUnreachable(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	g := shortFetch(t, url, time.Second)
+	res := g.Stop()
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "connection refused") || !strings.Contains(res.Warnings[0], url) {
+		t.Errorf("warnings = %q, want one naming %s and the refused connection", res.Warnings, url)
+	}
+}
+
+// testProfile is a cumulative contention profile with one sample of
+// (count, delay).
+func testProfile(count, delay int64) *profile.Profile {
+	fn := &profile.Function{ID: 1, Name: "main.hot"}
+	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
+	return &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "contentions", Unit: "count"},
+		Period:     1,
+		Sample:     []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{count, delay}}},
+		Location:   []*profile.Location{loc},
+		Function:   []*profile.Function{fn},
+	}
+}
+
+func TestGoFetchOldGoCumulative(t *testing.T) {
+	// A target whose runtime ignores ?seconds= answers at once with the
+	// cumulative profile; the fetch must fall back to end minus start.
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/mutex") {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		calls++
+		n := int64(calls)
+		mu.Unlock()
+		p := testProfile(10*n, 1000*n)
+		p.TimeNanos = time.Now().UnixNano()
+		p.Write(w)
+	}))
+	defer srv.Close()
+	res := fetchFor(t, srv.URL)
+	p := res.Profiles[recording.ViewGoMutex]
+	if p == nil {
+		t.Fatalf("no mutex profile; warnings %q", res.Warnings)
+	}
+	// Three answers: base and the ignored ?seconds= in some order, then
+	// the end snapshot (call 3). The delta is end minus base.
+	if len(p.Sample) != 1 || p.Sample[0].Value[0] <= 0 || p.Sample[0].Value[0] > 20 || p.Sample[0].Value[0]*100 != p.Sample[0].Value[1] {
+		t.Errorf("delta sample = %v, want end minus base of the cumulative counts", p.Sample)
+	}
+}
+
+func TestSubtractProfile(t *testing.T) {
+	base, end := testProfile(3, 300), testProfile(10, 1000)
+	extra := testProfile(4, 40)
+	extra.Function[0].Name = "main.cold"
+	end, err := profile.Merge([]*profile.Profile{end, extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := subtractProfile(end, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]int64{}
+	for _, s := range d.Sample {
+		got[s.Location[0].Line[0].Function.Name] = s.Value
+	}
+	if fmt.Sprint(got) != "map[main.cold:[4 40] main.hot:[7 700]]" {
+		t.Errorf("end - base = %v", got)
+	}
+	// An unchanged sample vanishes.
+	d, err = subtractProfile(base, base)
+	if err != nil || len(d.Sample) != 0 {
+		t.Errorf("base - base = %v, %v; want no samples", d.Sample, err)
+	}
+}
+
+func TestPprofBase(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:6060":               "http://127.0.0.1:6060/debug/pprof",
+		"127.0.0.1:6060":                      "http://127.0.0.1:6060/debug/pprof",
+		"http://h:1/debug/pprof/":             "http://h:1/debug/pprof",
+		"https://h/app/debug/pprof?x=1":       "https://h/app/debug/pprof",
+		"http://[::1]:6060/prefix/":           "http://[::1]:6060/prefix/debug/pprof",
+		"  http://localhost:6060/debug/pprof": "http://localhost:6060/debug/pprof",
+	} {
+		got, err := pprofBase(in)
+		if err != nil || got != want {
+			t.Errorf("pprofBase(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "ftp://h/x", "http://", "http://h:bad port/"} {
+		if got, err := pprofBase(in); err == nil {
+			t.Errorf("pprofBase(%q) = %q, want an error", in, got)
+		}
+	}
+	if _, err := StartGoFetch(t.Context(), GoFetchOptions{URL: "ftp://x"}); err == nil {
+		t.Error("StartGoFetch accepted an ftp URL")
+	}
+}
+
+func TestGoFetchStoppedEarly(t *testing.T) {
+	url := startGoTarget(t)
+	g, err := StartGoFetch(t.Context(), GoFetchOptions{URL: url, Duration: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	t0 := time.Now()
+	res := g.Stop()
+	if waited := time.Since(t0); waited > 10*time.Second {
+		t.Errorf("early Stop waited %v for the 30s requests", waited)
+	}
+	// Mutex and block come from snapshots; the CPU profile is lost.
+	checkGoProfiles(t, res, false)
+	if res.Profiles[recording.ViewGoCPU] != nil {
+		t.Error("a 30s CPU profile after 1.2s")
+	}
+	if all := strings.Join(res.Warnings, "\n"); !strings.Contains(all, "cpu profile: the recording ended after 1.2s, before the 30s profile completed") {
+		t.Errorf("warnings lack the lost CPU profile:\n%s", all)
+	}
+}
+
+func TestGoFetchEmptyProfiles(t *testing.T) {
+	// A program that never enabled the mutex and block profiles serves
+	// them empty.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := testProfile(0, 0)
+		p.Sample = nil
+		p.TimeNanos = time.Now().UnixNano()
+		p.Write(w)
+	}))
+	defer srv.Close()
+	res := fetchFor(t, srv.URL)
+	all := strings.Join(res.Warnings, "\n")
+	for _, w := range []string{"never called runtime.SetMutexProfileFraction", "never called runtime.SetBlockProfileRate"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("warnings lack %q:\n%s", w, all)
+		}
+	}
+	if p := res.Profiles[recording.ViewGoMutex]; p == nil || len(p.Sample) != 0 {
+		t.Error("the empty mutex profile is not kept")
+	}
+}

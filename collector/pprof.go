@@ -1,0 +1,175 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// profileBuilder assembles one pprof profile from symbolized stacks,
+// sharing functions, locations and mappings between samples and merging
+// samples with the same stack and labels.
+type profileBuilder struct {
+	p       *profile.Profile
+	funcs   map[funcKey]*profile.Function
+	locs    map[string]*profile.Location
+	maps    map[string]*profile.Mapping
+	samples map[string]*profile.Sample
+}
+
+type funcKey struct{ name, file string }
+
+// newProfileBuilder starts a profile with the given sample types
+// ({type, unit} pairs) covering [start, start+dur).
+func newProfileBuilder(types [][2]string, start time.Time, dur time.Duration) *profileBuilder {
+	p := &profile.Profile{TimeNanos: start.UnixNano(), DurationNanos: int64(dur)}
+	for _, t := range types {
+		p.SampleType = append(p.SampleType, &profile.ValueType{Type: t[0], Unit: t[1]})
+	}
+	return &profileBuilder{
+		p:       p,
+		funcs:   map[funcKey]*profile.Function{},
+		locs:    map[string]*profile.Location{},
+		maps:    map[string]*profile.Mapping{},
+		samples: map[string]*profile.Sample{},
+	}
+}
+
+// sampleLabels are the labels of one sample.
+type sampleLabels struct {
+	str map[string]string
+	num map[string]int64
+}
+
+// add adds values for a stack (leaf first) with labels; values of a
+// sample with the same stack and labels are summed.
+func (b *profileBuilder) add(frames []recording.Frame, values []int64, l sampleLabels) {
+	locs := b.locations(frames)
+	var key strings.Builder
+	for _, loc := range locs {
+		fmt.Fprintf(&key, "%d,", loc.ID)
+	}
+	key.WriteByte('|')
+	for _, k := range sortedKeys(l.str) {
+		fmt.Fprintf(&key, "%s=%s;", k, l.str[k])
+	}
+	for _, k := range sortedKeys(l.num) {
+		fmt.Fprintf(&key, "%s=%d;", k, l.num[k])
+	}
+	if s := b.samples[key.String()]; s != nil {
+		for i := range s.Value {
+			s.Value[i] += values[i]
+		}
+		return
+	}
+	s := &profile.Sample{Location: locs, Value: append([]int64(nil), values...)}
+	if len(l.str) > 0 {
+		s.Label = map[string][]string{}
+		for k, v := range l.str {
+			s.Label[k] = []string{v}
+		}
+	}
+	if len(l.num) > 0 {
+		s.NumLabel = map[string][]int64{}
+		for k, v := range l.num {
+			s.NumLabel[k] = []int64{v}
+		}
+	}
+	b.samples[key.String()] = s
+	b.p.Sample = append(b.p.Sample, s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// locations turns frames (leaf first, inlined frames before the physical
+// frame they were expanded from, sharing its Addr) into pprof locations:
+// one location per physical frame, its Line list innermost first.
+func (b *profileBuilder) locations(frames []recording.Frame) []*profile.Location {
+	var out []*profile.Location
+	for i := 0; i < len(frames); {
+		j := i
+		for j < len(frames)-1 && frames[j].Inlined && frames[j+1].Addr == frames[i].Addr {
+			j++
+		}
+		out = append(out, b.location(frames[i:j+1]))
+		i = j + 1
+	}
+	return out
+}
+
+// location returns the location for one physical frame and the frames
+// inlined into it (group[len-1] is the physical one).
+func (b *profileBuilder) location(group []recording.Frame) *profile.Location {
+	phys := group[len(group)-1]
+	var key strings.Builder
+	fmt.Fprintf(&key, "%s|%x|%t", phys.Module, phys.Addr, phys.Kernel)
+	for _, f := range group {
+		fmt.Fprintf(&key, "|%s:%s:%d", f.Func, f.File, f.Line)
+	}
+	if loc := b.locs[key.String()]; loc != nil {
+		return loc
+	}
+	loc := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: phys.Addr}
+	if m := b.mapping(phys); m != nil {
+		loc.Mapping = m
+	}
+	for _, f := range group {
+		loc.Line = append(loc.Line, profile.Line{Function: b.function(f), Line: int64(f.Line)})
+	}
+	b.locs[key.String()] = loc
+	b.p.Location = append(b.p.Location, loc)
+	return loc
+}
+
+func (b *profileBuilder) function(f recording.Frame) *profile.Function {
+	k := funcKey{f.Func, f.File}
+	if fn := b.funcs[k]; fn != nil {
+		return fn
+	}
+	fn := &profile.Function{ID: uint64(len(b.p.Function) + 1), Name: f.Func, SystemName: f.Func, Filename: f.File}
+	b.funcs[k] = fn
+	b.p.Function = append(b.p.Function, fn)
+	return fn
+}
+
+// mapping returns a mapping per module (the kernel is "[kernel]"), marked
+// as already symbolized so pprof never tries to symbolize it again.
+func (b *profileBuilder) mapping(f recording.Frame) *profile.Mapping {
+	name := f.Module
+	if f.Kernel {
+		name = "[kernel]"
+	}
+	if name == "" {
+		return nil
+	}
+	if m := b.maps[name]; m != nil {
+		return m
+	}
+	m := &profile.Mapping{ID: uint64(len(b.p.Mapping) + 1), File: name, HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true}
+	b.maps[name] = m
+	b.p.Mapping = append(b.p.Mapping, m)
+	return m
+}
+
+// build returns the profile with samples in a stable order.
+func (b *profileBuilder) build() *profile.Profile {
+	return b.p
+}
+
+// syntheticFrame is a one-frame stack standing for data without a stack
+// ("[short waits]"), shown as such in pprof.
+func syntheticFrame(name string) []recording.Frame {
+	return []recording.Frame{{Func: name}}
+}

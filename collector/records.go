@@ -1,0 +1,305 @@
+package collector
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Go mirrors of the C types in bpf/*.h. Field order, sizes and padding
+// match the C structs exactly (TestRecordLayouts compares them with the BTF
+// of the compiled objects); every field is little-endian on the only
+// supported architecture (amd64).
+
+// Stack id values that are not ids of ct_stacks (CT_STACK_* in bpf/common.h).
+const (
+	stackNone int32 = -1 // not taken: below the event's threshold
+	stackLost int32 = -2 // lookup failed, counted in drop_stack_*
+)
+
+// stackDepth is CT_STACK_DEPTH: return addresses per ct_stacks entry.
+const stackDepth = 64
+
+// histSlots is CT_HIST_SLOTS: log2 histogram slots per lock.
+const histSlots = 40
+
+// Record kinds of the ring buffer (enum ct_kind).
+const (
+	kindWait   = 1
+	kindWake   = 2
+	kindIO     = 3
+	kindRunq   = 4
+	kindDSleep = 5
+	kindWakeup = 6
+	kindWindow = 7
+)
+
+// Probe families (enum ct_family).
+const (
+	famFutex = 0
+	famIO    = 1
+	famOnCPU = 2
+	famSched = 3
+)
+
+// Futex operations (enum ct_futex_op); waits are 1..opLastWait.
+const (
+	opWait          = 1
+	opWaitBitset    = 2
+	opLockPI        = 3
+	opLockPI2       = 4
+	opWaitRequeuePI = 5
+	opFutexWait     = 6
+	opFutexWaitv    = 7
+	opLastWait      = opFutexWaitv
+	opWake          = 8
+	opWakeBitset    = 9
+	opWakeOp        = 10
+	opRequeue       = 11
+	opCmpRequeue    = 12
+	opCmpRequeuePI  = 13
+	opUnlockPI      = 14
+	opFutexWake     = 15
+	opFutexRequeue  = 16
+)
+
+// opNames are the values of the op label (recording.LabelOp).
+var opNames = map[uint8]string{
+	opWait:          "wait",
+	opWaitBitset:    "wait_bitset",
+	opLockPI:        "lock_pi",
+	opLockPI2:       "lock_pi2",
+	opWaitRequeuePI: "wait_requeue_pi",
+	opFutexWait:     "futex_wait",
+	opFutexWaitv:    "futex_waitv",
+	opWake:          "wake",
+	opWakeBitset:    "wake_bitset",
+	opWakeOp:        "wake_op",
+	opRequeue:       "requeue",
+	opCmpRequeue:    "cmp_requeue",
+	opCmpRequeuePI:  "cmp_requeue_pi",
+	opUnlockPI:      "unlock_pi",
+	opFutexWake:     "futex_wake",
+	opFutexRequeue:  "futex_requeue",
+}
+
+func opName(op uint8) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("op%d", op)
+}
+
+// Thread states of ct_offcpu_key.state (enum ct_state), named as
+// recording.State*.
+var stateNames = [...]string{"runnable", "sleeping", "uninterruptible", "other"}
+
+func stateName(s uint8) string {
+	if int(s) < len(stateNames) {
+		return stateNames[s]
+	}
+	return "other"
+}
+
+// Wake contexts of ct_wakes_key.ctx (enum ct_wake_ctx), the values of the
+// context label.
+var contextNames = [...]string{"task", "hardirq", "softirq", "idle"}
+
+func contextName(c uint8) string {
+	if int(c) < len(contextNames) {
+		return contextNames[c]
+	}
+	return "task"
+}
+
+// syscallNames names the x86_64 syscalls the io family traces.
+var syscallNames = map[uint32]string{
+	0:   "read",
+	1:   "write",
+	17:  "pread64",
+	18:  "pwrite64",
+	20:  "writev",
+	74:  "fsync",
+	75:  "fdatasync",
+	82:  "rename",
+	257: "openat",
+	264: "renameat",
+	277: "sync_file_range",
+	316: "renameat2",
+}
+
+func syscallName(nr uint32) string {
+	if n, ok := syscallNames[nr]; ok {
+		return n
+	}
+	return fmt.Sprintf("syscall%d", nr)
+}
+
+// waitKey mirrors struct ct_wait_key.
+type waitKey struct {
+	Addr    uint64
+	TID     uint32
+	StackID int32
+	Owner   uint32
+	Op      uint8
+	_       [3]uint8
+}
+
+// aggVal mirrors struct ct_agg.
+type aggVal struct {
+	Count   uint64
+	TotalNS uint64
+	MaxNS   uint64
+}
+
+// lockVal mirrors struct ct_lock_val.
+type lockVal struct {
+	Waits    uint64
+	Blocked  uint64
+	Timeouts uint64
+	TotalNS  uint64
+	MaxNS    uint64
+	Wakes    uint64
+	Woken    uint64
+	Hist     [histSlots]uint64
+}
+
+// wakeKey mirrors struct ct_wake_key.
+type wakeKey struct {
+	Addr    uint64
+	TID     uint32
+	StackID int32
+}
+
+// wakeVal mirrors struct ct_wake_val.
+type wakeVal struct {
+	Wakes uint64
+	Woken uint64
+}
+
+// offcpuKey mirrors struct ct_offcpu_key.
+type offcpuKey struct {
+	TID     uint32
+	StackID int32
+	State   uint8
+	_       [3]uint8
+}
+
+// offcpuVal mirrors struct ct_offcpu_val.
+type offcpuVal struct {
+	Count   uint64
+	TotalNS uint64
+	RunqNS  uint64
+}
+
+// edgeKey mirrors struct ct_wakes_key (a wake edge).
+type edgeKey struct {
+	Waker   uint32
+	Wakee   uint32
+	StackID int32
+	Ctx     uint8
+	_       [3]uint8
+}
+
+// oncpuKey mirrors struct ct_oncpu_key.
+type oncpuKey struct {
+	TID    uint32
+	UStack int32
+	KStack int32
+	_      uint32
+}
+
+// oncpuVal mirrors struct ct_oncpu_val.
+type oncpuVal struct {
+	Count    uint64
+	PeriodNS uint64
+}
+
+// ioKey mirrors struct ct_io_key.
+type ioKey struct {
+	TID     uint32
+	NR      uint32
+	StackID int32
+	_       uint32
+}
+
+// rawEvent mirrors struct ct_event.
+type rawEvent struct {
+	Kind    uint8
+	Op      uint8
+	Sys     uint16
+	TID     uint32
+	Peer    uint32
+	StackID int32
+	TS      uint64
+	Dur     uint64
+	Addr    uint64
+}
+
+// rawEventSize is sizeof(struct ct_event).
+const rawEventSize = 40
+
+// windowHdr mirrors struct ct_window_hdr.
+type windowHdr struct {
+	Kind    uint8
+	Family  uint8
+	Len     uint16
+	TID     uint32
+	StackID int32
+	_       uint32
+	TS      uint64
+	IP      uint64
+	SP      uint64
+	BP      uint64
+}
+
+// windowHdrSize is sizeof(struct ct_window_hdr).
+const windowHdrSize = 48
+
+// windowMax is CT_WINDOW_MAX.
+const windowMax = 8192
+
+var errBadRecord = errors.New("malformed ring buffer record")
+
+// decodeEvent decodes a struct ct_event record.
+func decodeEvent(b []byte) (rawEvent, error) {
+	if len(b) < rawEventSize {
+		return rawEvent{}, fmt.Errorf("%w: event of %d bytes", errBadRecord, len(b))
+	}
+	le := binary.LittleEndian
+	return rawEvent{
+		Kind:    b[0],
+		Op:      b[1],
+		Sys:     le.Uint16(b[2:]),
+		TID:     le.Uint32(b[4:]),
+		Peer:    le.Uint32(b[8:]),
+		StackID: int32(le.Uint32(b[12:])),
+		TS:      le.Uint64(b[16:]),
+		Dur:     le.Uint64(b[24:]),
+		Addr:    le.Uint64(b[32:]),
+	}, nil
+}
+
+// decodeWindow decodes a struct ct_window record; the returned stack
+// bytes alias b.
+func decodeWindow(b []byte) (windowHdr, []byte, error) {
+	if len(b) < windowHdrSize {
+		return windowHdr{}, nil, fmt.Errorf("%w: window of %d bytes", errBadRecord, len(b))
+	}
+	le := binary.LittleEndian
+	h := windowHdr{
+		Kind:    b[0],
+		Family:  b[1],
+		Len:     le.Uint16(b[2:]),
+		TID:     le.Uint32(b[4:]),
+		StackID: int32(le.Uint32(b[8:])),
+		TS:      le.Uint64(b[16:]),
+		IP:      le.Uint64(b[24:]),
+		SP:      le.Uint64(b[32:]),
+		BP:      le.Uint64(b[40:]),
+	}
+	if int(h.Len) > windowMax || windowHdrSize+int(h.Len) > len(b) {
+		return windowHdr{}, nil, fmt.Errorf("%w: window length %d in a record of %d bytes", errBadRecord, h.Len, len(b))
+	}
+	return h, b[windowHdrSize : windowHdrSize+int(h.Len)], nil
+}

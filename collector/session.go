@@ -1,0 +1,662 @@
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/contend-dev/contend/recording"
+	"github.com/contend-dev/contend/symbolize"
+)
+
+// pollEvery is how often a session reads the kernel's maps: the
+// granularity of Snapshot windows and of the progress figures.
+const pollEvery = time.Second
+
+// historyLen bounds the cumulative snapshots kept for windows: two minutes
+// at one per second. A longer window starts at the oldest one kept (the
+// recording's Meta.Start and Duration say what it covers).
+const historyLen = 120
+
+// progressEvery is how often Record reports progress.
+const progressEvery = 250 * time.Millisecond
+
+// Why a session ended.
+const (
+	endNone = iota
+	endDuration
+	endExited
+	endInterrupted
+	endStopped
+	endError
+)
+
+// Session is one live recording of a process: probes attached, data
+// accumulating in the kernel, readable at any time as a recording of the
+// whole run or of its last window. All methods are safe for concurrent
+// use.
+type Session struct {
+	opts  Options
+	cfg   tracerConfig
+	tr    tracer
+	res   *resolver
+	sym   procSymbols
+	clk   clock
+	meta  recording.Meta
+	procs *ProcSampler
+	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
+	gofetch *GoFetch
+
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	readerDone chan struct{}
+
+	pollMu  sync.Mutex // serializes drains so history stays ordered
+	mu      sync.Mutex
+	latest  *snapshot
+	history []*snapshot
+	log     eventLog
+	bad     uint64 // malformed ring buffer records
+	seen    map[int32]bool
+	seenK   map[int32]bool
+	seenL   map[uint64]bool
+	endKind int
+	endAt   time.Duration
+	runErr  error
+
+	done     chan struct{}
+	endOnce  sync.Once
+	finished chan struct{} // closed once probes are detached and drained
+	stopOnce sync.Once
+	stopRec  *recording.Recording
+	stopErr  error
+}
+
+// withDefaults fills unset options with the package defaults.
+func (o Options) withDefaults() Options {
+	if o.StackThreshold <= 0 {
+		o.StackThreshold = DefaultStackThreshold
+	}
+	if o.IOThreshold <= 0 {
+		o.IOThreshold = DefaultIOThreshold
+	}
+	if o.OnCPUHz <= 0 {
+		o.OnCPUHz = DefaultOnCPUHz
+	}
+	if o.ProcInterval <= 0 {
+		o.ProcInterval = DefaultProcInterval
+	}
+	if o.Probes == nil {
+		o.Probes = AllProbes
+	}
+	return o
+}
+
+// probeSet validates names and returns them as a set.
+func probeSet(names []string) (map[string]bool, error) {
+	set := map[string]bool{}
+	for _, n := range names {
+		known := false
+		for _, p := range AllProbes {
+			known = known || p == n
+		}
+		if !known {
+			return nil, fmt.Errorf("unknown probe family %q (have %s)", n, strings.Join(AllProbes, ", "))
+		}
+		set[n] = true
+	}
+	if len(set) == 0 {
+		return nil, errors.New("no probe family selected")
+	}
+	return set, nil
+}
+
+// Start attaches the probes to process o.PID and starts recording. The
+// session ends when o.Duration has passed, the target exits or ctx is
+// cancelled (Done is closed then, and the probes are detached at once);
+// call Stop to obtain the recording and release everything.
+func Start(ctx context.Context, o Options) (*Session, error) {
+	o = o.withDefaults()
+	probes, err := probeSet(o.Probes)
+	if err != nil {
+		return nil, err
+	}
+	if o.OnCPUHz > 10000 {
+		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most 10000 Hz", o.OnCPUHz)
+	}
+	if err := checkTarget(o.ProcRoot, o.PID); err != nil {
+		return nil, err
+	}
+	if err := checkPrivileges(); err != nil {
+		return nil, err
+	}
+	release, err := KernelRelease()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKernel, err)
+	}
+	if err := checkKernel("", release); err != nil {
+		return nil, err
+	}
+	if err := checkTargetAccess(o.ProcRoot, o.PID); err != nil {
+		return nil, err
+	}
+
+	s := &Session{
+		opts:       o,
+		done:       make(chan struct{}),
+		finished:   make(chan struct{}),
+		readerDone: make(chan struct{}),
+		seen:       map[int32]bool{},
+		seenK:      map[int32]bool{},
+		seenL:      map[uint64]bool{},
+	}
+	s.cfg = tracerConfig{
+		pid:            o.PID,
+		probes:         probes,
+		stackThreshold: o.StackThreshold,
+		ioThreshold:    o.IOThreshold,
+		onCPUHz:        o.OnCPUHz,
+		ncpu:           max(onlineCPUs(), 1),
+	}
+	var warnings []string
+	var ksym kernelSymbols = rawKernel{}
+	if k, err := symbolize.OpenKernel(o.ProcRoot); err == nil && k != nil {
+		ksym = k
+	} else if probes[ProbeOnCPU] {
+		warnings = append(warnings, fmt.Sprintf("kernel frames are not symbolized: %v", err))
+	}
+	s.sym = rawSymbols{}
+	if p, err := symbolize.Open(o.PID, symbolize.Options{ProcRoot: o.ProcRoot}); err == nil && p != nil {
+		s.sym = p
+	} else if errors.Is(err, symbolize.ErrNoProcess) {
+		return nil, fmt.Errorf("pid %d: %w", o.PID, ErrNoProcess)
+	} else {
+		warnings = append(warnings, fmt.Sprintf("user frames are not symbolized and stack windows not unwound: %v", err))
+	}
+	s.meta = s.baseMeta(warnings)
+
+	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
+	s.meta.Start = s.clk.wall
+	tr, err := newTracer(s.cfg)
+	if err != nil {
+		s.sym.Close()
+		return nil, err
+	}
+	s.tr = tr
+	s.res = newResolver(s.sym, ksym, tr.stack, tr.markNamed)
+	s.latest = newSnapshot()
+
+	inner, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go func() {
+		defer close(s.readerDone)
+		if err := tr.run(s.onRecord); err != nil {
+			s.end(endError, err)
+		}
+	}()
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.pollLoop(inner)
+	}()
+	go func() {
+		defer s.wg.Done()
+		watchExit(inner, o.ProcRoot, o.PID, func() { s.end(endExited, nil) })
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.end(endInterrupted, nil)
+		case <-s.done:
+		}
+	}()
+	if o.Duration > 0 {
+		t := time.AfterFunc(o.Duration, func() { s.end(endDuration, nil) })
+		go func() {
+			<-s.done
+			t.Stop()
+		}()
+	}
+	if ps, err := NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err == nil {
+		s.procs = ps
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// The sampler ends by itself when the target exits; the
+			// exit watcher ends the session.
+			ps.Run(inner, s.clk.wall)
+		}()
+	} else {
+		s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
+	}
+	if o.PprofURL != "" {
+		g, err := StartGoFetch(inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
+		if err != nil {
+			s.end(endError, nil)
+			s.Stop()
+			return nil, fmt.Errorf("--pprof: %w", err)
+		}
+		s.gofetch = g
+	}
+	return s, nil
+}
+
+// baseMeta describes the target and the settings.
+func (s *Session) baseMeta(warnings []string) recording.Meta {
+	o := s.opts
+	t := readTarget(o.ProcRoot, o.PID)
+	m := recording.Meta{
+		Version:   recording.FormatVersion,
+		Source:    recording.SourceLive,
+		PID:       o.PID,
+		Comm:      t.comm,
+		Cmdline:   t.cmdline,
+		Exe:       t.exe,
+		Kernel:    release(),
+		NumCPU:    s.cfg.ncpu,
+		GoVersion: t.goVersion,
+		Warnings:  warnings,
+		Settings: map[string]string{
+			"stack_threshold":        o.StackThreshold.String(),
+			"io_threshold":           o.IOThreshold.String(),
+			"oncpu_hz":               strconv.Itoa(o.OnCPUHz),
+			"proc_interval":          o.ProcInterval.String(),
+			"runq_event_threshold":   runqEventThreshold.String(),
+			"dsleep_event_threshold": dsleepEventThreshold.String(),
+			"event_rate":             strconv.Itoa(eventRate),
+			"window_rate":            strconv.Itoa(windowRate),
+			"window_bytes":           strconv.Itoa(windowMax),
+		},
+	}
+	for _, p := range AllProbes {
+		if s.cfg.probes[p] {
+			m.Probes = append(m.Probes, p)
+		}
+	}
+	if sp, ok := s.sym.(*symbolize.Process); ok {
+		if exe, id := sp.Exe(); id != "" {
+			m.BuildID = id
+			if m.Exe == "" {
+				m.Exe = exe
+			}
+		}
+	}
+	if o.Duration > 0 {
+		m.Settings["duration"] = o.Duration.String()
+	}
+	return m
+}
+
+func (s *Session) addWarning(w string) {
+	s.mu.Lock()
+	s.meta.Warnings = append(s.meta.Warnings, w)
+	s.mu.Unlock()
+}
+
+// onRecord handles one ring buffer record.
+func (s *Session) onRecord(b []byte) {
+	if len(b) == 0 {
+		s.countBad()
+		return
+	}
+	if b[0] == kindWindow {
+		h, data, err := decodeWindow(b)
+		if err != nil {
+			s.countBad()
+			return
+		}
+		s.res.addWindow(h, data)
+		return
+	}
+	e, err := decodeEvent(b)
+	if err != nil {
+		s.countBad()
+		return
+	}
+	s.mu.Lock()
+	s.log.add(e)
+	s.mu.Unlock()
+}
+
+func (s *Session) countBad() {
+	s.mu.Lock()
+	s.bad++
+	s.mu.Unlock()
+}
+
+// elapsed returns the time since the start of the recording.
+func (s *Session) elapsed() time.Duration {
+	return s.clk.since(monotonicNow())
+}
+
+func (s *Session) pollLoop(ctx context.Context) {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.done:
+			return
+		case <-t.C:
+			if _, err := s.poll(); err != nil {
+				s.end(endError, err)
+				return
+			}
+		}
+	}
+}
+
+// poll drains the kernel maps into a new cumulative snapshot, keeps it in
+// the history and names what is new in it while the target is alive.
+func (s *Session) poll() (*snapshot, error) {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	snap := newSnapshot()
+	snap.at = s.elapsed()
+	if err := s.tr.drain(snap); err != nil {
+		return nil, err
+	}
+	for k, v := range s.res.userCounters() {
+		snap.counters[k] = v
+	}
+	s.mu.Lock()
+	snap.counters["drop_event_log_full"] = s.log.dropped
+	snap.counters["drop_record_malformed"] = s.bad
+	s.latest = snap
+	if n := len(s.history); n == 0 || snap.at-s.history[n-1].at >= pollEvery*9/10 {
+		s.history = append(s.history, snap)
+		if len(s.history) > historyLen {
+			s.history = append(s.history[:0:0], s.history[len(s.history)-historyLen:]...)
+		}
+	}
+	s.mu.Unlock()
+	s.nameNew(snap)
+	return snap, nil
+}
+
+// nameNew symbolizes the stacks and lock addresses first seen in snap, so
+// that they are named while the target's mappings are still readable.
+func (s *Session) nameNew(snap *snapshot) {
+	user := func(id int32) {
+		if id >= 0 && !s.seen[id] {
+			s.seen[id] = true
+			s.res.userStack(id)
+		}
+	}
+	for k := range snap.waits {
+		user(k.StackID)
+	}
+	for k := range snap.wakes {
+		user(k.StackID)
+	}
+	for k := range snap.offcpu {
+		user(k.StackID)
+	}
+	for k := range snap.edges {
+		user(k.StackID)
+	}
+	for k := range snap.io {
+		user(k.StackID)
+	}
+	for k := range snap.oncpu {
+		user(k.UStack)
+		if k.KStack >= 0 && !s.seenK[k.KStack] {
+			s.seenK[k.KStack] = true
+			s.res.kernelStack(k.KStack)
+		}
+	}
+	for addr := range snap.locks {
+		if !s.seenL[addr] {
+			s.seenL[addr] = true
+			s.res.lockName(addr)
+		}
+	}
+}
+
+// end ends the session once: it records why, closes Done, detaches the
+// probes, reads what the ring buffer still holds and drains the maps a
+// last time.
+func (s *Session) end(kind int, err error) {
+	s.endOnce.Do(func() {
+		s.mu.Lock()
+		s.endKind = kind
+		s.endAt = s.elapsed()
+		s.runErr = err
+		s.mu.Unlock()
+		close(s.done)
+		go s.finish()
+	})
+}
+
+func (s *Session) finish() {
+	defer close(s.finished)
+	if err := s.tr.detach(); err != nil {
+		s.setErr(err)
+	}
+	s.tr.flush()
+	<-s.readerDone
+	if _, err := s.poll(); err != nil {
+		s.setErr(err)
+	}
+}
+
+func (s *Session) setErr(err error) {
+	s.mu.Lock()
+	if s.runErr == nil {
+		s.runErr = err
+	}
+	s.mu.Unlock()
+}
+
+// Done is closed when the recording ends by itself: the duration has
+// passed, the target exited, the context was cancelled or an error
+// stopped it. Stop still has to be called.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Stats returns the progress of the recording. Event and drop counts are
+// as of the last poll (at most a second old).
+func (s *Session) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Elapsed: s.elapsed(), TargetExited: s.endKind == endExited}
+	if s.endKind != endNone {
+		st.Elapsed = s.endAt
+	}
+	st.Events, st.Drops = sumCounters(s.latest.counters)
+	return st
+}
+
+// sumCounters adds up the event counters (ev_*) and the drop counters
+// (drop_*).
+func sumCounters(c map[string]uint64) (events, drops uint64) {
+	for k, v := range c {
+		switch {
+		case strings.HasPrefix(k, "ev_"):
+			events += v
+		case strings.HasPrefix(k, "drop_"):
+			drops += v
+		}
+	}
+	return events, drops
+}
+
+// Snapshot returns a recording of the last window of the session (0: the
+// whole session so far). Windows start at one of the snapshots taken every
+// second, so a window is rounded to whole seconds; windows longer than the
+// history kept (two minutes) start at its oldest snapshot. Meta.Start and
+// Meta.Duration say what the recording covers.
+func (s *Session) Snapshot(window time.Duration) *recording.Recording {
+	var cur *snapshot
+	select {
+	case <-s.finished:
+	default:
+		if snap, err := s.poll(); err == nil {
+			cur = snap
+		}
+	}
+	s.mu.Lock()
+	if cur == nil {
+		cur = s.latest
+	}
+	var base *snapshot
+	if window > 0 && window < cur.at {
+		want := cur.at - window
+		for _, h := range s.history {
+			if h.at > want || h == cur {
+				break
+			}
+			base = h
+		}
+		if base == nil && len(s.history) > 0 && s.history[0] != cur {
+			base = s.history[0]
+		}
+	}
+	s.mu.Unlock()
+	var from time.Duration
+	if base != nil {
+		from = base.at
+	}
+	return s.build(cur.minus(base), from, cur.at)
+}
+
+// Stop ends the recording if it is still running, detaches the probes
+// and returns the recording of the whole session. It is idempotent: later
+// calls return the same recording. The error reports a failure that cut
+// the recording short (the recording is still returned, marked partial).
+func (s *Session) Stop() (*recording.Recording, error) {
+	s.stopOnce.Do(func() {
+		s.end(endStopped, nil)
+		<-s.finished
+		var gp *GoProfiles
+		if s.gofetch != nil {
+			gp = s.gofetch.Stop()
+		}
+		s.cancel()
+		s.wg.Wait()
+		s.mu.Lock()
+		latest := s.latest
+		runErr := s.runErr
+		s.mu.Unlock()
+		s.stopRec = s.build(latest, 0, latest.at)
+		if gp != nil {
+			gp.Apply(s.stopRec)
+		}
+		s.stopErr = runErr
+		if s.procs != nil {
+			s.procs.Close()
+		}
+		s.tr.close()
+		s.res.mu.Lock()
+		s.sym.Close()
+		s.res.sym = rawSymbols{}
+		s.res.mu.Unlock()
+	})
+	return s.stopRec, s.stopErr
+}
+
+// build assembles the recording of the interval [from, to) of the session
+// from the interval's aggregates d.
+func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recording {
+	s.mu.Lock()
+	meta := s.meta
+	meta.Warnings = append([]string(nil), s.meta.Warnings...)
+	raw := s.log.ev[:len(s.log.ev):len(s.log.ev)]
+	kind, endAt, runErr := s.endKind, s.endAt, s.runErr
+	s.mu.Unlock()
+
+	meta.Start = s.clk.wallAt(from)
+	meta.Duration = to - from
+	meta.Counters = map[string]uint64{}
+	for _, name := range s.tr.counterNames() {
+		if name != "" {
+			meta.Counters[name] = 0
+		}
+	}
+	for k, v := range d.counters {
+		meta.Counters[k] = v
+	}
+	if from == 0 {
+		meta.Partial, meta.PartialReason = partial(kind, endAt, s.opts.Duration, runErr)
+	}
+
+	rec := &recording.Recording{Meta: meta}
+	for v, p := range buildViews(viewInput{
+		snap:    d,
+		stacks:  s.res,
+		start:   meta.Start,
+		dur:     meta.Duration,
+		onCPUHz: s.opts.OnCPUHz,
+		probes:  s.cfg.probes,
+	}) {
+		rec.SetProfile(v, p)
+	}
+	if s.cfg.probes[ProbeFutex] {
+		rec.Locks = buildLocks(d, s.res)
+	}
+	rec.Events, rec.Stacks = buildEvents(raw, s.clk.at(from), s.clk.at(to), s.res)
+	if rec.Stacks == nil {
+		rec.Stacks = []recording.Stack{}
+	}
+	if s.procs != nil {
+		rec.Threads = sliceTimeline(s.procs.Timeline(), from, to)
+	}
+	return rec
+}
+
+// partial says whether, and why, a whole-session recording holds less
+// than was asked for.
+func partial(kind int, endAt, want time.Duration, runErr error) (bool, string) {
+	switch {
+	case runErr != nil:
+		return true, fmt.Sprintf("recording failed after %s: %v", endAt.Round(time.Millisecond), runErr)
+	case kind == endExited && want > 0:
+		return true, fmt.Sprintf("target exited after %s of %s", endAt.Round(time.Millisecond), want)
+	case kind == endExited:
+		return true, fmt.Sprintf("target exited after %s", endAt.Round(time.Millisecond))
+	case (kind == endInterrupted || kind == endStopped) && want > 0 && endAt < want:
+		return true, fmt.Sprintf("stopped after %s of %s", endAt.Round(time.Millisecond), want)
+	}
+	return false, ""
+}
+
+// Record records process o.PID until o.Duration has passed, the target
+// exits or ctx is cancelled, calling progress (when not nil) a few times a
+// second, and returns the recording. When the target exits the recording
+// is returned marked partial; when it exited before any event was seen,
+// the error wraps ErrProcessGone.
+func Record(ctx context.Context, o Options, progress func(Stats)) (*recording.Recording, error) {
+	s, err := Start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+wait:
+	for {
+		select {
+		case <-s.Done():
+			break wait
+		case <-t.C:
+			if progress != nil {
+				progress(s.Stats())
+			}
+		}
+	}
+	rec, err := s.Stop()
+	st := s.Stats()
+	if progress != nil {
+		progress(st)
+	}
+	if err != nil {
+		return rec, err
+	}
+	if st.TargetExited && st.Events == 0 {
+		return rec, fmt.Errorf("pid %d exited before anything was recorded: %w", o.PID, ErrProcessGone)
+	}
+	return rec, nil
+}

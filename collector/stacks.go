@@ -1,0 +1,131 @@
+package collector
+
+import (
+	"encoding/binary"
+	"sort"
+)
+
+// namedAfterWindows is how many agreeing windows name a stack id for
+// good: after that the kernel stops sending windows for it (ct_named), so
+// the window budget goes to stacks not yet named. 16 windows tell a
+// dominant caller from a split between two with little doubt.
+const namedAfterWindows = 16
+
+// stackNamer joins stack windows unwound in user space to the kernel's
+// frame-pointer stack ids. The kernel aggregates by frame-pointer stack id
+// (cheap, and exact for code with frame pointers); a frame-pointer walk
+// through code without them (Debian's glibc) loses frames, and several
+// call sites can then share one id. Each window names its id with the
+// stack the .eh_frame unwinder found; an id keeps the stack most of its
+// windows agree on, and ids whose windows disagree are counted as
+// collisions.
+type stackNamer struct {
+	ids map[int32]*idWindows
+	// windows counts windows added; mismatched counts windows whose leaf
+	// differs from their id's frame-pointer leaf (not used for naming).
+	windows, mismatched uint64
+}
+
+// idWindows is what the windows of one stack id said.
+type idWindows struct {
+	total    int
+	variants map[string]*variant
+	// marked is set once the id is named in the kernel.
+	marked bool
+}
+
+// variant is one distinct unwound stack seen for an id.
+type variant struct {
+	pcs      []uint64
+	n        int
+	complete bool
+}
+
+func newStackNamer() *stackNamer {
+	return &stackNamer{ids: map[int32]*idWindows{}}
+}
+
+// pcsKey encodes pcs as a map key.
+func pcsKey(pcs []uint64) string {
+	b := make([]byte, 8*len(pcs))
+	for i, pc := range pcs {
+		binary.LittleEndian.PutUint64(b[8*i:], pc)
+	}
+	return string(b)
+}
+
+// add records that a window of stack id unwound to pcs. fp is the id's
+// frame-pointer stack (nil when unknown); a window whose leaf disagrees
+// with it is counted and ignored. It reports whether the id just reached
+// namedAfterWindows windows and should be marked named in the kernel.
+func (n *stackNamer) add(id int32, fp, pcs []uint64, complete bool) (markNow bool) {
+	n.windows++
+	if id < 0 || len(pcs) == 0 {
+		return false
+	}
+	if len(fp) > 0 && fp[0] != pcs[0] {
+		n.mismatched++
+		return false
+	}
+	w := n.ids[id]
+	if w == nil {
+		w = &idWindows{variants: map[string]*variant{}}
+		n.ids[id] = w
+	}
+	w.total++
+	k := pcsKey(pcs)
+	v := w.variants[k]
+	if v == nil {
+		v = &variant{pcs: append([]uint64(nil), pcs...), complete: complete}
+		w.variants[k] = v
+	}
+	v.n++
+	if !w.marked && w.total >= namedAfterWindows {
+		w.marked = true
+		return true
+	}
+	return false
+}
+
+// best returns the stack most windows of id unwound to (ties go to a
+// complete walk, then the deeper one), whether that walk was complete, and
+// false when no window named id.
+func (n *stackNamer) best(id int32) (pcs []uint64, complete, ok bool) {
+	w := n.ids[id]
+	if w == nil || len(w.variants) == 0 {
+		return nil, false, false
+	}
+	vs := make([]*variant, 0, len(w.variants))
+	for _, v := range w.variants {
+		vs = append(vs, v)
+	}
+	sort.Slice(vs, func(i, j int) bool {
+		a, b := vs[i], vs[j]
+		if a.n != b.n {
+			return a.n > b.n
+		}
+		if a.complete != b.complete {
+			return a.complete
+		}
+		if len(a.pcs) != len(b.pcs) {
+			return len(a.pcs) > len(b.pcs)
+		}
+		return pcsKey(a.pcs) < pcsKey(b.pcs)
+	})
+	return vs[0].pcs, vs[0].complete, true
+}
+
+// collisions returns how many ids had windows that unwound to different
+// stacks (their aggregates are attributed to the most common one) and how
+// many windows disagreed with the stack their id was given.
+func (n *stackNamer) collisions() (ids, outvoted uint64) {
+	for id, w := range n.ids {
+		if len(w.variants) < 2 {
+			continue
+		}
+		ids++
+		best, _, _ := n.best(id)
+		outvoted += uint64(w.total - w.variants[pcsKey(best)].n)
+	}
+	return ids, outvoted
+}

@@ -1,0 +1,181 @@
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// procPath joins a path under the proc mount root ("" means /proc).
+func procPath(root string, parts ...string) string {
+	if root == "" {
+		root = "/proc"
+	}
+	return filepath.Join(append([]string{root}, parts...)...)
+}
+
+// checkTarget verifies that pid is a live process (a thread group leader,
+// not another thread's id).
+func checkTarget(root string, pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	}
+	data, err := os.ReadFile(procPath(root, strconv.Itoa(pid), "status"))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	}
+	if err != nil {
+		return fmt.Errorf("pid %d: %w", pid, err)
+	}
+	st := statusFields(data)
+	if st["State"] != "" && st["State"][0] == 'Z' {
+		return fmt.Errorf("pid %d is a zombie: %w", pid, ErrNoProcess)
+	}
+	if tgid, err := strconv.Atoi(st["Tgid"]); err == nil && tgid != pid {
+		return fmt.Errorf("pid %d is a thread of process %d; record the process: %w", pid, tgid, ErrNoProcess)
+	}
+	return nil
+}
+
+// statusFields parses /proc/PID/status lines "Key:\tvalue".
+func statusFields(data []byte) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// targetInfo describes the target for Meta.
+type targetInfo struct {
+	comm      string
+	cmdline   []string
+	exe       string
+	goVersion string
+}
+
+// readTarget reads what /proc says about pid; missing parts stay empty.
+func readTarget(root string, pid int) targetInfo {
+	var t targetInfo
+	dir := procPath(root, strconv.Itoa(pid))
+	if b, err := os.ReadFile(filepath.Join(dir, "comm")); err == nil {
+		t.comm = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
+		for _, a := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
+			t.cmdline = append(t.cmdline, string(a))
+		}
+	}
+	if p, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
+		t.exe = p
+	}
+	if bi, err := buildinfo.ReadFile(filepath.Join(dir, "exe")); err == nil {
+		t.goVersion = bi.GoVersion
+	}
+	return t
+}
+
+// release returns uname -r, "" when unknown.
+func release() string {
+	r, _ := KernelRelease()
+	return r
+}
+
+// onlineCPUs counts the CPUs listed in /sys/devices/system/cpu/online
+// ("0-3,6"); 0 when unreadable.
+func onlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return 0
+	}
+	return countCPUList(strings.TrimSpace(string(b)))
+}
+
+// countCPUList counts the CPUs of a kernel CPU list ("0-3,6" is 5).
+func countCPUList(s string) int {
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
+// monotonicNow reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func monotonicNow() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// exitPoll is how often the /proc fallback of watchExit looks at the
+// target; a pidfd needs no polling.
+const exitPoll = 100 * time.Millisecond
+
+// watchExit calls exited once the whole process pid has exited (or become
+// a zombie), or returns when ctx is done. It waits on a pidfd; where that
+// is unavailable it polls /proc.
+func watchExit(ctx context.Context, root string, pid int, exited func()) {
+	if root == "" || root == "/proc" {
+		if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+			defer unix.Close(fd)
+			for ctx.Err() == nil {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				n, err := unix.Poll(fds, int(exitPoll/time.Millisecond))
+				if err != nil && !errors.Is(err, unix.EINTR) {
+					break
+				}
+				if n > 0 {
+					exited()
+					return
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+	t := time.NewTicker(exitPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if checkTarget(root, pid) != nil {
+				exited()
+				return
+			}
+		}
+	}
+}

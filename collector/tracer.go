@@ -1,0 +1,70 @@
+package collector
+
+import "time"
+
+// Probe families, the values of Options.Probes and Meta.Probes.
+const (
+	ProbeFutex = "futex"
+	ProbeSched = "sched"
+	ProbeOnCPU = "oncpu"
+	ProbeIO    = "io"
+)
+
+// AllProbes lists every probe family in attach order.
+var AllProbes = []string{ProbeFutex, ProbeSched, ProbeOnCPU, ProbeIO}
+
+// Thresholds of the scheduler's event log entries, with the reasoning.
+const (
+	// runqEventThreshold: a thread runnable but not running for 100 µs
+	// or more goes to the event log. Below that is ordinary wakeup
+	// latency; above it a thread waited behind others for a CPU, which is
+	// how a preempted lock holder shows up.
+	runqEventThreshold = 100 * time.Microsecond
+	// dsleepEventThreshold: uninterruptible sleeps of 10 µs or more (the
+	// I/O threshold) go to the event log: a lock holder stuck in D state
+	// for that long is worth correlating with the waits it caused.
+	dsleepEventThreshold = 10 * time.Microsecond
+)
+
+// ringBufferSize is the size of the shared ring buffer: 8 MiB holds about
+// a second of windows at their full rate plus events, far more than the
+// reader's poll period needs.
+const ringBufferSize = 8 << 20
+
+// readerPoll is how often the ring buffer reader wakes up. The probes
+// never wake it (BPF_RB_NO_WAKEUP), so the target does not pay for a
+// wakeup per event; 50 ms keeps the buffer far from full.
+const readerPoll = 50 * time.Millisecond
+
+// tracerConfig is what the probes are loaded with.
+type tracerConfig struct {
+	pid            int
+	probes         map[string]bool
+	stackThreshold time.Duration
+	ioThreshold    time.Duration
+	onCPUHz        int
+	ncpu           int
+}
+
+// tracer is the kernel side of a session: loaded and attached probes, their
+// maps and their ring buffer. The BPF implementation exists for linux/amd64
+// only; the session logic above it is portable and tested with a fake.
+type tracer interface {
+	// drain reads the aggregate maps and the kernel counters into s.
+	drain(s *snapshot) error
+	// stack returns the return addresses stored for a stack id.
+	stack(id int32) ([]uint64, error)
+	// markNamed stops windows for a stack id.
+	markNamed(id int32) error
+	// run reads ring buffer records and passes each to fn until the
+	// tracer is closed or flushed; the record is only valid during fn.
+	run(fn func(rec []byte)) error
+	// flush makes run return once the records already written are read.
+	flush()
+	// detach removes every probe from the kernel; maps stay readable.
+	detach() error
+	// close releases everything.
+	close() error
+	// counterNames lists the kernel counters drain reports.
+	counterNames() []string
+}

@@ -1,0 +1,394 @@
+//go:build linux && amd64
+
+package collector
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/contend-dev/contend/collector/probes"
+)
+
+// sharedMaps are declared by every family (bpf/helpers.bpf.h) and created
+// once, so that all families share stack ids, counters and the event log.
+var sharedMaps = []string{"ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch"}
+
+// familyLoaders lists the families in attach order with their objects.
+var familyLoaders = []struct {
+	name string
+	load func() (*ebpf.CollectionSpec, error)
+}{
+	{ProbeFutex, probes.LoadFutex},
+	{ProbeSched, probes.LoadSched},
+	{ProbeOnCPU, probes.LoadOncpu},
+	{ProbeIO, probes.LoadIo},
+}
+
+// bpfTracer is the BPF implementation of tracer.
+type bpfTracer struct {
+	colls    map[string]*ebpf.Collection
+	shared   map[string]*ebpf.Map
+	counters []string // kernel counter names by index
+	reader   *ringbuf.Reader
+
+	mu      sync.Mutex
+	links   []link.Link
+	perfFDs []int
+}
+
+// newTracer loads the families in cfg.probes, configured for cfg, and
+// attaches them. On error nothing stays loaded.
+func newTracer(cfg tracerConfig) (_ tracer, err error) {
+	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}}
+	defer func() {
+		if err != nil {
+			t.close()
+		}
+	}()
+	specs := map[string]*ebpf.CollectionSpec{}
+	var order []string
+	for _, f := range familyLoaders {
+		if !cfg.probes[f.name] {
+			continue
+		}
+		spec, err := f.load()
+		if err != nil {
+			return nil, fmt.Errorf("load %s probes: %w", f.name, err)
+		}
+		if err := configure(spec, cfg); err != nil {
+			return nil, fmt.Errorf("configure %s probes: %w", f.name, err)
+		}
+		spec.Maps["ct_events"].MaxEntries = ringBufferSize
+		specs[f.name] = spec
+		order = append(order, f.name)
+	}
+	if len(order) == 0 {
+		return nil, errors.New("no probe family selected")
+	}
+	first := specs[order[0]]
+	if t.counters, err = counterNames(first); err != nil {
+		return nil, err
+	}
+	for _, name := range sharedMaps {
+		m, err := ebpf.NewMap(first.Maps[name])
+		if err != nil {
+			return nil, fmt.Errorf("create map %s: %w", name, classify(err))
+		}
+		t.shared[name] = m
+	}
+	for _, name := range order {
+		coll, err := ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
+		if err != nil {
+			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
+		}
+		t.colls[name] = coll
+	}
+	if t.reader, err = ringbuf.NewReader(t.shared["ct_events"]); err != nil {
+		return nil, fmt.Errorf("open ring buffer: %w", classify(err))
+	}
+	for _, name := range order {
+		if err := t.attach(name, cfg); err != nil {
+			return nil, fmt.Errorf("attach %s probes: %w", name, err)
+		}
+	}
+	return t, nil
+}
+
+// configure sets the volatile constants a family's object declares.
+func configure(spec *ebpf.CollectionSpec, cfg tracerConfig) error {
+	evIv, evTol := bucketParams(eventRate, eventBurst, cfg.ncpu)
+	wIv, wTol := bucketParams(windowRate, windowBurst, cfg.ncpu)
+	vals := map[string]any{
+		"target_tgid":         uint32(cfg.pid),
+		"event_interval_ns":   evIv,
+		"event_tolerance_ns":  evTol,
+		"window_interval_ns":  wIv,
+		"window_tolerance_ns": wTol,
+		"stack_threshold_ns":  uint64(cfg.stackThreshold),
+		"io_threshold_ns":     uint64(cfg.ioThreshold),
+		"runq_event_ns":       uint64(runqEventThreshold),
+		"dsleep_event_ns":     uint64(dsleepEventThreshold),
+	}
+	if _, ok := spec.Variables["thread_size"]; ok {
+		vals["thread_size"] = kernelThreadSize()
+	}
+	for name, v := range vals {
+		vs, ok := spec.Variables[name]
+		if !ok {
+			continue
+		}
+		if err := vs.Set(v); err != nil {
+			return fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// counterNames reads enum ct_counter from the object's BTF: index -> name
+// ("CT_DROP_RINGBUF_EVENT" becomes "drop_ringbuf_event").
+func counterNames(spec *ebpf.CollectionSpec) ([]string, error) {
+	var e *btf.Enum
+	if err := spec.Types.TypeByName("ct_counter", &e); err != nil {
+		return nil, fmt.Errorf("counter names: %w", err)
+	}
+	var names []string
+	for _, v := range e.Values {
+		if v.Name == "CT_NR_COUNTERS" {
+			continue
+		}
+		for uint64(len(names)) <= v.Value {
+			names = append(names, "")
+		}
+		names[v.Value] = strings.ToLower(strings.TrimPrefix(v.Name, "CT_"))
+	}
+	return names, nil
+}
+
+// kernelThreadSize returns THREAD_SIZE on x86_64: 16 KiB, doubled by KASAN
+// (recognised by its functions in kallsyms).
+func kernelThreadSize() uint64 {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return 16 << 10
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if bytes.Contains(sc.Bytes(), []byte(" kasan_")) {
+			return 32 << 10
+		}
+	}
+	return 16 << 10
+}
+
+// classify wraps load and attach errors in the collector's sentinels.
+func classify(err error) error {
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%w: the verifier rejected a program: %w", ErrKernel, err)
+	}
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w (CAP_BPF and CAP_PERFMON, or root): %w", ErrPermission, err)
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("%w: %w", ErrKernel, err)
+	}
+	return err
+}
+
+func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
+	coll := t.colls[family]
+	for _, name := range sortedKeys(coll.Programs) {
+		prog := coll.Programs[name]
+		switch prog.Type() {
+		case ebpf.Tracing:
+			l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, classify(err))
+			}
+			t.addLink(l)
+		case ebpf.PerfEvent:
+			if err := t.attachPerCPU(prog, cfg); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		default:
+			return fmt.Errorf("%s: unexpected program type %s", name, prog.Type())
+		}
+	}
+	return nil
+}
+
+// attachPerCPU opens a cpu-clock perf event on every CPU at cfg.onCPUHz
+// and links prog to each.
+func (t *bpfTracer) attachPerCPU(prog *ebpf.Program, cfg tracerConfig) error {
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return err
+	}
+	attached := 0
+	for cpu := 0; cpu < ncpu; cpu++ {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+			Sample: uint64(cfg.onCPUHz),
+			Bits:   unix.PerfBitFreq,
+		}
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if errors.Is(err, unix.ENODEV) {
+			continue // offline CPU
+		}
+		if err != nil {
+			return fmt.Errorf("open cpu-clock event on CPU %d: %w", cpu, classify(err))
+		}
+		t.mu.Lock()
+		t.perfFDs = append(t.perfFDs, fd)
+		t.mu.Unlock()
+		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+		if err != nil {
+			return fmt.Errorf("link cpu-clock event on CPU %d: %w", cpu, classify(err))
+		}
+		t.addLink(l)
+		attached++
+	}
+	if attached == 0 {
+		return fmt.Errorf("%w: no CPU accepted a cpu-clock event", ErrKernel)
+	}
+	return nil
+}
+
+func (t *bpfTracer) addLink(l link.Link) {
+	t.mu.Lock()
+	t.links = append(t.links, l)
+	t.mu.Unlock()
+}
+
+func (t *bpfTracer) counterNames() []string { return t.counters }
+
+func (t *bpfTracer) drain(s *snapshot) error {
+	if c := t.colls[ProbeFutex]; c != nil {
+		if err := readMap(c.Maps["ct_futex_waits"], s.waits); err != nil {
+			return err
+		}
+		if err := readMap(c.Maps["ct_futex_locks"], s.locks); err != nil {
+			return err
+		}
+		if err := readMap(c.Maps["ct_futex_wakes"], s.wakes); err != nil {
+			return err
+		}
+	}
+	if c := t.colls[ProbeSched]; c != nil {
+		if err := readMap(c.Maps["ct_offcpu"], s.offcpu); err != nil {
+			return err
+		}
+		if err := readMap(c.Maps["ct_wakes"], s.edges); err != nil {
+			return err
+		}
+	}
+	if c := t.colls[ProbeOnCPU]; c != nil {
+		if err := readMap(c.Maps["ct_oncpu"], s.oncpu); err != nil {
+			return err
+		}
+	}
+	if c := t.colls[ProbeIO]; c != nil {
+		if err := readMap(c.Maps["ct_io"], s.io); err != nil {
+			return err
+		}
+	}
+	m := t.shared["ct_counters"]
+	var perCPU []uint64
+	for i, name := range t.counters {
+		if name == "" {
+			continue
+		}
+		if err := m.Lookup(uint32(i), &perCPU); err != nil {
+			return fmt.Errorf("read counter %s: %w", name, err)
+		}
+		var sum uint64
+		for _, v := range perCPU {
+			sum += v
+		}
+		s.counters[name] = sum
+	}
+	return nil
+}
+
+// readMap copies every entry of m into into.
+func readMap[K comparable, V any](m *ebpf.Map, into map[K]V) error {
+	var k K
+	var v V
+	it := m.Iterate()
+	for it.Next(&k, &v) {
+		into[k] = v
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("read map: %w", err)
+	}
+	return nil
+}
+
+func (t *bpfTracer) stack(id int32) ([]uint64, error) {
+	var pcs [stackDepth]uint64
+	if err := t.shared["ct_stacks"].Lookup(uint32(id), &pcs); err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(pcs) && pcs[n] != 0 {
+		n++
+	}
+	return append([]uint64(nil), pcs[:n]...), nil
+}
+
+func (t *bpfTracer) markNamed(id int32) error {
+	return t.shared["ct_named"].Put(id, uint8(1))
+}
+
+func (t *bpfTracer) run(fn func([]byte)) error {
+	var rec ringbuf.Record
+	for {
+		t.reader.SetDeadline(time.Now().Add(readerPoll))
+		err := t.reader.ReadInto(&rec)
+		switch {
+		case err == nil:
+			fn(rec.RawSample)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("read ring buffer: %w", err)
+		}
+	}
+}
+
+func (t *bpfTracer) flush() {
+	if t.reader != nil {
+		t.reader.Flush()
+	}
+}
+
+func (t *bpfTracer) detach() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var errs []error
+	for _, l := range t.links {
+		if err := l.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	t.links = nil
+	for _, fd := range t.perfFDs {
+		unix.Close(fd)
+	}
+	t.perfFDs = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach probes: %w", err)
+	}
+	return nil
+}
+
+func (t *bpfTracer) close() error {
+	err := t.detach()
+	if t.reader != nil {
+		t.reader.Close()
+	}
+	for _, c := range t.colls {
+		c.Close()
+	}
+	for _, m := range t.shared {
+		m.Close()
+	}
+	return err
+}

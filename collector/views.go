@@ -1,0 +1,328 @@
+package collector
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// stackSource names the stacks and lock addresses the kernel recorded
+// (the resolver; a fake in unit tests).
+type stackSource interface {
+	userStack(id int32) recording.Stack
+	kernelStack(id int32) recording.Stack
+	eventStack(tid uint32, ts uint64, id int32) recording.Stack
+	lockName(addr uint64) string
+}
+
+// Frames standing for data recorded without a stack. They are the only
+// frames of their samples and appear in pprof as such.
+const (
+	frameShortWaits  = "[short waits]"   // futex waits below the stack threshold
+	frameWokeNobody  = "[woke nobody]"   // futex wakes that found no waiter
+	frameShortCalls  = "[short calls]"   // I/O calls below the I/O threshold
+	frameStackLost   = "[stack lost]"    // the kernel could not record the stack
+	frameNoStack     = "[stack unknown]" // a stack id no longer readable
+	frameOtherWaker  = "[other process]" // a wakeup by a task outside the target
+	frameNotInTarget = "[no user stack]" // a wakeup without a waking task
+)
+
+// maxLockThreads bounds LockStat.Waiters and Wakers: 256 distinct threads
+// already say "everyone"; longer lists only bloat locks.json.
+const maxLockThreads = 256
+
+// lockLabelFormat formats recording.LabelLock.
+const lockLabelFormat = "0x%x"
+
+// viewInput is what the views of one interval are built from.
+type viewInput struct {
+	snap    *snapshot
+	stacks  stackSource
+	start   time.Time
+	dur     time.Duration
+	onCPUHz int
+	// probes lists the families attached; views of the others are not
+	// produced.
+	probes map[string]bool
+}
+
+// userFrames returns the frames of user stack id, or a synthetic frame:
+// none names what a stack-less sample stands for.
+func userFrames(src stackSource, id int32, none string) []recording.Frame {
+	switch {
+	case id == stackNone:
+		return syntheticFrame(none)
+	case id < 0:
+		return syntheticFrame(frameStackLost)
+	}
+	st := src.userStack(id)
+	if len(st.Frames) == 0 {
+		return syntheticFrame(frameNoStack)
+	}
+	return st.Frames
+}
+
+func lockLabels(src stackSource, tid uint32, addr uint64) sampleLabels {
+	l := sampleLabels{
+		str: map[string]string{recording.LabelLock: fmt.Sprintf(lockLabelFormat, addr)},
+		num: map[string]int64{recording.LabelTID: int64(tid)},
+	}
+	if n := src.lockName(addr); n != "" {
+		l.str[recording.LabelLockName] = n
+	}
+	return l
+}
+
+// buildViews builds the pprof view of every attached family. Sample types
+// and labels follow the contract in recording/recording.go; the off-CPU
+// view carries a third value, runqueue/nanoseconds, the part of the
+// off-CPU time spent runnable waiting for a CPU.
+func buildViews(in viewInput) map[recording.View]*profile.Profile {
+	out := map[recording.View]*profile.Profile{}
+	s, src := in.snap, in.stacks
+	if in.probes["futex"] {
+		b := newProfileBuilder([][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
+		for _, k := range sortedWaitKeys(s.waits) {
+			v := s.waits[k]
+			l := lockLabels(src, k.TID, k.Addr)
+			l.str[recording.LabelOp] = opName(k.Op)
+			if k.Owner != 0 {
+				l.num[recording.LabelOwner] = int64(k.Owner)
+			}
+			b.add(userFrames(src, k.StackID, frameShortWaits), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+		}
+		out[recording.ViewFutexWait] = b.build()
+
+		b = newProfileBuilder([][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
+		for _, k := range sortedKeysBy(s.wakes, lessWakeKey) {
+			v := s.wakes[k]
+			b.add(userFrames(src, k.StackID, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, lockLabels(src, k.TID, k.Addr))
+		}
+		out[recording.ViewFutexWake] = b.build()
+	}
+	if in.probes["sched"] {
+		b := newProfileBuilder([][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
+		for _, k := range sortedKeysBy(s.offcpu, lessOffcpuKey) {
+			v := s.offcpu[k]
+			l := sampleLabels{
+				str: map[string]string{recording.LabelState: stateName(k.State)},
+				num: map[string]int64{recording.LabelTID: int64(k.TID)},
+			}
+			b.add(userFrames(src, k.StackID, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
+		}
+		out[recording.ViewOffCPU] = b.build()
+
+		b = newProfileBuilder([][2]string{{"wakes", "count"}}, in.start, in.dur)
+		for _, k := range sortedKeysBy(s.edges, lessEdgeKey) {
+			l := sampleLabels{
+				str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
+				num: map[string]int64{recording.LabelWakee: int64(k.Wakee)},
+			}
+			none := frameNotInTarget
+			if k.Waker != 0 {
+				l.num[recording.LabelTID] = int64(k.Waker)
+				none = frameOtherWaker
+			}
+			if k.Ctx != 0 {
+				none = "[" + contextName(k.Ctx) + "]"
+			}
+			b.add(userFrames(src, k.StackID, none), []int64{int64(s.edges[k])}, l)
+		}
+		out[recording.ViewWakes] = b.build()
+	}
+	if in.probes["oncpu"] {
+		b := newProfileBuilder([][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
+		b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+		if in.onCPUHz > 0 {
+			b.p.Period = int64(time.Second) / int64(in.onCPUHz)
+		}
+		for _, k := range sortedKeysBy(s.oncpu, lessOncpuKey) {
+			v := s.oncpu[k]
+			var frames []recording.Frame
+			if k.KStack >= 0 {
+				frames = append(frames, src.kernelStack(k.KStack).Frames...)
+			} else if k.KStack == stackLost {
+				frames = append(frames, recording.Frame{Func: frameStackLost, Kernel: true})
+			}
+			frames = append(frames, userFrames(src, k.UStack, frameStackLost)...)
+			b.add(frames, []int64{int64(v.Count), int64(v.PeriodNS)}, sampleLabels{num: map[string]int64{recording.LabelTID: int64(k.TID)}})
+		}
+		out[recording.ViewOnCPU] = b.build()
+	}
+	if in.probes["io"] {
+		b := newProfileBuilder([][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
+		for _, k := range sortedKeysBy(s.io, lessIOKey) {
+			v := s.io[k]
+			l := sampleLabels{
+				str: map[string]string{recording.LabelSyscall: syscallName(k.NR)},
+				num: map[string]int64{recording.LabelTID: int64(k.TID)},
+			}
+			b.add(userFrames(src, k.StackID, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+		}
+		out[recording.ViewIO] = b.build()
+	}
+	return out
+}
+
+// buildLocks turns the per-lock aggregates, and the per-thread ones for
+// waiter, waker and owner lists, into lock statistics, most wait time
+// first.
+func buildLocks(s *snapshot, src stackSource) []recording.LockStat {
+	waiters := map[uint64]map[int]bool{}
+	owners := map[uint64]map[int]uint64{}
+	for k, v := range s.waits {
+		addTID(waiters, k.Addr, int(k.TID))
+		if k.Owner != 0 {
+			if owners[k.Addr] == nil {
+				owners[k.Addr] = map[int]uint64{}
+			}
+			owners[k.Addr][int(k.Owner)] += v.Count
+		}
+	}
+	wakers := map[uint64]map[int]bool{}
+	for k := range s.wakes {
+		addTID(wakers, k.Addr, int(k.TID))
+	}
+	out := make([]recording.LockStat, 0, len(s.locks))
+	for addr, v := range s.locks {
+		ls := recording.LockStat{
+			Addr:     addr,
+			Name:     src.lockName(addr),
+			Waits:    v.Waits,
+			Blocked:  v.Blocked,
+			Timeouts: v.Timeouts,
+			WaitNS:   v.TotalNS,
+			MaxNS:    v.MaxNS,
+			Wakes:    v.Wakes,
+			Woken:    v.Woken,
+			Owners:   owners[addr],
+		}
+		top := 0
+		for i, n := range v.Hist {
+			if n > 0 {
+				top = i + 1
+			}
+		}
+		ls.Hist = append([]uint64{}, v.Hist[:top]...)
+		ls.Waiters, ls.WaitersTruncated = tidList(waiters[addr])
+		ls.Wakers, _ = tidList(wakers[addr])
+		out = append(out, ls)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].WaitNS != out[j].WaitNS {
+			return out[i].WaitNS > out[j].WaitNS
+		}
+		return out[i].Addr < out[j].Addr
+	})
+	return out
+}
+
+func addTID(m map[uint64]map[int]bool, addr uint64, tid int) {
+	if m[addr] == nil {
+		m[addr] = map[int]bool{}
+	}
+	m[addr][tid] = true
+}
+
+// tidList returns the sorted tids of set, at most maxLockThreads, and
+// whether more were left out.
+func tidList(set map[int]bool) ([]int, bool) {
+	if len(set) == 0 {
+		return nil, false
+	}
+	tids := make([]int, 0, len(set))
+	for t := range set {
+		tids = append(tids, t)
+	}
+	sort.Ints(tids)
+	if len(tids) > maxLockThreads {
+		return tids[:maxLockThreads], true
+	}
+	return tids, false
+}
+
+// Orders of map keys, so that profiles come out the same for the same data.
+
+func sortedKeysBy[K comparable, V any](m map[K]V, less func(a, b K) bool) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	return keys
+}
+
+func sortedWaitKeys(m map[waitKey]aggVal) []waitKey {
+	return sortedKeysBy(m, func(a, b waitKey) bool {
+		if a.Addr != b.Addr {
+			return a.Addr < b.Addr
+		}
+		if a.TID != b.TID {
+			return a.TID < b.TID
+		}
+		if a.StackID != b.StackID {
+			return a.StackID < b.StackID
+		}
+		if a.Owner != b.Owner {
+			return a.Owner < b.Owner
+		}
+		return a.Op < b.Op
+	})
+}
+
+func lessWakeKey(a, b wakeKey) bool {
+	if a.Addr != b.Addr {
+		return a.Addr < b.Addr
+	}
+	if a.TID != b.TID {
+		return a.TID < b.TID
+	}
+	return a.StackID < b.StackID
+}
+
+func lessOffcpuKey(a, b offcpuKey) bool {
+	if a.TID != b.TID {
+		return a.TID < b.TID
+	}
+	if a.State != b.State {
+		return a.State < b.State
+	}
+	return a.StackID < b.StackID
+}
+
+func lessEdgeKey(a, b edgeKey) bool {
+	if a.Wakee != b.Wakee {
+		return a.Wakee < b.Wakee
+	}
+	if a.Waker != b.Waker {
+		return a.Waker < b.Waker
+	}
+	if a.Ctx != b.Ctx {
+		return a.Ctx < b.Ctx
+	}
+	return a.StackID < b.StackID
+}
+
+func lessOncpuKey(a, b oncpuKey) bool {
+	if a.TID != b.TID {
+		return a.TID < b.TID
+	}
+	if a.UStack != b.UStack {
+		return a.UStack < b.UStack
+	}
+	return a.KStack < b.KStack
+}
+
+func lessIOKey(a, b ioKey) bool {
+	if a.TID != b.TID {
+		return a.TID < b.TID
+	}
+	if a.NR != b.NR {
+		return a.NR < b.NR
+	}
+	return a.StackID < b.StackID
+}

@@ -1,0 +1,219 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/recording"
+)
+
+// sample is a result as the analyzer builds it, with long names that
+// must wrap.
+func sample() *analyzer.Result {
+	stack := []recording.Frame{
+		{Func: "sync.(*Mutex).Lock", File: "/usr/local/go/src/sync/mutex.go", Line: 46, Inlined: true},
+		{Func: "github.com/example/service/internal/relay.(*subscription).onIncomingMessage", File: "/src/service/internal/relay/subscription.go", Line: 159},
+		{Func: "github.com/example/service/internal/relay.relayWorker", File: "/src/service/internal/relay/worker.go", Line: 240},
+	}
+	rel := analyzer.ProgramPoint{Function: stack[1].Func, File: stack[1].File, Line: 166, Stack: []recording.Frame{
+		{Func: "sync.(*Mutex).Unlock", File: "/usr/local/go/src/sync/mutex.go", Line: 65},
+		{Func: stack[1].Func, File: stack[1].File, Line: 166},
+	}, PointIndex: 1}
+	return &analyzer.Result{
+		Schema: analyzer.SchemaVersion,
+		Target: analyzer.Target{Source: "files", Inputs: []string{"mutex.pb.gz", "block.pb.gz", "goroutine.txt"}, Duration: 4 * time.Second, Population: 196, Unit: "goroutines"},
+		Findings: []analyzer.Finding{{
+			Kind:         analyzer.KindLockConvoy,
+			Headline:     "179 of 196 goroutines wait at ONE program point: sync.Mutex.Lock in relay.(*subscription).onIncomingMessage (subscription.go:159)",
+			Point:        analyzer.ProgramPoint{Function: stack[1].Func, File: stack[1].File, Line: 159, Stack: stack, PointIndex: 1},
+			Lock:         &analyzer.LockID{Name: "sync.Mutex locked at relay.(*subscription).onIncomingMessage (subscription.go:159), released at relay.(*subscription).onIncomingMessage (subscription.go:166)"},
+			Releaser:     &rel,
+			Participants: 179, Population: 196, Unit: "goroutines",
+			WaitSeconds: 276.4, WaitShare: 0.386, CPUSeconds: 1.24,
+			Evidence: []analyzer.Evidence{
+				{Source: "goroutines", Text: "179 of 196 goroutines were waiting for this lock when the goroutine dump (debug=2) was taken: 179 runnable"},
+				{Source: "go-block", Text: "1,732,268 contended acquisitions at the Lock sites waited 276 s in total (159 µs each on average)"},
+			},
+			Confidence: analyzer.ConfidenceHigh,
+			Suggestion: analyzer.Suggestion{Action: "Stripe the lock: guard the state with a fixed array of 32 mutexes indexed by a hash of the key.", Reasoning: "179 distinct goroutines wait for one lock whose critical section is short.", ExpectedGain: "about 32× less waiting"},
+			Score:      277.64,
+		}},
+		Idle: []analyzer.IdleGroup{
+			{Reason: "sync.Cond.Wait: waiting for work", Point: analyzer.ProgramPoint{Function: "app.(*Pool).get", File: "/src/pool.go", Line: 22}, Count: 4, Unit: "goroutines"},
+			{Reason: "blocked in select", Point: analyzer.ProgramPoint{Function: "app.serve", File: "/src/serve.go", Line: 9}, WaitSeconds: 3.9, Unit: "goroutines"},
+		},
+		Notes: []string{"2 goroutine dumps given: the latest one with wait states is used"},
+	}
+}
+
+func TestTextLayout(t *testing.T) {
+	var b bytes.Buffer
+	if err := Text(&b, sample(), TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "\x1b[") {
+		t.Errorf("colour codes without Color")
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "[1/1] 179 of 196 goroutines wait at ONE program point:") {
+		t.Errorf("first line %q is not the headline", lines[0])
+	}
+	for i, l := range lines {
+		// A longer line is only right when it holds a label and one
+		// unbreakable token (a long function name or path).
+		if n := utf8.RuneCountInString(l); n > 80 && len(strings.Fields(l)) > 2 {
+			t.Errorf("line %d has %d runes and could have wrapped: %q", i+1, n, l)
+		}
+	}
+	for _, want := range []string{
+		"  kind        lock-convoy (confidence high)",
+		"  released    github.com/example/service/internal/relay.(*subscription).onIncomingMessage",
+		"    - [go-block] 1,732,268 contended acquisitions",
+		"    why: 179 distinct goroutines",
+		"    expected: about 32× less waiting",
+		"    > github.com/example/service/internal/relay.(*subscription).onIncomingMessage",
+		"Not contention: 4 goroutines wait without contention (4 sync.Cond.Wait:",
+		"1 idle wait in the block profile (3.9 s). --show-idle lists them.",
+		"  - 2 goroutine dumps given",
+		"1 finding · 3 inputs · 4 s profiled · 196 goroutines",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The stack's file:line sits beside the function or on the next line.
+	if !strings.Contains(out, "subscription.go:159") || !strings.Contains(out, "mutex.go:46") {
+		t.Errorf("stack locations missing:\n%s", out)
+	}
+}
+
+func TestTextShowIdleAndColor(t *testing.T) {
+	var b bytes.Buffer
+	if err := Text(&b, sample(), TextOptions{ShowIdle: true, Color: true, Width: 100}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "\x1b[1m") {
+		t.Errorf("no bold with Color")
+	}
+	plain := stripANSI(out)
+	for _, want := range []string{"Not contention (idle waits, never reported as findings)", "4 goroutines: sync.Cond.Wait: waiting for work", "at app.(*Pool).get /src/pool.go:22", "blocked in select (3.9 s waited)"} {
+		if !strings.Contains(plain, want) {
+			t.Errorf("output lacks %q:\n%s", want, plain)
+		}
+	}
+}
+
+func TestTextNoFindings(t *testing.T) {
+	r := &analyzer.Result{Schema: analyzer.SchemaVersion, Findings: []analyzer.Finding{}, Locks: []analyzer.LockRow{{}}, Points: []analyzer.PointRow{{}, {}}}
+	var b bytes.Buffer
+	if err := Text(&b, r, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "No lock contention found. Looked at 1 lock below the thresholds and 2 program points."; !strings.HasPrefix(strings.ReplaceAll(b.String(), "\n", " "), want) {
+		t.Errorf("output %q, want prefix %q", b.String(), want)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("aaa bbb ccc ddd\nee", 9, 2, 0)
+	want := []string{"aaa bbb", "ccc ddd", "ee"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wrap (-want +got):\n%s", diff)
+	}
+	if got := wrap("a-very-long-unbreakable-token x", 10, 0, 0); got[0] != "a-very-long-unbreakable-token" {
+		t.Errorf("long token split: %q", got)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	in := sample()
+	var b bytes.Buffer
+	if err := JSON(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	var out analyzer.Result
+	if err := json.Unmarshal(b.Bytes(), &out); err != nil {
+		t.Fatalf("output is not JSON: %v", err)
+	}
+	if diff := cmp.Diff(*in, out); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	var raw map[string]any
+	json.Unmarshal(b.Bytes(), &raw)
+	if raw["schema"] != analyzer.SchemaVersion {
+		t.Errorf("schema %v", raw["schema"])
+	}
+	f := raw["findings"].([]any)[0].(map[string]any)
+	for _, k := range []string{"kind", "headline", "point", "lock", "participants", "population", "unit", "wait_seconds", "wait_share", "evidence", "confidence", "suggestion", "score"} {
+		if _, ok := f[k]; !ok {
+			t.Errorf("finding lacks %q", k)
+		}
+	}
+	// No findings still gives an empty list, never null.
+	b.Reset()
+	JSON(&b, &analyzer.Result{})
+	if !strings.Contains(b.String(), `"findings": []`) {
+		t.Errorf("empty result: %s", b.String())
+	}
+}
+
+func TestPprofRoundTrip(t *testing.T) {
+	in := sample()
+	var b bytes.Buffer
+	if err := Pprof(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	p, err := profile.Parse(&b)
+	if err != nil {
+		t.Fatalf("parse written profile: %v", err)
+	}
+	if err := p.CheckValid(); err != nil {
+		t.Fatalf("CheckValid: %v", err)
+	}
+	var types []string
+	for _, st := range p.SampleType {
+		types = append(types, st.Type+"/"+st.Unit)
+	}
+	if diff := cmp.Diff([]string{"wait/nanoseconds", "cpu/nanoseconds"}, types); diff != "" {
+		t.Errorf("sample types (-want +got):\n%s", diff)
+	}
+	if len(p.Sample) != 2 {
+		t.Fatalf("%d samples, want point and releaser", len(p.Sample))
+	}
+	s := p.Sample[0]
+	if diff := cmp.Diff([]int64{276_400_000_000, 1_240_000_000}, s.Value); diff != "" {
+		t.Errorf("values (-want +got):\n%s", diff)
+	}
+	if !s.HasLabel(LabelKind, "lock-convoy") || !s.HasLabel(LabelFinding, "1") || !s.HasLabel(LabelRole, "point") {
+		t.Errorf("labels %v", s.Label)
+	}
+	var fns []string
+	for _, l := range s.Location {
+		fns = append(fns, l.Line[0].Function.Name)
+	}
+	want := []string{"sync.(*Mutex).Lock", "github.com/example/service/internal/relay.(*subscription).onIncomingMessage", "github.com/example/service/internal/relay.relayWorker"}
+	if diff := cmp.Diff(want, fns); diff != "" {
+		t.Errorf("stack (-want +got):\n%s", diff)
+	}
+	if !p.Sample[1].HasLabel(LabelRole, "releaser") || p.Sample[1].Value[0] != 0 {
+		t.Errorf("releaser sample %v %v", p.Sample[1].Label, p.Sample[1].Value)
+	}
+	// A result without findings still gives a valid, empty profile.
+	b.Reset()
+	if err := Pprof(&b, &analyzer.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := profile.Parse(&b); err != nil || len(p.Sample) != 0 {
+		t.Errorf("empty profile: %v, %v", p, err)
+	}
+}

@@ -1,0 +1,439 @@
+package symbolize
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"sort"
+)
+
+// dwarfInfo answers "which functions are inlined at this address, and at
+// which lines" from .debug_info and .debug_line. Compilation units are
+// indexed by address once; each unit's function tree and line table are
+// read the first time an address inside it is looked up.
+type dwarfInfo struct {
+	d     *dwarf.Data
+	cus   []cuRange
+	units map[dwarf.Offset]*cuInfo
+	names map[dwarf.Offset]string
+}
+
+type cuRange struct {
+	lo, hi uint64
+	off    dwarf.Offset
+}
+
+type cuInfo struct {
+	entry *dwarf.Entry
+	// nodes are the unit's subprograms and inlined subroutines that have
+	// code; tops indexes the outermost ones by address range.
+	nodes []dnode
+	tops  []nodeRange
+	lines []lineRow
+	files []string
+}
+
+type nodeRange struct {
+	lo, hi uint64
+	node   int32
+}
+
+// dnode is a subprogram or inlined subroutine instance.
+type dnode struct {
+	ranges   [][2]uint64
+	name     string
+	nameRef  dwarf.Offset // entry to take the name from when name is ""
+	callFile int
+	callLine int
+	children []int32
+}
+
+// lineRow is one row of a line table. line < 0 marks the end of a sequence.
+type lineRow struct {
+	addr uint64
+	file uint32
+	line int32
+}
+
+// dwarfSections lists the sections debug/dwarf reads, in dwarf.New's order
+// (nil where not needed), then the DWARF 5 ones added by name.
+var (
+	dwarfNewSections = []string{".debug_abbrev", ".debug_aranges", "", ".debug_info", ".debug_line", "", ".debug_ranges", ".debug_str"}
+	dwarf5Sections   = []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"}
+)
+
+// dwarf returns o's DWARF index from o itself or its debug file, or nil.
+func (o *object) dwarf() *dwarfInfo {
+	if o.dwLoaded {
+		return o.dw
+	}
+	o.dwLoaded = true
+	for _, src := range []struct {
+		ef   *elf.File
+		data []byte
+	}{{o.ef, o.data}, {dbgEF(o.dbg), dbgData(o.dbg)}} {
+		if src.ef == nil {
+			continue
+		}
+		if d := loadDWARF(src.ef, src.data); d != nil {
+			o.dw = newDwarfInfo(d)
+			return o.dw
+		}
+	}
+	return nil
+}
+
+func dbgEF(d *debugFile) *elf.File {
+	if d == nil {
+		return nil
+	}
+	return d.ef
+}
+
+func dbgData(d *debugFile) []byte {
+	if d == nil {
+		return nil
+	}
+	return d.data
+}
+
+// loadDWARF builds a dwarf.Data over the mapped sections, decompressing
+// only compressed ones. It returns nil when the file has no usable
+// .debug_info.
+func loadDWARF(ef *elf.File, data []byte) *dwarf.Data {
+	get := func(name string) []byte {
+		if name == "" {
+			return nil
+		}
+		s := ef.Section(name)
+		if s == nil {
+			s = ef.Section(".zdebug_" + name[len(".debug_"):])
+		}
+		b, err := sectionBytes(data, s)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	var secs [8][]byte
+	for i, n := range dwarfNewSections {
+		secs[i] = get(n)
+	}
+	if len(secs[3]) == 0 || len(secs[0]) == 0 {
+		return nil
+	}
+	d, err := dwarf.New(secs[0], secs[1], secs[2], secs[3], secs[4], secs[5], secs[6], secs[7])
+	if err != nil {
+		return nil
+	}
+	for _, n := range dwarf5Sections {
+		if b := get(n); len(b) > 0 {
+			if err := d.AddSection(n, b); err != nil {
+				return nil
+			}
+		}
+	}
+	return d
+}
+
+func newDwarfInfo(d *dwarf.Data) *dwarfInfo {
+	dw := &dwarfInfo{d: d, units: map[dwarf.Offset]*cuInfo{}, names: map[dwarf.Offset]string{}}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			rs, err := d.Ranges(e)
+			if err == nil {
+				for _, rg := range rs {
+					if rg[1] > rg[0] {
+						dw.cus = append(dw.cus, cuRange{rg[0], rg[1], e.Offset})
+					}
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	sort.Slice(dw.cus, func(i, j int) bool { return dw.cus[i].lo < dw.cus[j].lo })
+	return dw
+}
+
+// unit returns the compilation unit covering pc, loading it on first use.
+func (dw *dwarfInfo) unit(pc uint64) *cuInfo {
+	i := sort.Search(len(dw.cus), func(i int) bool { return dw.cus[i].lo > pc }) - 1
+	// Unit ranges may nest or overlap in odd toolchains; look back a little.
+	for j := i; j >= 0 && j > i-8; j-- {
+		c := dw.cus[j]
+		if pc >= c.lo && pc < c.hi {
+			return dw.loadUnit(c.off)
+		}
+	}
+	return nil
+}
+
+func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
+	if u, ok := dw.units[off]; ok {
+		return u
+	}
+	u := &cuInfo{}
+	dw.units[off] = u
+	r := dw.d.Reader()
+	r.Seek(off)
+	cu, err := r.Next()
+	if err != nil || cu == nil {
+		return u
+	}
+	u.entry = cu
+	// Walk the unit's entries, tracking the enclosing function node per
+	// depth; lexical blocks and other entries pass their parent through.
+	parents := []int32{-1}
+	if cu.Children {
+		for len(parents) > 0 {
+			e, err := r.Next()
+			if err != nil || e == nil {
+				break
+			}
+			if e.Tag == 0 {
+				parents = parents[:len(parents)-1]
+				if len(parents) == 0 {
+					break
+				}
+				continue
+			}
+			parent := parents[len(parents)-1]
+			cur := parent
+			if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
+				if rs, err := dw.d.Ranges(e); err == nil && len(rs) > 0 {
+					n := dnode{ranges: rs}
+					n.name, n.nameRef = entryName(e)
+					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
+						n.callFile = int(v)
+					}
+					if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+						n.callLine = int(v)
+					}
+					cur = int32(len(u.nodes))
+					u.nodes = append(u.nodes, n)
+					if parent >= 0 {
+						u.nodes[parent].children = append(u.nodes[parent].children, cur)
+					} else {
+						for _, rg := range rs {
+							u.tops = append(u.tops, nodeRange{rg[0], rg[1], cur})
+						}
+					}
+				}
+			}
+			if e.Children {
+				if descend[e.Tag] {
+					parents = append(parents, cur)
+				} else {
+					// Types, variables and parameters hold no code.
+					r.SkipChildren()
+				}
+			}
+		}
+	}
+	sort.Slice(u.tops, func(i, j int) bool { return u.tops[i].lo < u.tops[j].lo })
+	u.loadLines(dw.d)
+	return u
+}
+
+// descend lists the entries whose children may be functions with code or
+// inlined instances; the children of any other entry are skipped.
+var descend = map[dwarf.Tag]bool{
+	dwarf.TagSubprogram:        true,
+	dwarf.TagInlinedSubroutine: true,
+	dwarf.TagLexDwarfBlock:     true,
+	dwarf.TagNamespace:         true,
+	dwarf.TagModule:            true,
+	dwarf.TagTryDwarfBlock:     true,
+	dwarf.TagCatchDwarfBlock:   true,
+	dwarf.TagCompileUnit:       true,
+	dwarf.TagPartialUnit:       true,
+}
+
+// entryName returns the entry's own name (linkage name preferred, for C++)
+// or the entry that holds it.
+func entryName(e *dwarf.Entry) (string, dwarf.Offset) {
+	if s, ok := e.Val(dwarf.AttrLinkageName).(string); ok && s != "" {
+		return displayName(s), 0
+	}
+	if s, ok := e.Val(dwarf.AttrName).(string); ok && s != "" {
+		return s, 0
+	}
+	if ref, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+		return "", ref
+	}
+	if ref, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok {
+		return "", ref
+	}
+	return "", 0
+}
+
+// nameAt resolves a name through abstract origins and specifications.
+func (dw *dwarfInfo) nameAt(off dwarf.Offset) string {
+	if s, ok := dw.names[off]; ok {
+		return s
+	}
+	key := off
+	name := ""
+	r := dw.d.Reader()
+	for hops := 0; hops < 8 && off != 0; hops++ {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		var next dwarf.Offset
+		name, next = entryName(e)
+		if name != "" {
+			break
+		}
+		off = next
+	}
+	dw.names[key] = name
+	return name
+}
+
+func (dw *dwarfInfo) nodeName(n *dnode) string {
+	if n.name != "" || n.nameRef == 0 {
+		return n.name
+	}
+	n.name = dw.nameAt(n.nameRef)
+	return n.name
+}
+
+func (u *cuInfo) loadLines(d *dwarf.Data) {
+	lr, err := d.LineReader(u.entry)
+	if err != nil || lr == nil {
+		return
+	}
+	fileIdx := map[*dwarf.LineFile]uint32{}
+	var le dwarf.LineEntry
+	for {
+		if err := lr.Next(&le); err != nil {
+			break
+		}
+		fi, ok := fileIdx[le.File]
+		if !ok {
+			fi = uint32(len(u.files))
+			fileIdx[le.File] = fi
+			name := ""
+			if le.File != nil {
+				name = le.File.Name
+			}
+			u.files = append(u.files, name)
+		}
+		line := int32(le.Line)
+		if le.EndSequence {
+			line = -1
+		}
+		u.lines = append(u.lines, lineRow{le.Address, fi, line})
+	}
+	// Call-site file indices refer to the unit's file table.
+	callFiles := lr.Files()
+	sort.SliceStable(u.lines, func(i, j int) bool {
+		a, b := u.lines[i], u.lines[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		return a.line < 0 && b.line >= 0 // ends of sequences first
+	})
+	// Translate call_file numbers of nodes to names now that the table
+	// is complete.
+	for i := range u.nodes {
+		n := &u.nodes[i]
+		if n.callFile > 0 || (n.callFile == 0 && n.callLine > 0) {
+			if n.callFile < len(callFiles) && callFiles[n.callFile] != nil {
+				n.callFile = u.fileIndex(callFiles[n.callFile].Name)
+				continue
+			}
+		}
+		n.callFile = -1
+	}
+}
+
+// fileIndex returns the index of name in u.files, adding it if needed.
+func (u *cuInfo) fileIndex(name string) int {
+	for i, f := range u.files {
+		if f == name {
+			return i
+		}
+	}
+	u.files = append(u.files, name)
+	return len(u.files) - 1
+}
+
+// lineAt returns the file and line of pc from the unit's line table.
+func (u *cuInfo) lineAt(pc uint64) (string, int, bool) {
+	i := sort.Search(len(u.lines), func(i int) bool { return u.lines[i].addr > pc }) - 1
+	if i < 0 || u.lines[i].line < 0 {
+		return "", 0, false
+	}
+	return u.files[u.lines[i].file], int(u.lines[i].line), true
+}
+
+// inlFrame is one frame found in DWARF, innermost first.
+type inlFrame struct {
+	fn, file string
+	line     int
+}
+
+// frames returns the inline chain at pc, innermost first, ending with the
+// physical function. The last frame's name may be "" when DWARF has line
+// information for pc but no function entry.
+func (dw *dwarfInfo) frames(pc uint64) []inlFrame {
+	u := dw.unit(pc)
+	if u == nil {
+		return nil
+	}
+	file, line, hasLine := u.lineAt(pc)
+	var chain []int32
+	i := sort.Search(len(u.tops), func(i int) bool { return u.tops[i].lo > pc }) - 1
+	if i >= 0 && pc < u.tops[i].hi {
+		n := u.tops[i].node
+		for depth := 0; depth < 64; depth++ {
+			chain = append(chain, n)
+			next := int32(-1)
+			for _, c := range u.nodes[n].children {
+				if inRanges(u.nodes[c].ranges, pc) {
+					next = c
+					break
+				}
+			}
+			if next < 0 {
+				break
+			}
+			n = next
+		}
+	}
+	if len(chain) == 0 {
+		if !hasLine {
+			return nil
+		}
+		return []inlFrame{{file: file, line: line}}
+	}
+	out := make([]inlFrame, 0, len(chain))
+	for k := len(chain) - 1; k >= 0; k-- {
+		n := &u.nodes[chain[k]]
+		out = append(out, inlFrame{fn: dw.nodeName(n), file: file, line: line})
+		// The caller's position is this instance's call site.
+		if n.callFile >= 0 && n.callFile < len(u.files) {
+			file = u.files[n.callFile]
+		} else {
+			file = ""
+		}
+		line = n.callLine
+	}
+	return out
+}
+
+func inRanges(rs [][2]uint64, pc uint64) bool {
+	for _, r := range rs {
+		if pc >= r[0] && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,282 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// object is one mapped ELF file (or the vdso image) with its tables, which
+// are parsed on first use. The file content is memory-mapped read-only, so
+// the object survives the target's exit and large tables cost page cache,
+// not heap.
+type object struct {
+	path string // as in /proc/PID/maps, without " (deleted)"
+	name string // base name used in frames
+	data []byte // whole file
+	// mapped says data is an mmap to release on close.
+	mapped bool
+	ef     *elf.File
+	loads  []elf.ProgHeader
+
+	buildID   string // GNU build id, hex
+	goBuildID string
+	debugLink string
+	debugCRC  uint32
+	// dbg is the separate debug file, if one was found.
+	dbg *debugFile
+
+	symsLoaded bool
+	funcs      *symTable
+	objs       *symTable
+
+	goLoaded bool
+	gotab    *pclntab // nil when the object is not Go
+
+	dwLoaded bool
+	dw       *dwarfInfo
+
+	cfiLoaded bool
+	cfis      []*cfiSection // .eh_frame first, then .debug_frame
+}
+
+// debugFile is a separate debug file matching an object.
+type debugFile struct {
+	path   string
+	data   []byte
+	mapped bool
+	ef     *elf.File
+}
+
+// mmapFile maps f read-only in full.
+func mmapFile(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := st.Size()
+	if size <= 0 {
+		return nil, fmt.Errorf("%s: empty file", f.Name())
+	}
+	if int64(int(size)) != size {
+		return nil, fmt.Errorf("%s: too large to map", f.Name())
+	}
+	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE)
+}
+
+// openObjectFile maps the file at path and parses its ELF headers. name is
+// the path the target knows the object by.
+func openObjectFile(path, name string) (*object, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := mmapFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	o, err := newObject(data, name)
+	if err != nil {
+		syscall.Munmap(data)
+		return nil, err
+	}
+	o.mapped = true
+	return o, nil
+}
+
+// newObject parses the ELF headers of data.
+func newObject(data []byte, name string) (*object, error) {
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	if ef.Class != elf.ELFCLASS64 || ef.Data != elf.ELFDATA2LSB {
+		return nil, fmt.Errorf("parse %s: not a 64-bit little-endian ELF object", name)
+	}
+	o := &object{
+		path: strings.TrimSuffix(name, " (deleted)"),
+		data: data,
+		ef:   ef,
+	}
+	o.name = filepath.Base(o.path)
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD {
+			o.loads = append(o.loads, p.ProgHeader)
+		}
+	}
+	o.readNotes()
+	if s := ef.Section(".gnu_debuglink"); s != nil {
+		if b, err := o.sectionBytes(s); err == nil {
+			if i := bytes.IndexByte(b, 0); i > 0 {
+				o.debugLink = string(b[:i])
+				crcOff := (i + 4) &^ 3
+				if crcOff+4 <= len(b) {
+					o.debugCRC = binary.LittleEndian.Uint32(b[crcOff:])
+				}
+			}
+		}
+	}
+	return o, nil
+}
+
+func (o *object) close() {
+	if o.mapped {
+		syscall.Munmap(o.data)
+		o.mapped = false
+	}
+	if o.dbg != nil && o.dbg.mapped {
+		syscall.Munmap(o.dbg.data)
+		o.dbg.mapped = false
+	}
+	o.data = nil
+}
+
+// readNotes finds the GNU and Go build ids in the note sections (or note
+// segments when section headers are gone).
+func (o *object) readNotes() {
+	scan := func(b []byte) {
+		for len(b) >= 12 {
+			namesz := binary.LittleEndian.Uint32(b[0:])
+			descsz := binary.LittleEndian.Uint32(b[4:])
+			typ := binary.LittleEndian.Uint32(b[8:])
+			nameEnd := 12 + uint64(namesz+3)&^3
+			descEnd := nameEnd + uint64(descsz+3)&^3
+			if nameEnd > uint64(len(b)) || nameEnd+uint64(descsz) > uint64(len(b)) {
+				return
+			}
+			name := string(bytes.TrimRight(b[12:12+namesz], "\x00"))
+			desc := b[nameEnd : nameEnd+uint64(descsz)]
+			switch {
+			case name == "GNU" && typ == 3 && o.buildID == "": // NT_GNU_BUILD_ID
+				o.buildID = hex.EncodeToString(desc)
+			case name == "Go" && typ == 4 && o.goBuildID == "": // Go build id note
+				o.goBuildID = string(desc)
+			}
+			if descEnd > uint64(len(b)) {
+				return
+			}
+			b = b[descEnd:]
+		}
+	}
+	found := false
+	for _, s := range o.ef.Sections {
+		if s.Type == elf.SHT_NOTE {
+			if b, err := o.sectionBytes(s); err == nil {
+				scan(b)
+				found = true
+			}
+		}
+	}
+	if found {
+		return
+	}
+	for _, p := range o.ef.Progs {
+		if p.Type == elf.PT_NOTE && p.Off+p.Filesz <= uint64(len(o.data)) {
+			scan(o.data[p.Off : p.Off+p.Filesz])
+		}
+	}
+}
+
+// maxDecompressed bounds the size of one compressed section that is
+// decompressed into memory. Compressed DWARF of a typical large program is
+// tens of MiB once inflated; beyond this the object keeps its symbols but
+// loses inline expansion and line numbers rather than holding gigabytes.
+const maxDecompressed = 512 << 20
+
+// sectionBytes returns the content of s: a slice of the mapped file, or a
+// decompressed copy for compressed sections. NOBITS sections are empty.
+func sectionBytes(data []byte, s *elf.Section) ([]byte, error) {
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	if s.Flags&elf.SHF_COMPRESSED != 0 || strings.HasPrefix(s.Name, ".zdebug") {
+		if s.Size > maxDecompressed {
+			return nil, fmt.Errorf("section %s: %d bytes uncompressed, over the %d limit", s.Name, s.Size, maxDecompressed)
+		}
+		return s.Data()
+	}
+	end := s.Offset + s.FileSize
+	if end < s.Offset || end > uint64(len(data)) {
+		return nil, fmt.Errorf("section %s: outside the file", s.Name)
+	}
+	return data[s.Offset:end:end], nil
+}
+
+func (o *object) sectionBytes(s *elf.Section) ([]byte, error) { return sectionBytes(o.data, s) }
+
+// biasFor computes the load bias of a mapping of this object: runtime
+// address = bias + ELF virtual address. It picks the PT_LOAD segment that
+// holds the mapping's file offset, preferring one whose permissions match.
+func (o *object) biasFor(m *mapping) (uint64, bool) {
+	best := -1
+	bestScore := -1
+	for i, p := range o.loads {
+		pageOff := p.Off &^ 0xfff
+		if m.offset < pageOff || m.offset >= p.Off+max(p.Filesz, 1) {
+			continue
+		}
+		score := 0
+		if (p.Flags&elf.PF_X != 0) == m.exec() {
+			score += 2
+		}
+		if (p.Flags&elf.PF_W != 0) == m.writable() {
+			score++
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		if len(o.loads) == 0 && m.offset == 0 {
+			// An image without load segments mapped whole (never seen for
+			// real objects, but keeps addresses resolvable).
+			return m.start, true
+		}
+		return 0, false
+	}
+	p := o.loads[best]
+	return m.start - p.Vaddr - m.offset + p.Off, true
+}
+
+// extent returns the ELF virtual address range covered by the object's load
+// segments in memory, including .bss beyond the file content.
+func (o *object) extent() (lo, hi uint64) {
+	lo = ^uint64(0)
+	for _, p := range o.loads {
+		lo = min(lo, p.Vaddr)
+		hi = max(hi, p.Vaddr+p.Memsz)
+	}
+	if lo > hi {
+		return 0, 0
+	}
+	return lo, hi
+}
+
+// fileBytes returns the file content of the ELF virtual address range
+// [start, end), when it lies within one load segment's file content.
+func (o *object) fileBytes(start, end uint64) ([]byte, bool) {
+	for _, p := range o.loads {
+		if start < p.Vaddr || end > p.Vaddr+p.Filesz || end < start {
+			continue
+		}
+		off := start - p.Vaddr + p.Off
+		n := end - start
+		if off+n > uint64(len(o.data)) {
+			return nil, false
+		}
+		return o.data[off : off+n], true
+	}
+	return nil, false
+}
+
+// isGoObject reports whether the object carries a Go pclntab.
+func (o *object) isGoObject() bool {
+	return o.pcln() != nil
+}

@@ -1,0 +1,279 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/gosym"
+	"encoding/binary"
+	"sort"
+)
+
+// pclntab reads a Go binary's function table (.gopclntab). Go 1.18 and
+// later layouts (magic 0xfffffff0 and 0xfffffff1) are read directly from
+// the mapped file, which also gives the stack-pointer delta table used to
+// unwind Go code without frame information; older layouts go through
+// debug/gosym for names and lines only.
+type pclntab struct {
+	textStart uint64
+	minLC     uint64
+	nfunc     int
+
+	funcnametab []byte
+	cutab       []byte
+	filetab     []byte
+	pctab       []byte
+	pclntable   []byte // functab followed by the _func records
+
+	legacy *gosym.Table
+}
+
+// Magic numbers of the pclntab header, per Go release.
+const (
+	go118magic = 0xfffffff0
+	go120magic = 0xfffffff1
+)
+
+// Go function flags (abi.FuncFlag) stored in _func.flag since Go 1.18.
+const (
+	// funcFlagTopFrame marks the outermost function of a goroutine or
+	// thread stack (runtime.goexit, runtime.mstart, runtime.rt0_go).
+	funcFlagTopFrame = 1 << 0
+	// funcFlagSPWrite marks functions that write SP arbitrarily (stack
+	// switches: runtime.mcall, runtime.systemstack, runtime.morestack);
+	// unwinding through them by the SP table is meaningless.
+	funcFlagSPWrite = 1 << 1
+)
+
+// goFunc is one function of the table.
+type goFunc struct {
+	entry, end uint64 // ELF virtual addresses
+	rec        []byte // the _func record (nil for legacy tables)
+	legacy     *gosym.Func
+}
+
+// pcln returns o's Go function table, or nil when o is not a Go binary.
+func (o *object) pcln() *pclntab {
+	if o.goLoaded {
+		return o.gotab
+	}
+	o.goLoaded = true
+	sec := o.ef.Section(".gopclntab")
+	if sec == nil {
+		return nil
+	}
+	data, err := o.sectionBytes(sec)
+	if err != nil || len(data) < 8 {
+		return nil
+	}
+	text := uint64(0)
+	if s := o.ef.Section(".text"); s != nil {
+		text = s.Addr
+	}
+	if v, ok := o.elfSymbol("runtime.text"); ok {
+		text = v
+	}
+	o.gotab = newPclntab(data, text)
+	return o.gotab
+}
+
+// elfSymbol returns the value of a named symbol in .symtab (slow: a linear
+// scan, used once per object).
+func (o *object) elfSymbol(name string) (uint64, bool) {
+	syms, err := o.ef.Symbols()
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, true
+		}
+	}
+	return 0, false
+}
+
+func newPclntab(data []byte, text uint64) *pclntab {
+	magic := binary.LittleEndian.Uint32(data)
+	if magic != go118magic && magic != go120magic {
+		lt := gosym.NewLineTable(data, text)
+		tab, err := gosym.NewTable(nil, lt)
+		if err != nil || len(tab.Funcs) == 0 {
+			return nil
+		}
+		return &pclntab{legacy: tab}
+	}
+	if data[4] != 0 || data[5] != 0 || data[7] != 8 {
+		return nil // only 64-bit tables
+	}
+	const hdr = 8 + 8*8
+	if len(data) < hdr {
+		return nil
+	}
+	word := func(i int) uint64 { return binary.LittleEndian.Uint64(data[8+8*i:]) }
+	t := &pclntab{textStart: text, minLC: uint64(data[6])}
+	nfunc := word(0)
+	// word(2) is the text start on Go 1.18/1.19 (unused since); the .text
+	// address read from the section headers is what the runtime uses.
+	offs := [5]uint64{word(3), word(4), word(5), word(6), word(7)}
+	for _, off := range offs {
+		if off > uint64(len(data)) {
+			return nil
+		}
+	}
+	t.funcnametab = data[offs[0]:]
+	t.cutab = data[offs[1]:]
+	t.filetab = data[offs[2]:]
+	t.pctab = data[offs[3]:]
+	t.pclntable = data[offs[4]:]
+	if nfunc == 0 || nfunc > uint64(len(t.pclntable))/8 {
+		return nil
+	}
+	t.nfunc = int(nfunc)
+	if t.minLC == 0 {
+		t.minLC = 1
+	}
+	return t
+}
+
+// functab entry i: entry offset from text start and record offset.
+func (t *pclntab) ftab(i int) (entryOff, funcOff uint32) {
+	b := t.pclntable[8*i:]
+	return binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+}
+
+// find returns the function containing the ELF virtual address pc.
+func (t *pclntab) find(pc uint64) (goFunc, bool) {
+	if t == nil {
+		return goFunc{}, false
+	}
+	if t.legacy != nil {
+		f := t.legacy.PCToFunc(pc)
+		if f == nil {
+			return goFunc{}, false
+		}
+		return goFunc{entry: f.Entry, end: f.End, legacy: f}, true
+	}
+	if pc < t.textStart {
+		return goFunc{}, false
+	}
+	off := pc - t.textStart
+	if off >= 1<<32 {
+		return goFunc{}, false
+	}
+	// The table has nfunc+1 entries; the last one marks the end of text.
+	i := sort.Search(t.nfunc, func(i int) bool {
+		e, _ := t.ftab(i + 1)
+		return uint64(e) > off
+	})
+	if i >= t.nfunc {
+		return goFunc{}, false
+	}
+	entry, rec := t.ftab(i)
+	next, _ := t.ftab(i + 1)
+	if uint64(entry) > off || uint64(rec)+44 > uint64(len(t.pclntable)) {
+		return goFunc{}, false
+	}
+	return goFunc{
+		entry: t.textStart + uint64(entry),
+		end:   t.textStart + uint64(next),
+		rec:   t.pclntable[rec:],
+	}, true
+}
+
+// field reads the i-th uint32 of a _func record.
+func (f *goFunc) field(i int) uint32 { return binary.LittleEndian.Uint32(f.rec[4*i:]) }
+
+// name returns the function's name.
+func (t *pclntab) name(f goFunc) string {
+	if f.legacy != nil {
+		return f.legacy.Name
+	}
+	off := f.field(1)
+	if uint64(off) >= uint64(len(t.funcnametab)) {
+		return ""
+	}
+	return cstring(t.funcnametab[off:])
+}
+
+// flag returns the function's abi.FuncFlag bits (0 for legacy tables).
+func (t *pclntab) flag(f goFunc) uint8 {
+	if f.legacy != nil {
+		return 0
+	}
+	return f.rec[41]
+}
+
+// fileLine returns the source position of pc in f.
+func (t *pclntab) fileLine(f goFunc, pc uint64) (string, int) {
+	if f.legacy != nil {
+		file, line, _ := t.legacy.PCToLine(pc)
+		return file, line
+	}
+	fno, ok := t.pcvalue(f.field(5), f.entry, pc)
+	if !ok || fno < 0 {
+		return "", 0
+	}
+	line, ok := t.pcvalue(f.field(6), f.entry, pc)
+	if !ok {
+		line = 0
+	}
+	idx := uint64(f.field(8)) + uint64(fno)
+	if 4*idx+4 > uint64(len(t.cutab)) {
+		return "", int(line)
+	}
+	foff := binary.LittleEndian.Uint32(t.cutab[4*idx:])
+	if foff == ^uint32(0) || uint64(foff) >= uint64(len(t.filetab)) {
+		return "", int(line)
+	}
+	return cstring(t.filetab[foff:]), int(line)
+}
+
+// spDelta returns how far SP at pc is below SP at f's entry (after the
+// call pushed the return address), from the pcsp table.
+func (t *pclntab) spDelta(f goFunc, pc uint64) (int64, bool) {
+	if f.legacy != nil {
+		return 0, false
+	}
+	v, ok := t.pcvalue(f.field(4), f.entry, pc)
+	return int64(v), ok
+}
+
+// pcvalue decodes a pc-value table (zig-zag value deltas and pc deltas as
+// varints, as the Go runtime writes them) and returns the value at target.
+func (t *pclntab) pcvalue(off uint32, entry, target uint64) (int32, bool) {
+	if off == 0 || uint64(off) >= uint64(len(t.pctab)) {
+		return 0, false
+	}
+	p := t.pctab[off:]
+	val := int32(-1)
+	pc := entry
+	first := true
+	for {
+		uv, n := binary.Uvarint(p)
+		if n <= 0 || (uv == 0 && !first) {
+			return 0, false
+		}
+		p = p[n:]
+		if uv&1 != 0 {
+			val += int32(^(uv >> 1))
+		} else {
+			val += int32(uv >> 1)
+		}
+		pcd, n := binary.Uvarint(p)
+		if n <= 0 {
+			return 0, false
+		}
+		p = p[n:]
+		pc += pcd * t.minLC
+		if target < pc {
+			return val, true
+		}
+		first = false
+	}
+}
+
+// cstring returns b up to its first NUL.
+func cstring(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}

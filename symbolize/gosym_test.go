@@ -1,0 +1,151 @@
+package symbolize
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// goSite is what testdata/goprog prints: a return address inside
+// main.outer, in code inlined from main.mid2 through main.middle, and the
+// Go runtime's own expansion of the stack from there.
+type goSite struct {
+	PC     uint64 `json:"pc"`
+	Frames []struct {
+		Func string `json:"func"`
+		File string `json:"file"`
+		Line int    `json:"line"`
+	} `json:"frames"`
+}
+
+var goBuilds = []struct {
+	name  string
+	flags []string
+	dwarf bool
+}{
+	{"default", nil, true},
+	{"stripped", []string{"-ldflags=-s -w"}, false},
+	{"pie-stripped", []string{"-buildmode=pie", "-ldflags=-s -w"}, false},
+}
+
+// TestGoFrames compares symbolization of a Go return address with the Go
+// runtime's answer for the same address: with DWARF the inlined frames are
+// expanded and every function, file and line matches; without DWARF there
+// is one frame, the physical function, with the pclntab's (innermost)
+// position.
+func TestGoFrames(t *testing.T) {
+	dir := t.TempDir()
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			bin := buildGo(t, dir, "goprog-"+b.name, b.flags...)
+			tg := startTarget(t, bin)
+			var site goSite
+			if err := json.Unmarshal([]byte(tg.first), &site); err != nil {
+				t.Fatalf("parse %q: %v", tg.first, err)
+			}
+			// The runtime's frames for the physical pc end at main.outer.
+			k := slices.IndexFunc(site.Frames, func(f struct {
+				Func string `json:"func"`
+				File string `json:"file"`
+				Line int    `json:"line"`
+			}) bool {
+				return f.Func == "main.outer"
+			})
+			if k < 2 {
+				t.Fatalf("runtime frames do not show main.outer with two inlined callees: %+v", site.Frames)
+			}
+			p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			got := p.Frames(site.PC, false)
+			var want []recording.Frame
+			if b.dwarf {
+				for i, f := range site.Frames[:k+1] {
+					want = append(want, recording.Frame{Func: f.Func, File: f.File, Line: f.Line, Inlined: i < k})
+				}
+			} else {
+				want = []recording.Frame{{Func: "main.outer", File: site.Frames[0].File, Line: site.Frames[0].Line}}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got\n%swant\n%s", describe(got), describe(want))
+			}
+			for i := range got {
+				g, w := got[i], want[i]
+				if g.Func != w.Func || g.File != w.File || g.Line != w.Line || g.Inlined != w.Inlined || g.Addr != site.PC {
+					t.Errorf("frame %d: got %+v, want %+v", i, g, w)
+				}
+			}
+			fn, code, ok := p.FunctionAt(site.PC)
+			if !ok || fn.Name != "main.outer" || fn.Start > site.PC || fn.End <= site.PC || len(code) != int(fn.End-fn.Start) {
+				t.Errorf("FunctionAt = %+v (%d bytes), %v", fn, len(code), ok)
+			}
+		})
+	}
+}
+
+// TestUnwindGoThread unwinds an idle Go thread parked in futex(2): the Go
+// binary has no .eh_frame (and, stripped, no .debug_frame either), so the
+// walk relies on the pclntab's stack-pointer table.
+func TestUnwindGoThread(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	for _, b := range goBuilds {
+		t.Run(b.name, func(t *testing.T) {
+			bin := buildGo(t, dir, "goprog-"+b.name, b.flags...)
+			tg := startTarget(t, bin)
+			c := captureBlocked(t, tg.pid(), 0)
+			p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			pcs, complete := p.Unwind(c.regs, c.window)
+			st := p.Stack(pcs)
+			ph := physical(st.Frames)
+			t.Logf("complete=%v\n%s", complete, describe(ph))
+			// Idle Ms sleep in notesleep; sysmon in notetsleep.
+			want := [][]string{{"runtime.futex"}, {"runtime.futexsleep"}, {"runtime.notesleep", "runtime.notetsleep_internal"}}
+			if len(ph) < len(want) {
+				t.Fatalf("only %d frames", len(ph))
+			}
+			for i, w := range want {
+				if !slices.Contains(w, ph[i].Func) {
+					t.Errorf("frame %d = %q, want one of %q", i, ph[i].Func, w)
+				}
+			}
+			// An idle M's g0 stack ends where it was entered: in
+			// runtime.mstart (a top frame: complete) or at the stack switch
+			// runtime.mcall (the frames beyond are on another stack).
+			last := ph[len(ph)-1].Func
+			switch {
+			case last == "runtime.mstart" && complete:
+			case last == "runtime.mcall" && !complete:
+			default:
+				t.Errorf("walk ended at %q (complete=%v), want runtime.mstart (complete) or runtime.mcall (incomplete)", last, complete)
+			}
+		})
+	}
+}
+
+// TestGoDataSymbol names a Go global through .symtab.
+func TestGoDataSymbol(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildGo(t, dir, "goprog")
+	tg := startTarget(t, bin)
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	v, _ := nmValue(t, bin, "runtime.sched", false)
+	bias := biasOf(t, tg.pid(), bin)
+	name, ok := p.DataSymbol(bias + v + 8)
+	if want := fmt.Sprintf("runtime.sched+0x8 (%s)", "goprog"); !ok || name != want {
+		t.Errorf("DataSymbol(&runtime.sched+8) = %q, %v; want %q", name, ok, want)
+	}
+}

@@ -1,0 +1,162 @@
+package symbolize
+
+import (
+	"debug/elf"
+	"debug/gosym"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseMaps(t *testing.T) {
+	in := `55afb5461000-55afb5462000 r--p 00000000 fe:00 9982386                    /tmp/ledger
+55afb5462000-55afb5463000 r-xp 00001000 fe:00 9982386                    /tmp/ledger
+55afb5466000-55afb5566000 rw-p 00000000 00:00 0 
+7f9069156000-7f9069157000 r-xp 00002000 08:01 42                         /opt/my lib/libx.so (deleted)
+7ffc1a3f2000-7ffc1a3f4000 r-xp 00000000 00:00 0                          [vdso]
+`
+	got, err := parseMaps(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mapping{
+		{0x55afb5461000, 0x55afb5462000, "r--p", 0, "fe:00", 9982386, "/tmp/ledger"},
+		{0x55afb5462000, 0x55afb5463000, "r-xp", 0x1000, "fe:00", 9982386, "/tmp/ledger"},
+		{0x55afb5466000, 0x55afb5566000, "rw-p", 0, "00:00", 0, ""},
+		{0x7f9069156000, 0x7f9069157000, "r-xp", 0x2000, "08:01", 42, "/opt/my lib/libx.so (deleted)"},
+		{0x7ffc1a3f2000, 0x7ffc1a3f4000, "r-xp", 0, "00:00", 0, "[vdso]"},
+	}
+	if d := cmp.Diff(want, got, cmp.AllowUnexported(mapping{})); d != "" {
+		t.Errorf("parseMaps (-want +got):\n%s", d)
+	}
+	if got[3].filePath() != "/opt/my lib/libx.so" || !got[3].isFile() || got[2].isFile() || got[4].isFile() {
+		t.Errorf("filePath/isFile wrong: %q", got[3].filePath())
+	}
+	for _, bad := range []string{
+		"zzzz-1000 r-xp 00000000 00:00 0",
+		"1000-0fff r-xp 00000000 00:00 0",
+		"1000-2000 r-x 00000000 00:00 0",
+		"1000-2000 r-xp 00000000",
+		"1000-2000 r-xp 0000000g 00:00 0",
+	} {
+		if _, err := parseMaps(strings.NewReader(bad + "\n")); err == nil {
+			t.Errorf("parseMaps(%q) succeeded", bad)
+		}
+	}
+}
+
+// TestSymTableLookup checks containment: an address is named only by a
+// symbol whose [start, end) holds it, the innermost one when they nest.
+func TestSymTableLookup(t *testing.T) {
+	strtab := []byte("\x00outer\x00inner\x00next\x00")
+	tab := &symTable{strtabs: [][]byte{strtab}}
+	tab.syms = []symEntry{
+		{addr: 0x1000, end: 0x1100, name: 1}, // outer
+		{addr: 0x1010, end: 0x1020, name: 7}, // inner, nested in outer
+		{addr: 0x1200, end: 0x1210, name: 13},
+	}
+	tab.index()
+	for _, c := range []struct {
+		addr uint64
+		want string
+	}{
+		{0x0fff, ""},
+		{0x1000, "outer"},
+		{0x1010, "inner"},
+		{0x101f, "inner"},
+		{0x1020, "outer"}, // past inner, still in outer
+		{0x10ff, "outer"},
+		{0x1100, ""}, // in the gap: never the neighbour
+		{0x11ff, ""},
+		{0x1200, "next"},
+		{0x1210, ""},
+	} {
+		got := ""
+		if e := tab.lookup(c.addr); e != nil {
+			got = tab.name(e)
+		}
+		if got != c.want {
+			t.Errorf("lookup(0x%x) = %q, want %q", c.addr, got, c.want)
+		}
+	}
+}
+
+// TestFakeProcRoot builds a /proc tree by hand (maps plus root/<path>)
+// around this test binary and symbolizes through it, without any process
+// or privilege.
+func TestFakeProcRoot(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	root := t.TempDir()
+	pidDir := filepath.Join(root, "4242")
+	if err := os.MkdirAll(filepath.Join(pidDir, "root", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(exe, filepath.Join(pidDir, "root", "bin", "prog")); err != nil {
+		t.Fatal(err)
+	}
+	// Place the binary at a different base than its link address.
+	const base = 0x10000000
+	var maps strings.Builder
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD {
+			continue
+		}
+		perm := []byte("---p")
+		if p.Flags&elf.PF_R != 0 {
+			perm[0] = 'r'
+		}
+		if p.Flags&elf.PF_W != 0 {
+			perm[1] = 'w'
+		}
+		if p.Flags&elf.PF_X != 0 {
+			perm[2] = 'x'
+		}
+		start := base + p.Vaddr&^0xfff
+		end := (base + p.Vaddr + p.Filesz + 0xfff) &^ 0xfff
+		fmt.Fprintf(&maps, "%x-%x %s %08x 08:01 77 /bin/prog\n", start, end, perm, p.Off&^0xfff)
+	}
+	if err := os.WriteFile(filepath.Join(pidDir, "maps"), []byte(maps.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Open(4242, Options{ProcRoot: root, DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// The test binary is linked without .symtab: take the expected
+	// answers from its pclntab through debug/gosym.
+	pcln, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pcln, f.Section(".text").Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"main.main", "runtime.main", "testing.tRunner"} {
+		fn := tab.LookupFunc(name)
+		if fn == nil {
+			t.Fatalf("%s not in the test binary", name)
+		}
+		fr := p.Frames(base+fn.Entry+1, true)
+		last := fr[len(fr)-1]
+		if last.Func != name || last.Module != "prog" {
+			t.Errorf("%s+1: %s", name, describe(fr))
+		}
+	}
+	if fr := p.Frames(0x42, true); fr[0].Func != "0x42" || fr[0].Module != "" {
+		t.Errorf("unmapped address: %s", describe(fr))
+	}
+}

@@ -1,0 +1,459 @@
+package symbolize
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// region is one address range with the object that backs it. Anonymous
+// mappings that hold an object's .bss carry that object and its bias.
+type region struct {
+	start, end uint64
+	obj        *object // nil for anonymous memory and files that are not ELF
+	bias       uint64  // runtime address - ELF virtual address
+	exec       bool
+	path       string // mapping path ("" for anonymous memory)
+	offset     uint64 // file offset of start (for files without an object)
+}
+
+// process is the implementation behind Process.
+type process struct {
+	mu        sync.Mutex
+	pid       int
+	procDir   string // <proc root>/<pid>
+	debugDirs []string
+	regions   []region
+	objects   map[string]*object // by "dev:inode" (or "[vdso]"); nil when unreadable
+	exePath   string
+	exeObj    *object
+	// cache holds symbolized frames by address; bit 63 of the key marks
+	// return addresses. User addresses stay below 2^57 on x86-64, so the
+	// bit is free.
+	cache map[uint64][]recording.Frame
+}
+
+// maxCachedAddrs bounds the frame cache: a long recording of a large
+// program touches tens of thousands of distinct addresses; past this the
+// cache starts afresh rather than growing without limit.
+const maxCachedAddrs = 1 << 18
+
+func openProcess(pid int, o Options) (*process, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("open process %d: invalid pid", pid)
+	}
+	root := o.ProcRoot
+	if root == "" {
+		root = "/proc"
+	}
+	dirs := o.DebugDirs
+	if dirs == nil {
+		dirs = []string{defaultDebugDir}
+	}
+	p := &process{
+		pid:       pid,
+		procDir:   filepath.Join(root, strconv.Itoa(pid)),
+		debugDirs: dirs,
+		objects:   map[string]*object{},
+		cache:     map[uint64][]recording.Frame{},
+	}
+	if exe, err := os.Readlink(filepath.Join(p.procDir, "exe")); err == nil {
+		p.exePath = strings.TrimSuffix(exe, " (deleted)")
+	}
+	if err := p.refresh(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *process) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range p.objects {
+		if o != nil {
+			o.close()
+		}
+	}
+	p.objects = map[string]*object{}
+	p.regions = nil
+	p.cache = map[uint64][]recording.Frame{}
+	return nil
+}
+
+func (p *process) refresh() error {
+	b, err := os.ReadFile(filepath.Join(p.procDir, "maps"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, os.ErrProcessDone) {
+			return fmt.Errorf("read maps of process %d: %w", p.pid, ErrNoProcess)
+		}
+		return fmt.Errorf("read maps of process %d: %w", p.pid, err)
+	}
+	if len(b) == 0 {
+		// A zombie or a kernel thread has no mappings.
+		return fmt.Errorf("read maps of process %d: no user mappings: %w", p.pid, ErrNoProcess)
+	}
+	maps, err := parseMaps(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("process %d: %w", p.pid, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	regions := p.buildRegions(maps)
+	p.regions = mergeRegions(regions, p.regions)
+	p.cache = map[uint64][]recording.Frame{}
+	return nil
+}
+
+// mergeRegions returns cur plus every old region that overlaps none of
+// cur, sorted by address.
+func mergeRegions(cur, old []region) []region {
+	out := append([]region(nil), cur...)
+	for _, r := range old {
+		i := sort.Search(len(cur), func(i int) bool { return cur[i].end > r.start })
+		if i < len(cur) && cur[i].start < r.end {
+			continue
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].start < out[j].start })
+	return out
+}
+
+func mappingKey(m *mapping) string {
+	if m.path == "[vdso]" {
+		return "[vdso]"
+	}
+	return m.dev + ":" + strconv.FormatUint(m.inode, 10)
+}
+
+// buildRegions turns a maps snapshot into regions, opening every object
+// that has an executable mapping. Caller holds p.mu.
+func (p *process) buildRegions(maps []mapping) []region {
+	wanted := map[string]bool{}
+	for i := range maps {
+		m := &maps[i]
+		if m.exec() && (m.isFile() || m.path == "[vdso]") {
+			wanted[mappingKey(m)] = true
+		}
+	}
+	var out []region
+	// prevObj and prevBias describe the previous mapping when it belongs
+	// to an object; prevEnd is where the previous mapping ended.
+	var prevObj *object
+	var prevBias, prevEnd uint64
+	for i := range maps {
+		m := &maps[i]
+		r := region{start: m.start, end: m.end, exec: m.exec(), path: m.path, offset: m.offset}
+		key := mappingKey(m)
+		switch {
+		case wanted[key]:
+			if o := p.object(key, m); o != nil {
+				if bias, ok := o.biasFor(m); ok {
+					r.obj, r.bias = o, bias
+				}
+			}
+		case m.path == "" && prevObj != nil && prevEnd == m.start:
+			// The zero-filled tail of .bss lives in an anonymous mapping
+			// right after the object's last file mapping.
+			lo, hi := prevObj.extent()
+			if m.start >= prevBias+lo && m.start < prevBias+hi {
+				bss := r
+				bss.obj, bss.bias = prevObj, prevBias
+				bss.end = min(m.end, prevBias+hi)
+				out = append(out, bss)
+				r.start = bss.end
+			}
+		}
+		if r.start < r.end {
+			out = append(out, r)
+		}
+		prevObj, prevBias, prevEnd = r.obj, r.bias, m.end
+	}
+	return out
+}
+
+// object returns the object for a mapping, opening it on first sight.
+// Caller holds p.mu.
+func (p *process) object(key string, m *mapping) *object {
+	if o, ok := p.objects[key]; ok {
+		return o
+	}
+	var o *object
+	if key == "[vdso]" {
+		o = p.openVDSO(m)
+	} else {
+		o = p.openMapped(m)
+	}
+	p.objects[key] = o
+	if o != nil && p.exeObj == nil && p.exePath != "" && o.path == p.exePath {
+		p.exeObj = o
+	}
+	return o
+}
+
+// openMapped opens a file mapping through map_files (the very inode the
+// process maps, even if the path was replaced or deleted), else through
+// the process's root.
+func (p *process) openMapped(m *mapping) *object {
+	paths := []string{
+		filepath.Join(p.procDir, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)),
+		filepath.Join(p.procDir, "root", m.filePath()),
+	}
+	for _, path := range paths {
+		o, err := openObjectFile(path, m.filePath())
+		if err != nil {
+			continue
+		}
+		o.dbg = findDebugFile(o, filepath.Join(p.procDir, "root"), p.debugDirs)
+		return o
+	}
+	return nil
+}
+
+// openVDSO copies the vdso image out of the target's memory, or out of
+// this process's own (the kernel maps the same image into every process).
+func (p *process) openVDSO(m *mapping) *object {
+	if img, err := readMem(filepath.Join(p.procDir, "mem"), m.start, m.end-m.start); err == nil {
+		if o, err := newObject(img, "[vdso]"); err == nil {
+			return o
+		}
+	}
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	maps, err := parseMaps(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	for _, sm := range maps {
+		if sm.path == "[vdso]" {
+			img, err := readMem("/proc/self/mem", sm.start, sm.end-sm.start)
+			if err != nil {
+				return nil
+			}
+			o, err := newObject(img, "[vdso]")
+			if err != nil {
+				return nil
+			}
+			return o
+		}
+	}
+	return nil
+}
+
+// maxVDSOSize bounds the memory copied for the vdso image (a few pages on
+// every kernel so far).
+const maxVDSOSize = 1 << 20
+
+func readMem(path string, addr, n uint64) ([]byte, error) {
+	if n == 0 || n > maxVDSOSize {
+		return nil, fmt.Errorf("read %s: bad size %d", path, n)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, int64(addr)); err != nil {
+		return nil, fmt.Errorf("read %s at 0x%x: %w", path, addr, err)
+	}
+	return buf, nil
+}
+
+// regionAt returns the region containing addr. Caller holds p.mu.
+func (p *process) regionAt(addr uint64) *region {
+	i := sort.Search(len(p.regions), func(i int) bool { return p.regions[i].end > addr })
+	if i < len(p.regions) && p.regions[i].start <= addr {
+		return &p.regions[i]
+	}
+	return nil
+}
+
+func (p *process) stack(pcs []uint64) recording.Stack {
+	var s recording.Stack
+	for i, pc := range pcs {
+		s.Frames = append(s.Frames, p.frames(pc, i == 0)...)
+	}
+	return s
+}
+
+func (p *process) frames(pc uint64, exact bool) []recording.Frame {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := pc
+	if !exact {
+		key |= 1 << 63
+	}
+	cacheable := pc < 1<<63
+	if cacheable {
+		if f, ok := p.cache[key]; ok {
+			return append([]recording.Frame(nil), f...)
+		}
+	}
+	f := p.symbolize(pc, exact)
+	if cacheable {
+		if len(p.cache) >= maxCachedAddrs {
+			p.cache = map[uint64][]recording.Frame{}
+		}
+		p.cache[key] = f
+	}
+	return append([]recording.Frame(nil), f...)
+}
+
+// symbolize names pc. Caller holds p.mu.
+func (p *process) symbolize(pc uint64, exact bool) []recording.Frame {
+	lookup := pc
+	if !exact && pc > 0 {
+		lookup = pc - 1
+	}
+	r := p.regionAt(lookup)
+	if r == nil {
+		return []recording.Frame{{Func: fmt.Sprintf("0x%x", pc), Addr: pc}}
+	}
+	if r.obj == nil {
+		if r.path == "" {
+			return []recording.Frame{{Func: fmt.Sprintf("0x%x", pc), Addr: pc}}
+		}
+		mod := filepath.Base(strings.TrimSuffix(r.path, " (deleted)"))
+		return []recording.Frame{{Func: fmt.Sprintf("%s+0x%x", mod, pc-r.start+r.offset), Module: mod, Addr: pc}}
+	}
+	mod := r.obj.name
+	fr := r.obj.codeFrames(lookup - r.bias)
+	if len(fr) == 0 {
+		return []recording.Frame{{Func: fmt.Sprintf("%s+0x%x", mod, pc-r.bias), Module: mod, Addr: pc}}
+	}
+	out := make([]recording.Frame, len(fr))
+	for i, f := range fr {
+		name := f.fn
+		if name == "" {
+			if i == len(fr)-1 {
+				name = fmt.Sprintf("%s+0x%x", mod, pc-r.bias)
+			} else {
+				name = "[inlined]"
+			}
+		}
+		out[i] = recording.Frame{
+			Func: name, File: f.file, Line: f.line, Module: mod, Addr: pc,
+			Inlined: i < len(fr)-1,
+		}
+	}
+	return out
+}
+
+// codeFrames names the ELF virtual address pc: inline frames from DWARF
+// when present, and the physical function from the Go table, the ELF
+// symbols or DWARF, in that order. The physical frame's name is "" when
+// only a line is known.
+func (o *object) codeFrames(pc uint64) []inlFrame {
+	phys, file, line := o.physical(pc)
+	if dw := o.dwarf(); dw != nil {
+		if fr := dw.frames(pc); len(fr) > 0 {
+			last := &fr[len(fr)-1]
+			if phys != "" {
+				last.fn = phys
+			}
+			return fr
+		}
+	}
+	if phys == "" {
+		return nil
+	}
+	return []inlFrame{{fn: phys, file: file, line: line}}
+}
+
+// physical returns the name of the function containing pc from the Go
+// table or the ELF symbols, with the Go table's line.
+func (o *object) physical(pc uint64) (name, file string, line int) {
+	if t := o.pcln(); t != nil {
+		if f, ok := t.find(pc); ok {
+			file, line = t.fileLine(f, pc)
+			return t.name(f), file, line
+		}
+	}
+	o.loadSymbols()
+	if s := o.funcs.lookup(pc); s != nil {
+		return o.funcs.name(s), "", 0
+	}
+	return "", "", 0
+}
+
+func (p *process) dataSymbol(addr uint64) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.regionAt(addr)
+	if r == nil || r.obj == nil {
+		return "", false
+	}
+	o := r.obj
+	o.loadSymbols()
+	v := addr - r.bias
+	if s := o.objs.lookup(v); s != nil {
+		name := o.objs.name(s)
+		if v == s.addr {
+			return fmt.Sprintf("%s (%s)", name, o.name), true
+		}
+		return fmt.Sprintf("%s+0x%x (%s)", name, v-s.addr, o.name), true
+	}
+	return fmt.Sprintf("%s+0x%x", o.name, v), false
+}
+
+func (p *process) functionAt(pc uint64) (Function, []byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.regionAt(pc)
+	if r == nil || r.obj == nil || !r.exec {
+		return Function{}, nil, false
+	}
+	o := r.obj
+	v := pc - r.bias
+	name, start, end, ok := o.functionBounds(v)
+	if !ok {
+		return Function{}, nil, false
+	}
+	fn := Function{Name: name, Start: start + r.bias, End: end + r.bias, Module: o.name, Path: o.path}
+	code, ok := o.fileBytes(start, end)
+	if !ok {
+		return fn, nil, true
+	}
+	return fn, append([]byte(nil), code...), true
+}
+
+// functionBounds returns the function containing the ELF virtual address
+// pc with its bounds.
+func (o *object) functionBounds(pc uint64) (string, uint64, uint64, bool) {
+	if t := o.pcln(); t != nil {
+		if f, ok := t.find(pc); ok {
+			return t.name(f), f.entry, f.end, true
+		}
+	}
+	o.loadSymbols()
+	if s := o.funcs.lookup(pc); s != nil {
+		return o.funcs.name(s), s.addr, s.end, true
+	}
+	return "", 0, 0, false
+}
+
+func (p *process) exe() (string, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := p.exeObj
+	if o == nil {
+		return p.exePath, ""
+	}
+	if o.buildID != "" {
+		return p.exePath, o.buildID
+	}
+	return p.exePath, o.goBuildID
+}

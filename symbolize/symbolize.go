@@ -1,0 +1,166 @@
+// Package symbolize turns addresses of a live process into frames: it reads
+// /proc/PID/maps once (and again on Refresh), computes each mapping's load
+// bias from its file offset and the object's ELF program headers, and names
+// addresses through the object's own tables:
+//
+//   - ELF objects: .symtab and .dynsym, plus the .symtab and DWARF of a
+//     separate debug file found by build id
+//     (<debugdir>/.build-id/xx/rest.debug) or by .gnu_debuglink (next to the
+//     object, in its .debug/ subdirectory, and under <debugdir>/<dir of the
+//     object>);
+//   - Go binaries: the pclntab (stripped `-ldflags=-s -w` binaries keep it);
+//   - the kernel: /proc/kallsyms (see Kernel).
+//
+// An address is named after a symbol only when it falls inside that
+// symbol's size. Otherwise its frame is "module+0xOFF" where OFF is the
+// address in the object's ELF virtual address space (runtime address minus
+// load bias): the value `addr2line -e module 0xOFF` and
+// `objdump -d --start-address=0xOFF module` take. A frame is never dropped
+// and never named after a nearby symbol that does not contain it.
+//
+// Inline expansion happens exactly when the object (or its debug file) has
+// DWARF (.debug_info with line tables) covering the address: the frames
+// inlined at that address come first, each with its file and line, then the
+// physical function with the line of the call site it contains. Without
+// DWARF (stripped C objects without a debug file, Go binaries built with
+// -ldflags=-w or -s -w) a frame is the physical function only; for Go its
+// file and line then come from the pclntab and are those of the innermost
+// inlined code, as `go tool addr2line` and runtime.FuncForPC report them.
+//
+// Unwind walks a copied window of a user stack with DWARF call frame
+// information (.eh_frame, and .debug_frame where present, in the object or
+// its debug file), then the Go pclntab's stack-pointer table for Go code,
+// and the frame-pointer rule as the last resort. It exists because Debian's
+// glibc is built without frame pointers: a frame-pointer walk started in
+// __lll_lock_wait loses pthread_mutex_lock and its caller.
+//
+// Only x86-64 (amd64) targets are supported.
+package symbolize
+
+import (
+	"errors"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// ErrNoProcess is returned (wrapped) by Open and Refresh when the process
+// does not exist or has exited.
+var ErrNoProcess = errors.New("no such process")
+
+// Options controls where Open looks for process information and debug files.
+type Options struct {
+	// ProcRoot is the proc file system to read; "" means /proc.
+	ProcRoot string
+	// DebugDirs are the roots searched for separate debug files, by build id
+	// and by .gnu_debuglink; nil means /usr/lib/debug. An empty non-nil
+	// slice disables the search.
+	DebugDirs []string
+}
+
+// Regs is the user register state a stack walk starts from: instruction
+// pointer, stack pointer and frame pointer (rip, rsp, rbp on x86-64).
+type Regs struct{ IP, SP, BP uint64 }
+
+// Function describes the function containing an address, with runtime
+// addresses.
+type Function struct {
+	// Name is the symbol or Go function name.
+	Name string
+	// Start and End bound the function: Start <= pc < End.
+	Start, End uint64
+	// Module is the base name of the object the function lives in.
+	Module string
+	// Path is the object's path as seen in /proc/PID/maps.
+	Path string
+}
+
+// Process is a snapshot of one process's mappings with lazily loaded symbol
+// and unwind tables for each mapped object. Every object is opened and
+// mapped into memory when its mapping is first seen, so a Process stays
+// usable after the target exits. A Process is safe for concurrent use.
+type Process struct {
+	impl *process
+}
+
+// Open snapshots /proc/PID/maps of pid and opens every executable object it
+// maps, through /proc/PID/map_files (which works even when the file was
+// deleted or replaced) or /proc/PID/root/<path>. Parsing of symbol, line
+// and unwind tables is deferred until an address in the object is looked
+// up. A missing process gives an error wrapping ErrNoProcess.
+func Open(pid int, o Options) (*Process, error) {
+	p, err := openProcess(pid, o)
+	if err != nil {
+		return nil, err
+	}
+	return &Process{impl: p}, nil
+}
+
+// Close releases the memory mappings of every object. The Process must not
+// be used afterwards.
+func (p *Process) Close() error { return p.impl.close() }
+
+// Refresh re-reads /proc/PID/maps, picking up objects mapped since Open
+// (dlopen) while keeping the tables already loaded. Mappings that went away
+// are kept, so addresses recorded earlier still resolve.
+func (p *Process) Refresh() error { return p.impl.refresh() }
+
+// Stack symbolizes user addresses, leaf first. pcs[0] is an exact
+// instruction pointer; every later entry is a return address, looked up at
+// pc-1 so that a call at the end of a function is attributed to its caller.
+// Inline frames are expanded (see the package comment); every address
+// yields at least one frame.
+func (p *Process) Stack(pcs []uint64) recording.Stack {
+	return p.impl.stack(pcs)
+}
+
+// Frames symbolizes one user address, innermost inlined frame first and the
+// physical function last. exact says pc is an instruction pointer rather
+// than a return address (return addresses are looked up at pc-1). Each
+// frame's Addr is pc as given. An address outside every mapping gives one
+// frame named "0x…" with no module.
+func (p *Process) Frames(pc uint64, exact bool) []recording.Frame {
+	return p.impl.frames(pc, exact)
+}
+
+// Unwind walks a copied window of a thread's user stack. window[0] is the
+// byte at address r.SP; the window is the only memory read. The result
+// starts with r.IP followed by return addresses, ready for Stack. complete
+// is true when the walk reached the outermost frame (the unwind tables mark
+// the return address undefined, as glibc's thread entry and _start do, or a
+// Go stack ends in runtime.goexit / runtime.mstart); it is false when it
+// stopped early: the window ended, the CFA left it, a pc was unmapped or
+// had no usable unwind rule, or MaxDepth frames were reached.
+func (p *Process) Unwind(r Regs, window []byte) (pcs []uint64, complete bool) {
+	return p.impl.unwind(r, window)
+}
+
+// MaxDepth bounds Unwind. 127 is the depth perf and bpf_get_stack use by
+// default (PERF_MAX_STACK_DEPTH), so walks done here are no deeper than
+// kernel-taken stacks; real lock-holding stacks are far shallower.
+const MaxDepth = 127
+
+// DataSymbol names an address inside a global object of a mapped ELF file
+// (.data, .bss, including the part of .bss that lives in the anonymous
+// mapping after the file mapping) as "sym+0x1b0 (libpython3.11.so.1.0)",
+// or "sym (module)" at offset 0. ok is true only when the address falls
+// inside the symbol's size. When it lies in a mapped object but in no
+// symbol, the result is "module+0xOFF" (ELF virtual address) with ok false;
+// for heap, stack and unmapped addresses it is "" and false. Thread-local
+// (.tdata/.tbss) instances live in per-thread blocks, not in the object's
+// mapping, and are not named.
+func (p *Process) DataSymbol(addr uint64) (name string, ok bool) {
+	return p.impl.dataSymbol(addr)
+}
+
+// FunctionAt returns the function containing pc, and its machine code read
+// from the object file (for disassembly). ok is false when pc is in no
+// function whose bounds are known (see the package comment: never the
+// nearest symbol).
+func (p *Process) FunctionAt(pc uint64) (fn Function, code []byte, ok bool) {
+	return p.impl.functionAt(pc)
+}
+
+// Exe returns the path of the main executable as /proc/PID/exe names it and
+// its build id: the GNU build id in hex, or for a Go binary without one,
+// the Go build id string. Either is "" when unknown.
+func (p *Process) Exe() (path, buildID string) { return p.impl.exe() }

@@ -1,0 +1,417 @@
+package symbolize
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// nmValue returns the value of a symbol in path's .symtab (or .dynsym with
+// dynamic set), read with debug/elf as an independent reference.
+func nmValue(t *testing.T, path, name string, dynamic bool) (uint64, uint64) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if dynamic {
+		syms, err = f.DynamicSymbols()
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value, s.Size
+		}
+	}
+	t.Fatalf("%s has no symbol %s", path, name)
+	return 0, 0
+}
+
+// biasOf computes the load bias of path in pid the simple way: the
+// mapping at file offset 0 minus the lowest PT_LOAD address.
+func biasOf(t *testing.T, pid int, path string) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	lo := ^uint64(0)
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			lo = min(lo, p.Vaddr)
+		}
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := parseMaps(strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range maps {
+		if m.path == path && m.offset == 0 {
+			return m.start - lo
+		}
+	}
+	t.Fatalf("%s is not mapped by %d", path, pid)
+	return 0
+}
+
+// TestStrippedStaticFunction checks that an address in a static function
+// of a stripped binary is named module+offset, even though an exported
+// function (kept in .dynsym by -rdynamic) lies just below it.
+func TestStrippedStaticFunction(t *testing.T) {
+	dir := t.TempDir()
+	full := buildC(t, dir, "ledger.c", "ledger-full", "-O2", "-g", "-rdynamic")
+	stripped := filepath.Join(dir, "ledger-stripped")
+	requireTool(t, "strip")
+	run(t, "strip", "--strip-all", "-o", stripped, full)
+
+	tellerV, tellerSize := nmValue(t, full, "teller", false)
+	// The test only means something if an exported function precedes
+	// teller: that is the neighbour a nearest-symbol lookup would pick.
+	exportedBelow := ""
+	transferV, _ := nmValue(t, stripped, "account_transfer", true)
+	if transferV < tellerV {
+		exportedBelow = "account_transfer"
+	}
+	if exportedBelow == "" {
+		t.Fatalf("account_transfer (0x%x) is not below teller (0x%x); the layout no longer tests the neighbour case", transferV, tellerV)
+	}
+
+	tg := startTarget(t, stripped, "2")
+	teller := tg.fields(t)["teller"]
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, k := range []uint64{0, 1, tellerSize / 2, tellerSize - 1} {
+		fr := p.Frames(teller+k, true)
+		want := fmt.Sprintf("ledger-stripped+0x%x", tellerV+k)
+		if len(fr) != 1 || fr[0].Func != want || fr[0].Module != "ledger-stripped" || fr[0].Addr != teller+k {
+			t.Errorf("teller+%d: got\n%swant one frame %s", k, describe(fr), want)
+		}
+	}
+	// An exported function keeps its name through .dynsym.
+	bias := biasOf(t, tg.pid(), stripped)
+	if fr := p.Frames(bias+transferV+4, true); fr[0].Func != "account_transfer" {
+		t.Errorf("account_transfer+4 in the stripped binary = %q, want account_transfer", fr[0].Func)
+	}
+	if _, _, ok := p.FunctionAt(teller + 1); ok {
+		t.Errorf("FunctionAt(teller+1) found a function in a stripped binary without a symbol for it")
+	}
+	fn, code, ok := p.FunctionAt(bias + transferV + 4)
+	if !ok || fn.Name != "account_transfer" || fn.Start != bias+transferV || len(code) != int(fn.End-fn.Start) {
+		t.Errorf("FunctionAt(account_transfer+4) = %+v, %d bytes, %v", fn, len(code), ok)
+	}
+	want, err := os.ReadFile(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok && !strings.Contains(string(want), string(code)) {
+		t.Errorf("FunctionAt returned code that is not in the file")
+	}
+}
+
+// TestDataSymbol names a mutex inside a global struct in .data and an
+// address in the part of .bss that lives in the anonymous mapping.
+func TestDataSymbol(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
+	tg := startTarget(t, bin, "1")
+	f := tg.fields(t)
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	name, ok := p.DataSymbol(f["lock"])
+	if want := fmt.Sprintf("ledger+0x%x (ledger)", f["lock_off"]); !ok || name != want {
+		t.Errorf("DataSymbol(&ledger.lock) = %q, %v; want %q", name, ok, want)
+	}
+	// The .bss address must really be in an anonymous mapping, or this
+	// test checks nothing new.
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
+	maps, _ := parseMaps(strings.NewReader(string(b)))
+	anon := false
+	for _, m := range maps {
+		if f["bss"] >= m.start && f["bss"] < m.end {
+			anon = m.path == "" && m.inode == 0
+		}
+	}
+	if !anon {
+		t.Fatalf("scratch[%d] at 0x%x is not in an anonymous mapping", f["bss_off"], f["bss"])
+	}
+	name, ok = p.DataSymbol(f["bss"])
+	if want := fmt.Sprintf("scratch+0x%x (ledger)", f["bss_off"]); !ok || name != want {
+		t.Errorf("DataSymbol(&scratch[%d]) = %q, %v; want %q", f["bss_off"], name, ok, want)
+	}
+	// Past the end of scratch but inside the object: no symbol.
+	scratchV, scratchSize := nmValue(t, bin, "scratch", false)
+	bias := biasOf(t, tg.pid(), bin)
+	if name, ok := p.DataSymbol(bias + scratchV + scratchSize + 0x10000); ok {
+		t.Errorf("DataSymbol past scratch = %q, true; want no symbol", name)
+	}
+	// Heap and stack addresses have no name.
+	x := 0
+	if name, ok := p.DataSymbol(uint64(uintptr(0x10))); ok || name != "" {
+		t.Errorf("DataSymbol(0x10) = %q, %v", name, ok)
+	}
+	_ = x
+}
+
+// addr2line runs binutils' addr2line -f -i on addrs (ELF virtual
+// addresses) and returns, per address, its frames innermost first.
+func addr2line(t *testing.T, bin string, addrs []uint64) [][]inlFrame {
+	t.Helper()
+	requireTool(t, "addr2line")
+	args := []string{"-a", "-f", "-i", "-e", bin}
+	for _, a := range addrs {
+		args = append(args, fmt.Sprintf("0x%x", a))
+	}
+	out := run(t, "addr2line", args...)
+	var res [][]inlFrame
+	sc := bufio.NewScanner(strings.NewReader(out))
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	for i := 0; i < len(lines); {
+		if !strings.HasPrefix(lines[i], "0x") {
+			t.Fatalf("addr2line output out of step at %q", lines[i])
+		}
+		i++
+		var fr []inlFrame
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i], "0x") {
+			fn := lines[i]
+			pos := lines[i+1]
+			if j := strings.Index(pos, " (discriminator"); j >= 0 {
+				pos = pos[:j]
+			}
+			file, ln, _ := strings.Cut(pos, ":")
+			n, _ := strconv.Atoi(ln)
+			fr = append(fr, inlFrame{fn: fn, file: filepath.Base(file), line: n})
+			i += 2
+		}
+		res = append(res, fr)
+	}
+	if len(res) != len(addrs) {
+		t.Fatalf("addr2line gave %d answers for %d addresses", len(res), len(addrs))
+	}
+	return res
+}
+
+// TestInlineFramesMatchAddr2line compares the frames of every byte of two
+// functions of an -O2 -g build (one with an always-inline callee) with
+// binutils' addr2line -f -i.
+func TestInlineFramesMatchAddr2line(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
+	tg := startTarget(t, bin, "1")
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	bias := biasOf(t, tg.pid(), bin)
+	var addrs []uint64
+	for _, fn := range []string{"account_transfer", "teller"} {
+		v, size := nmValue(t, bin, fn, false)
+		for a := v; a < v+size; a++ {
+			addrs = append(addrs, a)
+		}
+	}
+	want := addr2line(t, bin, addrs)
+	sawInline := false
+	for i, a := range addrs {
+		got := p.Frames(a+bias, true)
+		if len(got) > 1 {
+			sawInline = true
+		}
+		if len(got) != len(want[i]) {
+			t.Errorf("0x%x: %d frames, addr2line %d:\n%s%v", a, len(got), len(want[i]), describe(got), want[i])
+			continue
+		}
+		for j := range got {
+			w := want[i][j]
+			if got[j].Func != w.fn || filepath.Base(got[j].File) != w.file || got[j].Line != w.line || got[j].Inlined != (j < len(got)-1) {
+				t.Errorf("0x%x frame %d: got %s %s:%d inlined=%v, addr2line %s %s:%d", a, j,
+					got[j].Func, filepath.Base(got[j].File), got[j].Line, got[j].Inlined, w.fn, w.file, w.line)
+			}
+		}
+	}
+	if !sawInline {
+		t.Errorf("no address showed the inlined audit(); the test lost its point")
+	}
+}
+
+// TestSeparateDebugFile strips a binary, keeps its symbols and DWARF in a
+// separate file and finds that file by build id and, for a binary without
+// a build id, by .gnu_debuglink with its CRC.
+func TestSeparateDebugFile(t *testing.T) {
+	requireTool(t, "objcopy")
+	dir := t.TempDir()
+	cases := []struct {
+		name  string
+		flags []string
+		place func(bin, dbgDir, debugFile string) string
+	}{
+		{"build-id", []string{"-Wl,--build-id"}, func(bin, dbgDir, dbg string) string {
+			o, err := openObjectFile(bin, bin)
+			if err != nil || o.buildID == "" {
+				t.Fatalf("no build id in %s: %v", bin, err)
+			}
+			defer o.close()
+			return filepath.Join(dbgDir, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")
+		}},
+		{"debuglink", []string{"-Wl,--build-id=none"}, func(bin, dbgDir, dbg string) string {
+			return filepath.Join(dbgDir, filepath.Dir(bin), filepath.Base(dbg))
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sub := filepath.Join(dir, c.name)
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			full := buildC(t, sub, "ledger.c", "ledger-full", append([]string{"-O2", "-g"}, c.flags...)...)
+			dbg := filepath.Join(sub, "ledger.debug")
+			bin := filepath.Join(sub, "ledger")
+			run(t, "objcopy", "--only-keep-debug", full, dbg)
+			run(t, "objcopy", "--strip-all", "--add-gnu-debuglink="+dbg, full, bin)
+			dbgDir := filepath.Join(sub, "debug")
+			dest := c.place(bin, dbgDir, dbg)
+			if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dbg, dest); err != nil {
+				t.Fatal(err)
+			}
+			tg := startTarget(t, bin, "1")
+			teller := tg.fields(t)["teller"]
+
+			// Without the debug directory the static function has no name.
+			p0, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p0.Close()
+			if fr := p0.Frames(teller+1, true); !strings.HasPrefix(fr[0].Func, "ledger+0x") {
+				t.Errorf("without debug dirs teller+1 = %q, want ledger+0x…", fr[0].Func)
+			}
+			p, err := Open(tg.pid(), Options{DebugDirs: []string{dbgDir}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			fr := physical(p.Frames(teller+1, true))
+			if fr[0].Func != "teller" || !strings.HasSuffix(fr[0].File, "ledger.c") || fr[0].Line == 0 {
+				t.Errorf("with the debug file teller+1 = %s", describe(fr))
+			}
+			if name, ok := p.DataSymbol(tg.fields(t)["lock"]); !ok || !strings.HasPrefix(name, "ledger+0x") {
+				t.Errorf("DataSymbol(&ledger.lock) with debug file = %q, %v", name, ok)
+			}
+		})
+	}
+}
+
+// TestExe checks the executable's path and build id.
+func TestExe(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-Wl,--build-id")
+	tg := startTarget(t, bin, "1")
+	p, err := Open(tg.pid(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	path, id := p.Exe()
+	o, err := openObjectFile(bin, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	if path != bin || id == "" || id != o.buildID {
+		t.Errorf("Exe() = %q, %q; want %q, %q", path, id, bin, o.buildID)
+	}
+}
+
+// TestRefreshSeesDlopen loads a library after Open and checks that its
+// addresses resolve after Refresh (and not before).
+func TestRefreshSeesDlopen(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "dlopen.c", "dlopen", "-O2", "-ldl")
+	tg := startTarget(t, bin)
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := fmt.Fprintln(tg.stdin, "load"); err != nil {
+		t.Fatal(err)
+	}
+	line := waitLine(t, tg)
+	addr, err := strconv.ParseUint(strings.TrimPrefix(line, "frexp="), 0, 64)
+	if err != nil {
+		t.Fatalf("bad line %q", line)
+	}
+	if fr := p.Frames(addr, true); fr[0].Func == "frexp" {
+		t.Fatalf("frexp resolved before Refresh; the library was loaded already")
+	}
+	if err := p.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if fr := p.Frames(addr, true); fr[0].Func != "frexp" || !strings.HasPrefix(fr[0].Module, "libm.so") {
+		t.Errorf("after Refresh: %s", describe(fr))
+	}
+}
+
+func TestOpenMissingProcess(t *testing.T) {
+	_, err := Open(1<<30, Options{})
+	if err == nil || !strings.Contains(err.Error(), "no such process") {
+		t.Errorf("Open(missing) = %v, want an error wrapping ErrNoProcess", err)
+	}
+	if _, err := Open(-1, Options{}); err == nil {
+		t.Errorf("Open(-1) succeeded")
+	}
+}
+
+// TestUsableAfterExit opens a process, lets it exit and still resolves.
+func TestUsableAfterExit(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
+	tg := startTarget(t, bin, "1")
+	f := tg.fields(t)
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tg.cmd.Process.Kill()
+	tg.cmd.Wait()
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	if fr := p.Frames(f["teller"]+1, true); fr[0].Func != "teller" {
+		t.Errorf("after exit and removal: %s", describe(fr))
+	}
+	if name, ok := p.DataSymbol(f["lock"]); !ok || !strings.HasPrefix(name, "ledger+") {
+		t.Errorf("DataSymbol after exit = %q, %v", name, ok)
+	}
+	if err := p.Refresh(); err == nil {
+		t.Errorf("Refresh of an exited process succeeded")
+	}
+}

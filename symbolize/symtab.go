@@ -1,0 +1,247 @@
+package symbolize
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"sort"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// symEntry is one sized symbol. Names stay in the string tables they came
+// from (slices of the mapped files), so a table of a large library costs
+// 24 bytes a symbol plus an 8-byte prefix maximum.
+type symEntry struct {
+	addr, end uint64
+	name      uint32 // offset into strtabs[src]
+	src       uint8
+	rank      uint8 // binding preference: 0 global, 1 weak, 2 local
+}
+
+// symTable holds sized symbols sorted by address. Lookup finds a symbol
+// containing an address, never a neighbour.
+type symTable struct {
+	syms    []symEntry
+	maxEnd  []uint64 // maxEnd[i] = max(syms[0..i].end)
+	strtabs [][]byte
+	// demangled caches display names of mangled symbols by
+	// src<<32 | name offset.
+	demangled map[uint64]string
+}
+
+// rawName returns the symbol's name as stored.
+func (t *symTable) rawName(e *symEntry) []byte {
+	tab := t.strtabs[e.src]
+	if uint64(e.name) >= uint64(len(tab)) {
+		return nil
+	}
+	b := tab[e.name:]
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return b
+}
+
+// name returns the display name: C++ and Rust names demangled without
+// parameter lists, others as stored. Demangling costs microseconds a name,
+// so demangled names are kept (at most one per symbol).
+func (t *symTable) name(e *symEntry) string {
+	raw := t.rawName(e)
+	if !isMangled(raw) {
+		return string(raw)
+	}
+	key := uint64(e.src)<<32 | uint64(e.name)
+	if s, ok := t.demangled[key]; ok {
+		return s
+	}
+	s := displayName(string(raw))
+	if t.demangled == nil {
+		t.demangled = map[uint64]string{}
+	}
+	t.demangled[key] = s
+	return s
+}
+
+func isMangled(b []byte) bool {
+	return len(b) > 2 && b[0] == '_' && (b[1] == 'Z' || b[1] == 'R')
+}
+
+// displayName demangles C++/Rust symbol names (parameters dropped, as
+// pprof's default "simplified" demangling does) and keeps others as is.
+func displayName(s string) string {
+	if isMangled([]byte(s)) {
+		return demangle.Filter(s, demangle.NoParams)
+	}
+	return s
+}
+
+// lookup returns the innermost symbol containing a, or nil.
+func (t *symTable) lookup(a uint64) *symEntry {
+	if t == nil {
+		return nil
+	}
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].addr > a }) - 1
+	for j := i; j >= 0 && t.maxEnd[j] > a; j-- {
+		if t.syms[j].end > a {
+			return &t.syms[j]
+		}
+	}
+	return nil
+}
+
+// symKind selects which symbols a table holds.
+type symKind int
+
+const (
+	kindFunc symKind = iota
+	kindData
+)
+
+// symSource is one ELF symbol table with its file.
+type symSource struct {
+	ef   *elf.File
+	data []byte
+	typ  elf.SectionType // SHT_SYMTAB or SHT_DYNSYM
+}
+
+// buildSymTable reads every source and keeps sized, defined symbols of the
+// kind asked for. Aliases (same start and end) collapse to one entry named
+// by preference (see better).
+func buildSymTable(srcs []symSource, kind symKind) *symTable {
+	t := &symTable{}
+	for _, s := range srcs {
+		var sec *elf.Section
+		for _, sc := range s.ef.Sections {
+			if sc.Type == s.typ {
+				sec = sc
+				break
+			}
+		}
+		if sec == nil || sec.Link == 0 || int(sec.Link) >= len(s.ef.Sections) {
+			continue
+		}
+		symb, err := sectionBytes(s.data, sec)
+		if err != nil || len(symb) == 0 {
+			continue
+		}
+		strb, err := sectionBytes(s.data, s.ef.Sections[sec.Link])
+		if err != nil || len(strb) == 0 {
+			continue
+		}
+		if len(t.strtabs) >= 255 {
+			break
+		}
+		src := uint8(len(t.strtabs))
+		t.strtabs = append(t.strtabs, strb)
+		const entSize = 24 // sizeof(Elf64_Sym)
+		for off := entSize; off+entSize <= len(symb); off += entSize {
+			e := symb[off : off+entSize]
+			nameOff := binary.LittleEndian.Uint32(e[0:])
+			info := e[4]
+			shndx := binary.LittleEndian.Uint16(e[6:])
+			value := binary.LittleEndian.Uint64(e[8:])
+			size := binary.LittleEndian.Uint64(e[16:])
+			if size == 0 || nameOff == 0 || shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
+				continue
+			}
+			if value+size < value {
+				continue
+			}
+			typ := elf.ST_TYPE(info)
+			var want bool
+			switch kind {
+			case kindFunc:
+				switch typ {
+				case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+					want = true
+				case elf.STT_NOTYPE:
+					want = int(shndx) < len(s.ef.Sections) && s.ef.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+				}
+			case kindData:
+				want = typ == elf.STT_OBJECT || typ == elf.STT_COMMON
+			}
+			if !want {
+				continue
+			}
+			rank := uint8(2)
+			switch elf.ST_BIND(info) {
+			case elf.STB_GLOBAL:
+				rank = 0
+			case elf.STB_WEAK:
+				rank = 1
+			}
+			t.syms = append(t.syms, symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank})
+		}
+	}
+	sort.Slice(t.syms, func(i, j int) bool {
+		a, b := &t.syms[i], &t.syms[j]
+		if a.addr != b.addr {
+			return a.addr < b.addr
+		}
+		if a.end != b.end {
+			return a.end < b.end
+		}
+		return t.better(a, b)
+	})
+	// Collapse aliases: after sorting, the preferred entry of a run with
+	// equal bounds comes first.
+	out := t.syms[:0]
+	for i := range t.syms {
+		if len(out) > 0 && out[len(out)-1].addr == t.syms[i].addr && out[len(out)-1].end == t.syms[i].end {
+			continue
+		}
+		out = append(out, t.syms[i])
+	}
+	t.syms = append([]symEntry(nil), out...) // drop the excess capacity
+	t.index()
+	return t
+}
+
+// index computes maxEnd over syms, which must be sorted by address.
+func (t *symTable) index() {
+	t.maxEnd = make([]uint64, len(t.syms))
+	var m uint64
+	for i := range t.syms {
+		m = max(m, t.syms[i].end)
+		t.maxEnd[i] = m
+	}
+}
+
+// better reports whether a's name is preferred over b's for the same range:
+// the name with fewer leading underscores (the public one: frexp over
+// __frexp, pthread_mutex_lock over ___pthread_mutex_lock), then global over
+// weak over local binding, then the shorter name.
+func (t *symTable) better(a, b *symEntry) bool {
+	na, nb := t.rawName(a), t.rawName(b)
+	ua := len(na) - len(bytes.TrimLeft(na, "_"))
+	ub := len(nb) - len(bytes.TrimLeft(nb, "_"))
+	if ua != ub {
+		return ua < ub
+	}
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	if len(na) != len(nb) {
+		return len(na) < len(nb)
+	}
+	return bytes.Compare(na, nb) < 0
+}
+
+// loadSymbols builds the function and data symbol tables of o from its own
+// .symtab and .dynsym and its debug file's .symtab.
+func (o *object) loadSymbols() {
+	if o.symsLoaded {
+		return
+	}
+	o.symsLoaded = true
+	srcs := []symSource{
+		{o.ef, o.data, elf.SHT_SYMTAB},
+		{o.ef, o.data, elf.SHT_DYNSYM},
+	}
+	if o.dbg != nil {
+		srcs = append(srcs, symSource{o.dbg.ef, o.dbg.data, elf.SHT_SYMTAB})
+	}
+	o.funcs = buildSymTable(srcs, kindFunc)
+	o.objs = buildSymTable(srcs, kindData)
+}

@@ -1,0 +1,63 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// goldenScreens are the screens kept as golden files: each is a key
+// sequence from the start, named after what it shows.
+var goldenScreens = []struct {
+	name string
+	keys []string
+}{
+	{"findings", nil},
+	{"finding-detail", []string{"enter"}},
+	{"finding-detail-page2", []string{"enter", "pgdown"}},
+	{"points", []string{"2"}},
+	{"points-by-wait", []string{"2", "s"}},
+	{"point-detail", []string{"2", "enter"}},
+	{"locks", []string{"3"}},
+	{"lock-detail", []string{"3", "enter"}},
+	{"threads", []string{"4"}},
+	{"thread-detail", []string{"4", "enter"}},
+	{"idle", []string{"5"}},
+	{"help", []string{"?"}},
+	{"filter", []string{"2", "/", "r", "e", "l"}},
+	{"paused", []string{"p"}},
+	{"exited", []string{"exited"}},
+}
+
+// TestGoldenHandmade renders the hand-made spin-convoy result in every
+// view at 80x24 and 120x40, live, with an ASCII colour profile.
+func TestGoldenHandmade(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		for _, sc := range goldenScreens {
+			name := fmt.Sprintf("handmade-live-%s-%dx%d", sc.name, size[0], size[1])
+			t.Run(name, func(t *testing.T) {
+				src := liveSource()
+				h := newHarness(t, src, hmResult(), size[0], size[1])
+				for _, k := range sc.keys {
+					if k == "exited" {
+						src.stats.TargetExited = true
+						h.send(exitedMsg{})
+						continue
+					}
+					h.keys(k)
+				}
+				golden(t, name, h.view())
+			})
+		}
+	}
+}
+
+// TestGoldenOffline renders the saved-recording variant of the header and
+// the findings, where the window, pause and export keys differ.
+func TestGoldenOffline(t *testing.T) {
+	h := newHarness(t, offlineSource(), hmResult(), 80, 24)
+	golden(t, "handmade-offline-findings-80x24", h.view())
+	if v := h.view(); strings.Contains(v, "w window") || strings.Contains(v, "p pause") {
+		t.Errorf("offline help line offers live-only keys:\n%s", v)
+	}
+}

@@ -1,0 +1,629 @@
+// Package tui is contend's interactive view: a Bubble Tea program over a
+// live collector session (`contend top`) or a saved recording (`contend
+// tui`). It computes nothing itself: every figure comes from the analyzer's
+// result or the recording's own helpers; the views only format them.
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/recording"
+)
+
+// DefaultRefresh is the live refresh period. One second is fast enough to
+// watch a convoy form and slow enough that taking a snapshot and analyzing
+// it (milliseconds for a ten-second window) costs a negligible share of a
+// core.
+const DefaultRefresh = time.Second
+
+// windows are the time windows `w` cycles through: the last second shows
+// what happens now, the last ten seconds smooth out bursts, and the whole
+// run accumulates evidence. The middle one is the default.
+var windows = []time.Duration{time.Second, 10 * time.Second, 0}
+
+const defaultWindow = 1
+
+// AnalyzeFunc turns a snapshot into the analyzer's result.
+type AnalyzeFunc func(*recording.Recording) (*analyzer.Result, error)
+
+// Options configure the TUI.
+type Options struct {
+	// Title names the program in the header ("contend top").
+	Title string
+	// Refresh is the live refresh period; 0 means DefaultRefresh.
+	Refresh time.Duration
+	// ExportDir is the directory `e` writes recordings into; "" means the
+	// current directory.
+	ExportDir string
+	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
+	// with default options.
+	Analyze AnalyzeFunc
+	// Renderer draws the styles; nil means a renderer on stderr that
+	// respects NO_COLOR.
+	Renderer *lipgloss.Renderer
+	// Now returns the current time, for export directory names; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Messages the model handles besides keys and window sizes.
+type (
+	// tickMsg asks for a live refresh.
+	tickMsg struct{}
+	// frameMsg carries a snapshot and its analysis, taken off the UI
+	// goroutine.
+	frameMsg struct {
+		gen   int
+		frame *frame
+		err   error
+	}
+	// exitedMsg says the source's Done channel closed.
+	exitedMsg struct{}
+	// exportedMsg reports the end of an export.
+	exportedMsg struct {
+		dir string
+		err error
+	}
+)
+
+// frame is one snapshot as shown: the recording, its analysis and the
+// header figures taken from its timeline.
+type frame struct {
+	rec    *recording.Recording
+	res    *analyzer.Result
+	sum    summary
+	window time.Duration
+}
+
+// statusKind says how a status message is styled.
+type statusKind int
+
+const (
+	statusInfo statusKind = iota
+	statusWarn
+	statusErr
+)
+
+// listState is the cursor, scroll, sort and filter of one list view.
+type listState struct {
+	cursor int
+	offset int
+	sort   int
+	filter string
+	// key identifies the selected row so the cursor follows it across
+	// refreshes that reorder the rows.
+	key string
+}
+
+// detailState is an open detail page.
+type detailState struct {
+	tab    tab
+	key    string
+	item   any
+	offset int
+}
+
+// Model is the Bubble Tea model of the TUI.
+type Model struct {
+	src     Source
+	opts    Options
+	analyze AnalyzeFunc
+	st      styles
+	keys    keyMap
+	help    help.Model
+
+	width, height int
+
+	tab     tab
+	lists   [numTabs]listState
+	detail  *detailState
+	overlay bool
+	editing bool
+
+	frame  *frame
+	stats  Stats
+	err    error
+	gen    int
+	loadOn int // generation being loaded, or -1
+	window int
+	paused bool
+	exited bool
+
+	exporting bool
+	status    string
+	statusK   statusKind
+	quitting  bool
+
+	// after and waitDone make the commands that wait (for the next
+	// refresh, for the end of the target); tests replace them so no test
+	// ever sleeps.
+	after    func(time.Duration) tea.Cmd
+	waitDone func(<-chan struct{}) tea.Cmd
+}
+
+// New returns the model over src.
+func New(src Source, opts Options) Model {
+	if opts.Refresh <= 0 {
+		opts.Refresh = DefaultRefresh
+	}
+	if opts.Title == "" {
+		opts.Title = "contend"
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	an := opts.Analyze
+	if an == nil {
+		an = func(rec *recording.Recording) (*analyzer.Result, error) {
+			return analyzer.Analyze(rec, analyzer.Options{})
+		}
+	}
+	r := opts.Renderer
+	if r == nil {
+		r = defaultRenderer()
+	}
+	colour := !noColor()
+	st := newStyles(r, colour)
+	h := help.New()
+	h.Styles = help.Styles{
+		Ellipsis:       st.dim,
+		ShortKey:       st.key,
+		ShortDesc:      st.dim,
+		ShortSeparator: st.dim,
+		FullKey:        st.key,
+		FullDesc:       r.NewStyle(),
+		FullSeparator:  st.dim,
+	}
+	h.ShortSeparator = " "
+	m := Model{
+		src:     src,
+		opts:    opts,
+		analyze: an,
+		st:      st,
+		keys:    newKeyMap(src.Live()),
+		help:    h,
+		// Init always starts loading generation 0.
+		loadOn: 0,
+		window: defaultWindow,
+		after: func(d time.Duration) tea.Cmd {
+			return tea.Tick(d, func(time.Time) tea.Msg { return tickMsg{} })
+		},
+		waitDone: func(done <-chan struct{}) tea.Cmd {
+			return func() tea.Msg { <-done; return exitedMsg{} }
+		},
+	}
+	m.stats = src.Stats()
+	return m
+}
+
+// Init loads the first snapshot, starts the refresh clock of a live source
+// and watches for the end of the target.
+func (m Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.loadCmd(m.gen)}
+	if m.src.Live() {
+		cmds = append(cmds, m.tickCmd())
+		if done := m.src.Done(); done != nil {
+			cmds = append(cmds, m.waitDone(done))
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+// curWindow is the window of data shown; a saved recording is always shown
+// whole.
+func (m *Model) curWindow() time.Duration {
+	if !m.src.Live() {
+		return 0
+	}
+	return windows[m.window]
+}
+
+func (m *Model) tickCmd() tea.Cmd {
+	return m.after(m.opts.Refresh)
+}
+
+// loadCmd takes a snapshot and analyzes it off the UI goroutine.
+func (m *Model) loadCmd(gen int) tea.Cmd {
+	m.loadOn = gen
+	src, an, window := m.src, m.analyze, m.curWindow()
+	return func() tea.Msg {
+		rec, err := src.Snapshot(window)
+		if err != nil {
+			return frameMsg{gen: gen, err: fmt.Errorf("snapshot: %w", err)}
+		}
+		if rec == nil {
+			return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
+		}
+		res, err := an(rec)
+		if err != nil {
+			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
+		}
+		return frameMsg{gen: gen, frame: &frame{rec: rec, res: res, sum: summarize(rec, window), window: window}}
+	}
+}
+
+// refresh asks for fresh data unless a load is already under way; a load
+// of an older generation (another window) is superseded by bumping gen, and
+// its result is dropped when it arrives.
+func (m *Model) refresh() tea.Cmd {
+	if m.loadOn >= 0 {
+		return nil
+	}
+	return m.loadCmd(m.gen)
+}
+
+// Update handles one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.Width = msg.Width
+	case tickMsg:
+		cmd = m.onTick()
+	case frameMsg:
+		cmd = m.onFrame(msg)
+	case exitedMsg:
+		cmd = m.onExited()
+	case exportedMsg:
+		m.exporting = false
+		if msg.err != nil {
+			m.setStatus(statusErr, "export: %v", msg.err)
+		} else {
+			m.setStatus(statusInfo, "exported to %s", msg.dir)
+		}
+	case tea.KeyMsg:
+		cmd = m.onKey(msg)
+	}
+	m.fixScroll()
+	return m, cmd
+}
+
+func (m *Model) onTick() tea.Cmd {
+	if m.exited || !m.src.Live() {
+		return nil
+	}
+	m.stats = m.src.Stats()
+	var cmds []tea.Cmd
+	cmds = append(cmds, m.tickCmd())
+	if !m.paused {
+		cmds = append(cmds, m.refresh())
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) onFrame(msg frameMsg) tea.Cmd {
+	if msg.gen == m.loadOn {
+		m.loadOn = -1
+	}
+	if msg.gen != m.gen {
+		// Data of a window no longer asked for; fetch the current one.
+		return m.refresh()
+	}
+	if m.paused && m.frame != nil {
+		return nil
+	}
+	if msg.err != nil {
+		m.err = msg.err
+		return nil
+	}
+	m.err = nil
+	m.frame = msg.frame
+	m.stats = m.src.Stats()
+	m.follow()
+	return nil
+}
+
+func (m *Model) onExited() tea.Cmd {
+	if m.exited {
+		return nil
+	}
+	m.exited = true
+	m.stats = m.src.Stats()
+	m.setStatus(statusWarn, "%s (e exports, q quits)", m.endText())
+	// One last load picks up what was recorded up to the exit, unless the
+	// screen is paused.
+	if m.paused {
+		return nil
+	}
+	m.gen++
+	return m.refresh()
+}
+
+// endText says how the recording ended; the data stays on screen.
+func (m *Model) endText() string {
+	what := "recording ended"
+	if m.stats.TargetExited {
+		what = "target exited"
+	}
+	return fmt.Sprintf("%s after %s; the data stays on screen", what, fmtClock(m.stats.Elapsed))
+}
+
+func (m *Model) setStatus(k statusKind, format string, args ...any) {
+	m.status = fmt.Sprintf(format, args...)
+	m.statusK = k
+}
+
+func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type == tea.KeyCtrlC {
+		m.quitting = true
+		return tea.Quit
+	}
+	// A message stays until the next key; standing states (paused,
+	// exited, filter) are redrawn from the model by the status line.
+	m.status = ""
+	if m.editing {
+		m.editFilter(msg)
+		return nil
+	}
+	if m.overlay {
+		switch {
+		case key.Matches(msg, m.keys.Quit):
+			m.quitting = true
+			return tea.Quit
+		case key.Matches(msg, m.keys.Help), key.Matches(msg, m.keys.Back):
+			m.overlay = false
+		}
+		return nil
+	}
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.quitting = true
+		return tea.Quit
+	case key.Matches(msg, k.Help):
+		m.overlay = true
+	case key.Matches(msg, k.Next):
+		m.switchTab((m.tab + 1) % numTabs)
+	case key.Matches(msg, k.Prev):
+		m.switchTab((m.tab + numTabs - 1) % numTabs)
+	case key.Matches(msg, k.Views):
+		m.switchTab(tab(msg.Runes[0] - '1'))
+	case key.Matches(msg, k.Up):
+		m.move(-1)
+	case key.Matches(msg, k.Down):
+		m.move(1)
+	case key.Matches(msg, k.PageUp):
+		m.move(-m.pageRows())
+	case key.Matches(msg, k.PageDown):
+		m.move(m.pageRows())
+	case key.Matches(msg, k.Top):
+		m.move(-1 << 30)
+	case key.Matches(msg, k.Bottom):
+		m.move(1 << 30)
+	case key.Matches(msg, k.Open):
+		m.open()
+	case key.Matches(msg, k.Back):
+		m.back()
+	case key.Matches(msg, k.Filter):
+		if m.detail == nil {
+			m.editing = true
+		}
+	case key.Matches(msg, k.Sort):
+		m.cycleSort()
+	case key.Matches(msg, k.Pause):
+		return m.togglePause()
+	case key.Matches(msg, k.Window):
+		return m.cycleWindow()
+	case key.Matches(msg, k.Export):
+		return m.export()
+	}
+	return nil
+}
+
+func (m *Model) switchTab(t tab) {
+	if t < 0 || t >= numTabs {
+		return
+	}
+	m.tab = t
+	m.detail = nil
+}
+
+func (m *Model) togglePause() tea.Cmd {
+	if !m.src.Live() {
+		return nil
+	}
+	m.paused = !m.paused
+	if m.paused {
+		m.setStatus(statusWarn, "paused: the screen is frozen, recording goes on (p resumes)")
+		return nil
+	}
+	m.setStatus(statusInfo, "resumed")
+	m.gen++
+	return m.refresh()
+}
+
+func (m *Model) cycleWindow() tea.Cmd {
+	if !m.src.Live() {
+		return nil
+	}
+	m.window = (m.window + 1) % len(windows)
+	m.gen++
+	m.setStatus(statusInfo, "window: %s", fmtWindow(windows[m.window]))
+	if m.paused {
+		// The new window applies when the screen resumes.
+		return nil
+	}
+	return m.refresh()
+}
+
+func (m *Model) export() tea.Cmd {
+	if m.exporting {
+		return nil
+	}
+	m.exporting = true
+	m.setStatus(statusInfo, "exporting…")
+	src, dir, now := m.src, m.opts.ExportDir, m.opts.Now()
+	return func() tea.Msg {
+		rec, err := src.Snapshot(0)
+		if err != nil {
+			return exportedMsg{err: err}
+		}
+		if rec == nil {
+			return exportedMsg{err: errors.New("no data recorded yet")}
+		}
+		out, err := exportRecording(dir, rec, now)
+		return exportedMsg{dir: out, err: err}
+	}
+}
+
+// editFilter handles a key while the filter is being typed: the rows
+// narrow as each character arrives.
+func (m *Model) editFilter(msg tea.KeyMsg) {
+	ls := &m.lists[m.tab]
+	switch msg.Type {
+	case tea.KeyEnter:
+		m.editing = false
+	case tea.KeyEsc:
+		m.editing = false
+		ls.filter = ""
+	case tea.KeyBackspace:
+		if r := []rune(ls.filter); len(r) > 0 {
+			ls.filter = string(r[:len(r)-1])
+		}
+	case tea.KeyRunes, tea.KeySpace:
+		ls.filter += string(msg.Runes)
+	}
+	m.follow()
+}
+
+func (m *Model) back() {
+	switch {
+	case m.detail != nil:
+		m.detail = nil
+	case m.lists[m.tab].filter != "":
+		m.lists[m.tab].filter = ""
+		m.follow()
+	}
+}
+
+func (m *Model) cycleSort() {
+	if m.detail != nil {
+		return
+	}
+	spec := specs[m.tab]
+	if len(spec.sorts) < 2 {
+		return
+	}
+	ls := &m.lists[m.tab]
+	ls.sort = (ls.sort + 1) % len(spec.sorts)
+	m.setStatus(statusInfo, "%s sorted by %s", spec.name, spec.sorts[ls.sort].name)
+	m.follow()
+}
+
+// move moves the cursor of the current list, or scrolls the open detail.
+func (m *Model) move(delta int) {
+	if m.detail != nil {
+		m.detail.offset += delta
+		m.clampDetail()
+		return
+	}
+	rows := m.rows(m.tab)
+	ls := &m.lists[m.tab]
+	if len(rows) == 0 {
+		ls.cursor, ls.key = 0, ""
+		return
+	}
+	ls.cursor = clampInt(ls.cursor+delta, 0, len(rows)-1)
+	ls.key = rows[ls.cursor].key
+}
+
+// open shows the detail page of the selected row.
+func (m *Model) open() {
+	if m.detail != nil || specs[m.tab].detail == nil {
+		return
+	}
+	rows := m.rows(m.tab)
+	ls := m.lists[m.tab]
+	if ls.cursor < 0 || ls.cursor >= len(rows) {
+		return
+	}
+	r := rows[ls.cursor]
+	m.detail = &detailState{tab: m.tab, key: r.key, item: r.item}
+}
+
+// follow re-finds every list's selected row (by key) after the rows
+// changed, and refreshes an open detail page with the newest figures of
+// its item; a detail whose item vanished from the window keeps its last
+// figures.
+func (m *Model) follow() {
+	for t := tab(0); t < numTabs; t++ {
+		rows := m.rows(t)
+		ls := &m.lists[t]
+		found := false
+		if ls.key != "" {
+			for i, r := range rows {
+				if r.key == ls.key {
+					ls.cursor, found = i, true
+					break
+				}
+			}
+		}
+		if !found {
+			ls.cursor = clampInt(ls.cursor, 0, max(len(rows)-1, 0))
+			ls.key = ""
+			if len(rows) > 0 {
+				ls.key = rows[ls.cursor].key
+			}
+		}
+		if m.detail != nil && m.detail.tab == t {
+			for _, r := range rows {
+				if r.key == m.detail.key {
+					m.detail.item = r.item
+				}
+			}
+		}
+	}
+}
+
+// pageRows is how many rows one page of the current list shows.
+func (m *Model) pageRows() int {
+	if m.detail != nil {
+		return max(m.bodyHeight()-1, 1)
+	}
+	return max(m.visibleRows(m.tab), 1)
+}
+
+// fixScroll keeps the cursor of every list inside its visible rows and the
+// detail offset inside its text.
+func (m *Model) fixScroll() {
+	for t := tab(0); t < numTabs; t++ {
+		ls := &m.lists[t]
+		vis := max(m.visibleRows(t), 1)
+		if ls.cursor < ls.offset {
+			ls.offset = ls.cursor
+		}
+		if ls.cursor >= ls.offset+vis {
+			ls.offset = ls.cursor - vis + 1
+		}
+		n := len(m.rows(t))
+		ls.offset = clampInt(ls.offset, 0, max(n-vis, 0))
+	}
+	m.clampDetail()
+}
+
+func (m *Model) clampDetail() {
+	if m.detail == nil {
+		return
+	}
+	n := len(m.detailLines(m.width))
+	m.detail.offset = clampInt(m.detail.offset, 0, max(n-m.bodyHeight(), 0))
+}
+
+func clampInt(v, lo, hi int) int {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
+}
