@@ -107,8 +107,12 @@ func finish(f *Finding, d time.Duration, counted bool) {
 }
 
 // participants renders who takes part: "37 of 52 goroutines" when counted,
-// "on average 28.3 goroutines" when estimated from Little's law.
+// "on average 28.3 goroutines" when estimated from Little's law. A count
+// of one uses the singular of unit ("1 goroutine").
 func participants(n, population int, unit string, counted bool, mean float64) string {
+	if n == 1 && population == 0 && strings.HasSuffix(unit, "s") && (counted || mean == 0) {
+		unit = strings.TrimSuffix(unit, "s")
+	}
 	if !counted {
 		if mean > 0 {
 			return fmt.Sprintf("on average %s %s", fmtFloat(mean), unit)
@@ -206,25 +210,27 @@ func plural(n int64, word string) string {
 // stateMix renders a state count map, largest first: "48 sync.Mutex.Lock,
 // 2 runnable".
 func stateMix(states map[string]int) string {
-	type kv struct {
-		k string
-		v int
-	}
-	var l []kv
-	for k, v := range states {
-		l = append(l, kv{k, v})
-	}
-	sortBy(l, func(a, b kv) bool {
-		if a.v != b.v {
-			return a.v > b.v
-		}
-		return a.k < b.k
-	})
-	parts := make([]string, len(l))
-	for i, e := range l {
-		parts[i] = fmt.Sprintf("%d %s", e.v, e.k)
+	keys := byCount(states)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", states[k], k)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// byCount returns the keys of m, largest value first, ties by key.
+func byCount[V int | int64](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortBy(keys, func(a, b string) bool {
+		if m[a] != m[b] {
+			return m[a] > m[b]
+		}
+		return a < b
+	})
+	return keys
 }
 
 // FormatSeconds renders seconds as the evidence texts do ("64.4 s",

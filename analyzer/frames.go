@@ -697,7 +697,7 @@ func enclosingFunc(fn string) string {
 			return fn
 		}
 		last := fn[i+1:]
-		if strings.HasPrefix(last, "func") || strings.HasPrefix(last, "gowrap") || isDigits(last) {
+		if strings.HasPrefix(last, "func") || strings.HasPrefix(last, "gowrap") || strings.HasPrefix(last, "deferwrap") || isDigits(last) {
 			fn = fn[:i]
 			continue
 		}

@@ -159,7 +159,7 @@ func (g *goData) contentionSites(p *profile.Profile) []*site {
 	}
 	sites := map[siteKey]*site{}
 	for _, s := range p.Sample {
-		frames := g.stacks.frames(s)
+		frames := g.stacks.sampleFrames(p, s)
 		pi := pointIndex(frames)
 		sc := classifyFrames(frames, pi)
 		var count int64
@@ -250,7 +250,7 @@ func (g *goData) cpuSites(p *profile.Profile) []*site {
 	}
 	sites := map[siteKey]*site{}
 	for _, s := range p.Sample {
-		frames := g.stacks.frames(s)
+		frames := g.stacks.sampleFrames(p, s)
 		pi := pointIndex(frames)
 		sc := classifyFrames(frames, pi)
 		v := s.Value[vi]
@@ -300,7 +300,7 @@ func (g *goData) goroutines(rec *recording.Recording) bool {
 			if vi >= len(s.Value) {
 				continue
 			}
-			frames := append([]recording.Frame(nil), g.stacks.frames(s)...)
+			frames := append([]recording.Frame(nil), g.stacks.sampleFrames(p, s)...)
 			g.addGroup(int(s.Value[vi]), "", frames, false)
 			g.population += int(s.Value[vi])
 		}
@@ -423,6 +423,6 @@ func (g *goData) cpuWalk(fn func(frames []recording.Frame, ns int64)) {
 		return
 	}
 	for _, s := range g.cpuProf.Sample {
-		fn(g.stacks.frames(s), s.Value[g.cpuIdx])
+		fn(g.stacks.sampleFrames(g.cpuProf, s), s.Value[g.cpuIdx])
 	}
 }

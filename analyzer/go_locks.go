@@ -199,29 +199,59 @@ func goLocks(g *goData) []*goLock {
 	// Direct pairings and pairings through a receiver type first; a shared
 	// caller only pairs sites that found no partner that way (a plain
 	// lockState/unlockState pair of helpers), since two locks of one worker
-	// loop share its callers too.
+	// loop share its callers too. Release sites are indexed by function,
+	// receiver and caller so pairing stays linear in the number of sites.
+	type famKey struct {
+		name string
+		fam  lockFlavor
+	}
+	byFn, byRecv, byCaller := map[famKey][]int{}, map[famKey][]int{}, map[famKey][]int{}
+	for j, r := range nodes {
+		if !r.release {
+			continue
+		}
+		fam := family(r.flavor)
+		byFn[famKey{r.fn(), fam}] = append(byFn[famKey{r.fn(), fam}], j)
+		if rt := receiverType(r.fn()); rt != "" {
+			byRecv[famKey{rt, fam}] = append(byRecv[famKey{rt, fam}], j)
+		}
+		for c := range r.callers {
+			byCaller[famKey{c, fam}] = append(byCaller[famKey{c, fam}], j)
+		}
+	}
 	partnered := make([]bool, len(nodes))
 	var orphans [][2]int
 	for i, w := range nodes {
 		if w.release {
 			continue
 		}
-		for j, r := range nodes {
-			if !r.release || family(w.flavor) != family(r.flavor) {
-				continue
-			}
-			switch kind, reason := pairing(w, r); kind {
-			case pairDirect, pairReceiver:
+		fam := family(w.flavor)
+		cands := byFn[famKey{w.fn(), fam}]
+		if rt := receiverType(w.fn()); rt != "" {
+			cands = append(cands[:len(cands):len(cands)], byRecv[famKey{rt, fam}]...)
+		}
+		for _, j := range cands {
+			kind, reason := pairing(w, nodes[j])
+			if kind == pairDirect || kind == pairReceiver {
 				link(i, j, reason)
 				partnered[i], partnered[j] = true, true
-			case pairCaller:
-				orphans = append(orphans, [2]int{i, j})
+			}
+		}
+		seen := map[int]bool{}
+		for c := range w.callers {
+			for _, j := range byCaller[famKey{c, fam}] {
+				if !seen[j] {
+					seen[j] = true
+					orphans = append(orphans, [2]int{i, j})
+				}
 			}
 		}
 	}
 	for _, o := range orphans {
-		if !partnered[o[0]] && !partnered[o[1]] {
-			_, reason := pairing(nodes[o[0]], nodes[o[1]])
+		if partnered[o[0]] || partnered[o[1]] {
+			continue
+		}
+		if kind, reason := pairing(nodes[o[0]], nodes[o[1]]); kind == pairCaller {
 			link(o[0], o[1], reason)
 		}
 	}
@@ -259,10 +289,17 @@ func goLocks(g *goData) []*goLock {
 	}
 	for _, l := range locks {
 		l.guessWhy = dedupe(l.guessWhy)
+		if len(l.guessWhy) > maxGuessReasons {
+			l.guessWhy = append(l.guessWhy[:maxGuessReasons], fmt.Sprintf("%d more such pairings", len(l.guessWhy)-maxGuessReasons))
+		}
 	}
 	sort.SliceStable(locks, func(i, j int) bool { return locks[i].wait() > locks[j].wait() })
 	return locks
 }
+
+// maxGuessReasons bounds the pairing guesses spelled out in a finding's
+// evidence; a lock of a type with many methods would list dozens.
+const maxGuessReasons = 3
 
 // pairKind says how a Lock site and an Unlock site were found to belong to
 // one lock.
@@ -534,9 +571,9 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 	if !counted {
 		f.Participants = int(math.Ceil(mean))
 	}
-	if f.Participants == 0 && top != nil && top.site != nil {
-		f.Participants = top.site.stacks
-	}
+	// Without a dump and a duration the number of goroutines is unknown:
+	// distinct call paths are no count of goroutines (Participants stays 0).
+	known := counted || g.duration > 0
 	sources := 0
 	if wait > 0 {
 		sources++
@@ -605,10 +642,10 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 		} else {
 			g.serializedIO(&f, l, h, &ev, &sources)
 		}
-	case f.Participants >= minConvoyParticipants && (dumpOnly || g.duration == 0 || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
+	case known && f.Participants >= minConvoyParticipants && (dumpOnly || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
 		g.convoy(&f, l, h, hold, mean, counted, &ev, &sources)
 	default:
-		g.contention(&f, l, h, hold, mean, counted, &ev, &sources)
+		g.contention(&f, l, h, hold, mean, counted, known, &ev, &sources)
 	}
 	f.Evidence = ev
 	f.Confidence = confidenceOf(sources, l.guess() || !counted && g.duration == 0)
@@ -647,7 +684,11 @@ func (g *goData) convoy(f *Finding, l *goLock, h holderFacts, hold time.Duration
 	k := f.Participants
 	short := "no I/O or blocking call was seen inside the critical section"
 	if hold > 0 {
-		*ev = append(*ev, Evidence{Source: "go-mutex", Text: fmt.Sprintf("the mean hold is at most %s (%s / %s contended acquisitions), short of the %s that would make the work under the lock the problem",
+		src := "go-mutex"
+		if l.waitNS > 0 {
+			src = "go-block" // contentions() counts the waiters then
+		}
+		*ev = append(*ev, Evidence{Source: src, Text: fmt.Sprintf("the mean hold is at most %s (%s / %s contended acquisitions), short of the %s that would make the work under the lock the problem",
 			fmtDuration(hold), fmtDuration(g.duration), fmtCount(l.contentions()), fmtDuration(maxShortHold))})
 	}
 	if h.csNS > 0 {
@@ -669,7 +710,7 @@ func (g *goData) convoy(f *Finding, l *goLock, h holderFacts, hold time.Duration
 	}
 }
 
-func (g *goData) contention(f *Finding, l *goLock, h holderFacts, hold time.Duration, mean float64, counted bool, ev *[]Evidence, sources *int) {
+func (g *goData) contention(f *Finding, l *goLock, h holderFacts, hold time.Duration, mean float64, counted, known bool, ev *[]Evidence, sources *int) {
 	f.Kind = KindContention
 	who := g.whoWaits(f, l, mean, counted)
 	f.Headline = fmt.Sprintf("%s lost waiting for ONE lock: %s", fmtSeconds(f.WaitSeconds), waitWhat(l, f.Point))
@@ -678,9 +719,13 @@ func (g *goData) contention(f *Finding, l *goLock, h holderFacts, hold time.Dura
 	}
 	var why []string
 	switch {
+	case !known:
+		why = append(why, "how many goroutines take part is unknown: there is no goroutine dump, and without the profiled duration the wait cannot be turned into an average number of waiters")
+	case !counted && mean < convoyMeanWaiting:
+		why = append(why, fmt.Sprintf("on average only %s goroutines wait at once, so no queue persists", fmtFloat(mean)))
 	case f.Participants < minConvoyParticipants:
-		why = append(why, fmt.Sprintf("%s take part, fewer than the %d that make a convoy", who, minConvoyParticipants))
-	case g.duration > 0 && mean < convoyMeanWaiting:
+		why = append(why, fmt.Sprintf("%s %s part, fewer than the %d that make a convoy", who, map[bool]string{true: "takes", false: "take"}[f.Participants == 1 && counted], minConvoyParticipants))
+	case mean < convoyMeanWaiting:
 		why = append(why, fmt.Sprintf("on average only %s goroutines wait at once, so no queue persists", fmtFloat(mean)))
 	}
 	if hold > maxShortHold {
@@ -812,39 +857,24 @@ func (g *goData) serializedIO(f *Finding, l *goLock, h holderFacts, ev *[]Eviden
 	}
 }
 
+// topKey is the key with the largest value, "" for an empty map.
 func topKey(m map[string]int64) string {
-	best, bv := "", int64(-1)
-	for k, v := range m {
-		if v > bv || v == bv && k < best {
-			best, bv = k, v
-		}
+	if keys := byCount(m); len(keys) > 0 {
+		return keys[0]
 	}
-	return best
+	return ""
 }
 
+// topFuncs names the n functions with the largest values, shortened.
 func topFuncs(m map[string]int64, n int) string {
-	type kv struct {
-		k string
-		v int64
+	keys := byCount(m)
+	if len(keys) > n {
+		keys = keys[:n]
 	}
-	var l []kv
-	for k, v := range m {
-		l = append(l, kv{k, v})
+	for i, k := range keys {
+		keys[i] = shortFunc(k)
 	}
-	sortBy(l, func(a, b kv) bool {
-		if a.v != b.v {
-			return a.v > b.v
-		}
-		return a.k < b.k
-	})
-	var parts []string
-	for i, e := range l {
-		if i == n {
-			break
-		}
-		parts = append(parts, shortFunc(e.k))
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(keys, ", ")
 }
 
 // runtimeLocks reports contention on the Go runtime's internal locks (the

@@ -65,7 +65,7 @@ func goNotes(a *analysis, g *goData) {
 		a.note(fmt.Sprintf("goroutine states inferred from stacks: the %s has no wait states; a debug=2 dump gives them", g.gorSource))
 	}
 	if g.dumps > 1 {
-		a.note(fmt.Sprintf("%d goroutine dumps given: the latest one with wait states is used", g.dumps))
+		a.note(fmt.Sprintf("%d goroutine dumps given: only the %s is used (the latest with wait states)", g.dumps, g.gorSource))
 	}
 	// The block profile's biggest entry by count is often an idle wait
 	// (workers in sync.Cond.Wait); say why it is not ranked first.

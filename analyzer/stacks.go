@@ -89,24 +89,53 @@ func locationFrames(loc *profile.Location) []recording.Frame {
 }
 
 // profStacks turns samples of profiles into frames, caching each location's
-// frames. The slice frames returns is reused by the next call: copy what
-// must outlive it (newPoint does).
+// frames (by location ID when the IDs are dense, as they are in parsed
+// profiles, else by pointer). The slice frames returns is reused by the
+// next call: copy what must outlive it (newPoint does).
 type profStacks struct {
+	byID map[*profile.Profile][][]recording.Frame
 	locs map[*profile.Location][]recording.Frame
 	buf  []recording.Frame
 }
 
 func newProfStacks() *profStacks {
-	return &profStacks{locs: make(map[*profile.Location][]recording.Frame)}
+	return &profStacks{byID: map[*profile.Profile][][]recording.Frame{}, locs: make(map[*profile.Location][]recording.Frame)}
 }
 
-func (ps *profStacks) frames(s *profile.Sample) []recording.Frame {
+// index prepares the dense ID cache of p, when its IDs allow one.
+func (ps *profStacks) index(p *profile.Profile) [][]recording.Frame {
+	if c, ok := ps.byID[p]; ok {
+		return c
+	}
+	var maxID uint64
+	for _, l := range p.Location {
+		maxID = max(maxID, l.ID)
+	}
+	var c [][]recording.Frame
+	if maxID <= uint64(2*len(p.Location)+16) {
+		c = make([][]recording.Frame, maxID+1)
+		for _, l := range p.Location {
+			c[l.ID] = locationFrames(l)
+		}
+	}
+	ps.byID[p] = c
+	return c
+}
+
+// sampleFrames returns the frames of a sample of p, leaf first.
+func (ps *profStacks) sampleFrames(p *profile.Profile, s *profile.Sample) []recording.Frame {
+	c := ps.index(p)
 	ps.buf = ps.buf[:0]
 	for _, loc := range s.Location {
-		fr, ok := ps.locs[loc]
-		if !ok {
-			fr = locationFrames(loc)
-			ps.locs[loc] = fr
+		var fr []recording.Frame
+		if loc.ID < uint64(len(c)) && c[loc.ID] != nil {
+			fr = c[loc.ID]
+		} else {
+			var ok bool
+			if fr, ok = ps.locs[loc]; !ok {
+				fr = locationFrames(loc)
+				ps.locs[loc] = fr
+			}
 		}
 		ps.buf = append(ps.buf, fr...)
 	}

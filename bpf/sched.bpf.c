@@ -17,11 +17,6 @@
 const volatile __u64 runq_event_ns = 100000;
 const volatile __u64 dsleep_event_ns = 10000;
 
-// THREAD_SIZE of this kernel (task stack size), set by the collector; used
-// to tell a program running on the task's own stack (task context) from one
-// on an interrupt stack.
-const volatile __u64 thread_size = 16384;
-
 // ct_sched_start: key pid_tgid of a target thread off CPU, value struct
 // ct_sched_start; written at switch-out, marked runnable by sched_waking,
 // consumed at switch-in, deleted when the thread exits. LRU so that
@@ -51,16 +46,21 @@ struct {
 	__type(value, __u64);
 } ct_wakes SEC(".maps");
 
-// ct_softirq: key 0, value the per-CPU softirq nesting depth, maintained by
-// softirq_entry/softirq_exit; tells softirq from hardirq once a program is
-// known to run on an interrupt stack. A hardirq that interrupts softirq
-// processing is reported as softirq.
+// ct_irq: key 0 (hardirq) or 1 (softirq), value the per-CPU nesting depth
+// of that context, kept by the entry and exit tracepoints of every kind of
+// hard interrupt that can wake a task (device handlers, the local timer
+// that runs hrtimer callbacks, irq_work, function-call IPIs) and of
+// softirqs. sched_waking reads it to tell a wakeup by a task from one by
+// an interrupt that merely interrupted that task. Reader: these programs.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, __u32);
-} ct_softirq SEC(".maps");
+} ct_irq SEC(".maps");
+
+#define CT_IRQ_HARD 0
+#define CT_IRQ_SOFT 1
 
 static __always_inline __u64 ct_task_key(struct task_struct *t)
 {
@@ -158,22 +158,21 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	return 0;
 }
 
-// ct_wake_context classifies the context the current program runs in: a
-// frame pointer outside the current task's stack means an interrupt stack
-// (x86_64 runs hardirqs and softirqs on the per-CPU interrupt stack; only
-// ksoftirqd runs softirqs on a task stack, and it is a task).
+// ct_wake_context classifies the context sched_waking fired in: inside a
+// hard interrupt or a softirq by the depth counters, else the idle task or
+// an ordinary task. (The stack the program runs on cannot tell: interrupts
+// from user mode run on the task's own kernel stack, and the kernel may
+// run tracing programs on a private stack.)
 static __always_inline __u8 ct_wake_context(struct task_struct *cur)
 {
-	__u64 fp;
-	asm volatile("%0 = r10" : "=r"(fp));
-	__u64 base = (__u64)cur->stack;
-	if (fp < base || fp - base >= thread_size) {
-		__u32 zero = 0;
-		__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
-		if (depth && *depth > 0)
-			return CT_CTX_SOFTIRQ;
+	__u32 key = CT_IRQ_HARD;
+	__u32 *depth = bpf_map_lookup_elem(&ct_irq, &key);
+	if (depth && *depth > 0)
 		return CT_CTX_HARDIRQ;
-	}
+	key = CT_IRQ_SOFT;
+	depth = bpf_map_lookup_elem(&ct_irq, &key);
+	if (depth && *depth > 0)
+		return CT_CTX_SOFTIRQ;
 	if (cur->pid == 0)
 		return CT_CTX_IDLE;
 	return CT_CTX_TASK;
@@ -216,26 +215,30 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 	return 0;
 }
 
-SEC("tp_btf/softirq_entry")
-int BPF_PROG(ct_softirq_entry, unsigned int vec)
+static __always_inline void ct_irq_depth(__u32 key, bool enter)
 {
-	__u32 zero = 0;
-	__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
-	if (depth)
+	__u32 *depth = bpf_map_lookup_elem(&ct_irq, &key);
+	if (!depth)
+		return;
+	if (enter)
 		*depth += 1;
-	return 0;
+	else if (*depth > 0) // attached in the middle of one: exit without entry
+		*depth -= 1;
 }
 
-SEC("tp_btf/softirq_exit")
-int BPF_PROG(ct_softirq_exit, unsigned int vec)
-{
-	__u32 zero = 0;
-	__u32 *depth = bpf_map_lookup_elem(&ct_softirq, &zero);
-	// Attached in the middle of a softirq: its exit has no entry.
-	if (depth && *depth > 0)
-		*depth -= 1;
-	return 0;
-}
+// CT_IRQ_PROGS defines the entry and exit programs of one interrupt kind.
+#define CT_IRQ_PROGS(tp, key)                                    \
+	SEC("tp_btf/" #tp "_entry")                              \
+	int ct_##tp##_in(void *ctx) { ct_irq_depth(key, true); return 0; } \
+	SEC("tp_btf/" #tp "_exit")                               \
+	int ct_##tp##_out(void *ctx) { ct_irq_depth(key, false); return 0; }
+
+CT_IRQ_PROGS(irq_handler, CT_IRQ_HARD)
+CT_IRQ_PROGS(local_timer, CT_IRQ_HARD)
+CT_IRQ_PROGS(irq_work, CT_IRQ_HARD)
+CT_IRQ_PROGS(call_function, CT_IRQ_HARD)
+CT_IRQ_PROGS(call_function_single, CT_IRQ_HARD)
+CT_IRQ_PROGS(softirq, CT_IRQ_SOFT)
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(ct_sched_exit, struct task_struct *p)

@@ -143,12 +143,12 @@ type doctorFamily struct {
 	load func() (*ebpf.CollectionSpec, error)
 }
 
-// doctorFamilies lists contend's probe families in display order.
+// doctorFamilies lists the compiled probe objects in display order. Keep
+// it in step with collector/probes: one entry per generated Load function.
 var doctorFamilies = []doctorFamily{
-	{"futex", "futex waits and wakes per lock and stack", probes.LoadFutex},
+	{"syscalls", "futex waits and wakes per lock and stack, I/O syscall durations", probes.LoadSyscalls},
 	{"sched", "off-CPU time by state, wake edges", probes.LoadSched},
 	{"oncpu", "on-CPU samples (perf cpu-clock)", probes.LoadOncpu},
-	{"io", "I/O syscall durations and stacks", probes.LoadIo},
 }
 
 // Doctor inspects the kernel and the privileges of this process and says

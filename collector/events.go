@@ -9,10 +9,10 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// maxEvents bounds the event log kept in memory: 600000 events of 40 bytes
-// are 24 MB, 30 s at the kernel's full event rate (eventRate). Events past
-// it are counted in drop_event_log_full.
-const maxEvents = 600000
+// maxEvents bounds the event log kept in memory: 1.5 million events of 40
+// bytes are 60 MB, 30 s at the kernel's full event rate (eventRate).
+// Events past it are counted in drop_event_log_full.
+const maxEvents = 1500000
 
 // eventLog is the bounded log of raw events, in arrival order.
 type eventLog struct {

@@ -25,19 +25,25 @@ type profileBuilder struct {
 type funcKey struct{ name, file string }
 
 // newProfileBuilder starts a profile with the given sample types
-// ({type, unit} pairs) covering [start, start+dur).
-func newProfileBuilder(types [][2]string, start time.Time, dur time.Duration) *profileBuilder {
+// ({type, unit} pairs) covering [start, start+dur). The mapping of module
+// main (when not "") comes first: pprof takes the first mapping for the
+// main binary.
+func newProfileBuilder(main string, types [][2]string, start time.Time, dur time.Duration) *profileBuilder {
 	p := &profile.Profile{TimeNanos: start.UnixNano(), DurationNanos: int64(dur)}
 	for _, t := range types {
 		p.SampleType = append(p.SampleType, &profile.ValueType{Type: t[0], Unit: t[1]})
 	}
-	return &profileBuilder{
+	b := &profileBuilder{
 		p:       p,
 		funcs:   map[funcKey]*profile.Function{},
 		locs:    map[string]*profile.Location{},
 		maps:    map[string]*profile.Mapping{},
 		samples: map[string]*profile.Sample{},
 	}
+	if main != "" && main != "." {
+		b.mapping(recording.Frame{Module: main})
+	}
+	return b
 }
 
 // sampleLabels are the labels of one sample.

@@ -119,45 +119,42 @@ func checkCaps(caps CapSet) error {
 	}
 }
 
-// checkTargetAccess checks that the target's memory map and memory can be
-// read: symbolization needs /proc/PID/maps, and stack unwinding reads the
-// target's memory. Without CAP_SYS_PTRACE the kernel allows this only for
-// a dumpable process of the same user. It returns an error wrapping
-// ErrNoProcess when pid does not exist, and a *PermissionError naming
-// CAP_SYS_PTRACE when access is refused.
+// checkTargetAccess checks that the target's memory map can be read:
+// symbolization needs /proc/PID/maps and the objects under /proc/PID/root,
+// which the kernel shows only to a process of the same user (and a
+// dumpable target) or to one holding CAP_SYS_PTRACE. /proc/PID/mem, read
+// only as a fallback for objects not on disk, is not required. It returns
+// an error wrapping ErrNoProcess when pid does not exist, and a
+// *PermissionError naming CAP_SYS_PTRACE when access is refused.
 func checkTargetAccess(procRoot string, pid int) error {
 	if procRoot == "" {
 		procRoot = "/proc"
 	}
-	for _, name := range []string{"maps", "mem"} {
-		path := filepath.Join(procRoot, strconv.Itoa(pid), name)
-		f, err := os.Open(path)
-		if err == nil {
-			if name == "maps" {
-				// Permission is checked again at read time. A process
-				// without mappings (a zombie) reads as empty.
-				_, err = f.Read(make([]byte, 1))
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-			}
-			f.Close()
+	path := filepath.Join(procRoot, strconv.Itoa(pid), "maps")
+	f, err := os.Open(path)
+	if err == nil {
+		// Permission is checked again at read time. A process without
+		// mappings (a zombie) reads as empty.
+		_, err = f.Read(make([]byte, 1))
+		if errors.Is(err, io.EOF) {
+			err = nil
 		}
-		switch {
-		case err == nil:
-		case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH):
-			return fmt.Errorf("read %s: %w", path, ErrNoProcess)
-		case errors.Is(err, os.ErrPermission):
-			return &PermissionError{
-				Missing: []string{CapName(CapSysPtrace)},
-				Need:    fmt.Sprintf("to read %s of a process of another user or a non-dumpable one", path),
-				Fix:     PrivilegeFix,
-			}
-		default:
-			return fmt.Errorf("read %s: %w", path, err)
-		}
+		f.Close()
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH):
+		return fmt.Errorf("read %s: %w", path, ErrNoProcess)
+	case errors.Is(err, os.ErrPermission):
+		return &PermissionError{
+			Missing: []string{CapName(CapSysPtrace)},
+			Need:    fmt.Sprintf("to read %s of a process of another user or a non-dumpable one", path),
+			Fix:     PrivilegeFix,
+		}
+	default:
+		return fmt.Errorf("read %s: %w", path, err)
+	}
 }
 
 // MinKernel is the oldest kernel the probes run on. The newest facility

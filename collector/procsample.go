@@ -102,13 +102,13 @@ func NewProcSampler(root string, pid int, interval time.Duration) (*ProcSampler,
 		return nil, fmt.Errorf("proc sampler: %w", err)
 	}
 	var st unix.Statfs_t
-	real := unix.Statfs(root, &st) == nil && st.Type == procSuperMagic
+	isProc := unix.Statfs(root, &st) == nil && st.Type == procSuperMagic
 	s := &ProcSampler{
 		root:     root,
 		pid:      pid,
 		fs:       pfs,
 		interval: interval,
-		real:     real,
+		real:     isProc,
 		live:     make(map[int]*procThread),
 		buf:      make([]byte, 4096),
 		tl: recording.Timeline{
@@ -192,8 +192,8 @@ func (s *ProcSampler) Timeline() *recording.Timeline {
 	return &tl
 }
 
-// Close releases the files kept open between samples. The timeline stays
-// readable.
+// Close releases the files kept open between samples. Call it once Run
+// has returned (or between calls of Sample); the timeline stays readable.
 func (s *ProcSampler) Close() error {
 	for tid, t := range s.live {
 		s.release(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,7 +216,9 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		}
 	}()
 	if o.Duration > 0 {
-		t := time.AfterFunc(o.Duration, func() { s.end(endDuration, nil) })
+		// The recording started before the probes were loaded (its
+		// clock origin), so its duration counts from there.
+		t := time.AfterFunc(o.Duration-s.elapsed(), func() { s.end(endDuration, nil) })
 		go func() {
 			<-s.done
 			t.Stop()
@@ -467,13 +470,13 @@ func (s *Session) Stats() Stats {
 	if s.endKind != endNone {
 		st.Elapsed = s.endAt
 	}
-	st.Events, st.Drops = sumCounters(s.latest.counters)
+	st.Events, st.Drops = SumCounters(s.latest.counters)
 	return st
 }
 
-// sumCounters adds up the event counters (ev_*) and the drop counters
-// (drop_*).
-func sumCounters(c map[string]uint64) (events, drops uint64) {
+// SumCounters adds up the event counters (ev_*) and the drop counters
+// (drop_*) of Meta.Counters, as Stats reports them.
+func SumCounters(c map[string]uint64) (events, drops uint64) {
 	for k, v := range c {
 		switch {
 		case strings.HasPrefix(k, "ev_"):
@@ -592,6 +595,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 		dur:     meta.Duration,
 		onCPUHz: s.opts.OnCPUHz,
 		probes:  s.cfg.probes,
+		exe:     filepath.Base(meta.Exe),
 	}) {
 		rec.SetProfile(v, p)
 	}

@@ -5,13 +5,14 @@ import "math"
 // Rate limits of the kernel's token buckets (ct_take in
 // bpf/helpers.bpf.h), with the reasoning for each.
 const (
-	// eventRate bounds the event log: 20000 events/s at 40 bytes is
-	// 800 KB/s through the ring buffer and, kept in memory, 24 MB for a
-	// 30 s recording: enough to see every long wait of a badly contended
-	// program while keeping the collector's own cost small.
-	eventRate = 20000
+	// eventRate bounds the event log: 50000 events/s at 40 bytes is
+	// 2 MB/s through the ring buffer and 60 MB in memory for a 30 s
+	// recording (maxEvents). A badly contended four-thread program makes
+	// about 30000 waits, wakes and wakeups a second; the log must keep all
+	// of them for the analyzer to pair waits with holders.
+	eventRate = 50000
 	// eventBurst lets a short storm through whole (per CPU).
-	eventBurst = 256
+	eventBurst = 512
 	// windowRate bounds stack windows: each is up to 8 KiB copied in the
 	// kernel (about 2 µs) and unwound in user space (tens of µs). Windows
 	// are only needed until each stack id is named (namedAfterWindows),

@@ -3,11 +3,11 @@
 package collector
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -26,21 +26,25 @@ import (
 // once, so that all families share stack ids, counters and the event log.
 var sharedMaps = []string{"ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch"}
 
-// familyLoaders lists the families in attach order with their objects.
-var familyLoaders = []struct {
-	name string
-	load func() (*ebpf.CollectionSpec, error)
+// objects lists the BPF objects in attach order with the families each
+// holds; an object is loaded when any of its families is selected, with
+// "<family>_enabled" set for each.
+var objects = []struct {
+	name     string
+	families []string
+	load     func() (*ebpf.CollectionSpec, error)
 }{
-	{ProbeFutex, probes.LoadFutex},
-	{ProbeSched, probes.LoadSched},
-	{ProbeOnCPU, probes.LoadOncpu},
-	{ProbeIO, probes.LoadIo},
+	{"syscalls", []string{ProbeFutex, ProbeIO}, probes.LoadSyscalls},
+	{"sched", []string{ProbeSched}, probes.LoadSched},
+	{"oncpu", []string{ProbeOnCPU}, probes.LoadOncpu},
 }
 
 // bpfTracer is the BPF implementation of tracer.
 type bpfTracer struct {
 	colls    map[string]*ebpf.Collection
 	shared   map[string]*ebpf.Map
+	maps     map[string]*ebpf.Map // every map by name
+	probes   map[string]bool
 	counters []string // kernel counter names by index
 	reader   *ringbuf.Reader
 
@@ -52,7 +56,7 @@ type bpfTracer struct {
 // newTracer loads the families in cfg.probes, configured for cfg, and
 // attaches them. On error nothing stays loaded.
 func newTracer(cfg tracerConfig) (_ tracer, err error) {
-	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}}
+	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, probes: cfg.probes}
 	defer func() {
 		if err != nil {
 			t.close()
@@ -60,20 +64,24 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 	}()
 	specs := map[string]*ebpf.CollectionSpec{}
 	var order []string
-	for _, f := range familyLoaders {
-		if !cfg.probes[f.name] {
+	for _, obj := range objects {
+		enabled := map[string]bool{}
+		for _, f := range obj.families {
+			enabled[f] = cfg.probes[f]
+		}
+		if !slices.ContainsFunc(obj.families, func(f string) bool { return cfg.probes[f] }) {
 			continue
 		}
-		spec, err := f.load()
+		spec, err := obj.load()
 		if err != nil {
-			return nil, fmt.Errorf("load %s probes: %w", f.name, err)
+			return nil, fmt.Errorf("load %s probes: %w", obj.name, err)
 		}
-		if err := configure(spec, cfg); err != nil {
-			return nil, fmt.Errorf("configure %s probes: %w", f.name, err)
+		if err := configure(spec, cfg, enabled); err != nil {
+			return nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
 		}
 		spec.Maps["ct_events"].MaxEntries = ringBufferSize
-		specs[f.name] = spec
-		order = append(order, f.name)
+		specs[obj.name] = spec
+		order = append(order, obj.name)
 	}
 	if len(order) == 0 {
 		return nil, errors.New("no probe family selected")
@@ -95,6 +103,9 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
 		}
 		t.colls[name] = coll
+		for mn, m := range coll.Maps {
+			t.maps[mn] = m
+		}
 	}
 	if t.reader, err = ringbuf.NewReader(t.shared["ct_events"]); err != nil {
 		return nil, fmt.Errorf("open ring buffer: %w", classify(err))
@@ -108,7 +119,7 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 }
 
 // configure sets the volatile constants a family's object declares.
-func configure(spec *ebpf.CollectionSpec, cfg tracerConfig) error {
+func configure(spec *ebpf.CollectionSpec, cfg tracerConfig, enabled map[string]bool) error {
 	evIv, evTol := bucketParams(eventRate, eventBurst, cfg.ncpu)
 	wIv, wTol := bucketParams(windowRate, windowBurst, cfg.ncpu)
 	vals := map[string]any{
@@ -122,8 +133,8 @@ func configure(spec *ebpf.CollectionSpec, cfg tracerConfig) error {
 		"runq_event_ns":       uint64(runqEventThreshold),
 		"dsleep_event_ns":     uint64(dsleepEventThreshold),
 	}
-	if _, ok := spec.Variables["thread_size"]; ok {
-		vals["thread_size"] = kernelThreadSize()
+	for f, on := range enabled {
+		vals[f+"_enabled"] = on
 	}
 	for name, v := range vals {
 		vs, ok := spec.Variables[name]
@@ -157,23 +168,6 @@ func counterNames(spec *ebpf.CollectionSpec) ([]string, error) {
 	return names, nil
 }
 
-// kernelThreadSize returns THREAD_SIZE on x86_64: 16 KiB, doubled by KASAN
-// (recognised by its functions in kallsyms).
-func kernelThreadSize() uint64 {
-	f, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return 16 << 10
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if bytes.Contains(sc.Bytes(), []byte(" kasan_")) {
-			return 32 << 10
-		}
-	}
-	return 16 << 10
-}
-
 // classify wraps load and attach errors in the collector's sentinels.
 func classify(err error) error {
 	var ve *ebpf.VerifierError
@@ -191,7 +185,14 @@ func classify(err error) error {
 
 func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 	coll := t.colls[family]
-	for _, name := range sortedKeys(coll.Programs) {
+	names := sortedKeys(coll.Programs)
+	// Exit programs of interrupt depth counters (ct_*_out) go first: an
+	// exit seen without its entry is ignored, while an entry seen without
+	// its exit would leave a CPU's depth raised for the whole recording.
+	sort.SliceStable(names, func(i, j int) bool {
+		return strings.HasSuffix(names[i], "_out") && !strings.HasSuffix(names[j], "_out")
+	})
+	for _, name := range names {
 		prog := coll.Programs[name]
 		switch prog.Type() {
 		case ebpf.Tracing:
@@ -259,32 +260,32 @@ func (t *bpfTracer) addLink(l link.Link) {
 func (t *bpfTracer) counterNames() []string { return t.counters }
 
 func (t *bpfTracer) drain(s *snapshot) error {
-	if c := t.colls[ProbeFutex]; c != nil {
-		if err := readMap(c.Maps["ct_futex_waits"], s.waits); err != nil {
+	if t.probes[ProbeFutex] {
+		if err := readMap(t.maps["ct_futex_waits"], s.waits); err != nil {
 			return err
 		}
-		if err := readMap(c.Maps["ct_futex_locks"], s.locks); err != nil {
+		if err := readMap(t.maps["ct_futex_locks"], s.locks); err != nil {
 			return err
 		}
-		if err := readMap(c.Maps["ct_futex_wakes"], s.wakes); err != nil {
-			return err
-		}
-	}
-	if c := t.colls[ProbeSched]; c != nil {
-		if err := readMap(c.Maps["ct_offcpu"], s.offcpu); err != nil {
-			return err
-		}
-		if err := readMap(c.Maps["ct_wakes"], s.edges); err != nil {
+		if err := readMap(t.maps["ct_futex_wakes"], s.wakes); err != nil {
 			return err
 		}
 	}
-	if c := t.colls[ProbeOnCPU]; c != nil {
-		if err := readMap(c.Maps["ct_oncpu"], s.oncpu); err != nil {
+	if t.probes[ProbeSched] {
+		if err := readMap(t.maps["ct_offcpu"], s.offcpu); err != nil {
+			return err
+		}
+		if err := readMap(t.maps["ct_wakes"], s.edges); err != nil {
 			return err
 		}
 	}
-	if c := t.colls[ProbeIO]; c != nil {
-		if err := readMap(c.Maps["ct_io"], s.io); err != nil {
+	if t.probes[ProbeOnCPU] {
+		if err := readMap(t.maps["ct_oncpu"], s.oncpu); err != nil {
+			return err
+		}
+	}
+	if t.probes[ProbeIO] {
+		if err := readMap(t.maps["ct_io"], s.io); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,9 @@ type viewInput struct {
 	// probes lists the families attached; views of the others are not
 	// produced.
 	probes map[string]bool
+	// exe is the base name of the target's executable: its mapping comes
+	// first in every profile, which is what pprof names the profile by.
+	exe string
 }
 
 // userFrames returns the frames of user stack id, or a synthetic frame:
@@ -85,7 +88,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	out := map[recording.View]*profile.Profile{}
 	s, src := in.snap, in.stacks
 	if in.probes["futex"] {
-		b := newProfileBuilder([][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
+		b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedWaitKeys(s.waits) {
 			v := s.waits[k]
 			l := lockLabels(src, k.TID, k.Addr)
@@ -97,7 +100,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewFutexWait] = b.build()
 
-		b = newProfileBuilder([][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
+		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.wakes, lessWakeKey) {
 			v := s.wakes[k]
 			b.add(userFrames(src, k.StackID, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, lockLabels(src, k.TID, k.Addr))
@@ -105,7 +108,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		out[recording.ViewFutexWake] = b.build()
 	}
 	if in.probes["sched"] {
-		b := newProfileBuilder([][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
+		b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.offcpu, lessOffcpuKey) {
 			v := s.offcpu[k]
 			l := sampleLabels{
@@ -116,7 +119,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewOffCPU] = b.build()
 
-		b = newProfileBuilder([][2]string{{"wakes", "count"}}, in.start, in.dur)
+		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.edges, lessEdgeKey) {
 			l := sampleLabels{
 				str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
@@ -135,7 +138,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		out[recording.ViewWakes] = b.build()
 	}
 	if in.probes["oncpu"] {
-		b := newProfileBuilder([][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
+		b := newProfileBuilder(in.exe, [][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
 		b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
 		if in.onCPUHz > 0 {
 			b.p.Period = int64(time.Second) / int64(in.onCPUHz)
@@ -154,7 +157,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		out[recording.ViewOnCPU] = b.build()
 	}
 	if in.probes["io"] {
-		b := newProfileBuilder([][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
+		b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.io, lessIOKey) {
 			v := s.io[k]
 			l := sampleLabels{

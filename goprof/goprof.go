@@ -6,6 +6,7 @@ package goprof
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -113,4 +114,34 @@ type Frame struct {
 	// none). In a merged group it is kept only where every member printed
 	// the same arguments, else it is "".
 	Args string
+}
+
+// CanonicalFunc returns a function name with the type arguments of generic
+// instantiations written as "[...]". Goroutine dumps print instantiated
+// functions as "pkg.(*T[...]).m" while protobuf profiles name them by
+// their shape, "pkg.(*T[go.shape.int]).m"; compare names through
+// CanonicalFunc to match one with the other.
+func CanonicalFunc(name string) string {
+	open := strings.IndexByte(name, '[')
+	if open < 0 {
+		return name
+	}
+	var b strings.Builder
+	b.Grow(len(name))
+	depth := 0
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '[':
+			if depth == 0 {
+				b.WriteString("[...]")
+			}
+			depth++
+		case c == ']' && depth > 0:
+			depth--
+		case depth == 0:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

@@ -264,7 +264,11 @@ func figures(r *analyzer.Result, f *analyzer.Finding) string {
 		parts = append(parts, fmtSeconds(f.CPUSeconds)+" CPU burned")
 	}
 	if f.Participants > 0 {
-		s := fmt.Sprintf("%d %s", f.Participants, f.Unit)
+		unit := f.Unit
+		if f.Participants == 1 {
+			unit = strings.TrimSuffix(unit, "s")
+		}
+		s := fmt.Sprintf("%d %s", f.Participants, unit)
 		if f.Population > 0 {
 			s = fmt.Sprintf("%d of %d %s", f.Participants, f.Population, f.Unit)
 		}

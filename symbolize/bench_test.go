@@ -97,6 +97,7 @@ func BenchmarkSymbolize(b *testing.B) {
 			addrs, starts := funcAddrs(b, p0, benchAddrs)
 			p0.Close()
 			var cold, warm, base time.Duration
+			var heap uint64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
@@ -114,7 +115,15 @@ func BenchmarkSymbolize(b *testing.B) {
 					p.Frames(a, true)
 				}
 				t3 := time.Now()
-				p.Close()
+				if i == 0 {
+					b.StopTimer()
+					h := heapInUse()
+					p.Close()
+					heap = h - min(h, heapInUse())
+					b.StartTimer()
+				} else {
+					p.Close()
+				}
 				base += t1.Sub(t0)
 				cold += t2.Sub(t1)
 				warm += t3.Sub(t2)
@@ -125,6 +134,7 @@ func BenchmarkSymbolize(b *testing.B) {
 			b.ReportMetric(float64(cold)/float64(base), "cold/search")
 			b.ReportMetric(float64(warm)/float64(base), "warm/search")
 			b.ReportMetric(float64(cold.Milliseconds())/float64(b.N), "ms/100k-cold")
+			b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 		})
 	}
 }
@@ -159,17 +169,21 @@ func BenchmarkUnwind(b *testing.B) {
 	b.ReportMetric(float64(cfi)/float64(fp), "cfi/fp")
 }
 
-// largeObject returns a big shared library to measure memory on.
-func largeObject(b *testing.B) string {
+// largeObjects returns a big C++ shared library (libLLVM when installed)
+// and a big Go binary with DWARF (the go command, built for the test).
+func largeObjects(b *testing.B) map[string]string {
+	out := map[string]string{}
 	for _, pat := range []string{"/usr/lib/x86_64-linux-gnu/libLLVM*.so.1", "/usr/lib/x86_64-linux-gnu/libLLVM*.so"} {
-		m, _ := filepath.Glob(pat)
-		if len(m) > 0 {
+		if m, _ := filepath.Glob(pat); len(m) > 0 {
 			sort.Strings(m)
-			return m[len(m)-1]
+			out["cxx-library"] = m[len(m)-1]
+			break
 		}
 	}
-	exe, _ := os.Executable()
-	return exe
+	gocmd := filepath.Join(b.TempDir(), "go")
+	run(b, filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", gocmd, "cmd/go")
+	out["go-binary"] = gocmd
+	return out
 }
 
 func heapInUse() uint64 {
@@ -180,74 +194,92 @@ func heapInUse() uint64 {
 	return ms.HeapAlloc
 }
 
-// BenchmarkLargeObject loads the symbol and unwind tables of a large
-// library (libLLVM when installed) and looks up 100k addresses in it. It
-// reports the heap the tables keep, against the heap debug/elf's
-// DynamicSymbols keeps for the same object (the baseline), and the
-// per-address cost.
+// BenchmarkLargeObject loads the symbol, unwind and line tables of a large
+// object and looks up 100k addresses in it. It reports the heap the tables
+// keep, against the heap debug/elf's Symbols and DynamicSymbols keep for
+// the same object (the baseline, measured in the same iteration), and the
+// cost per address (symbol, inline frames and CFI row).
 func BenchmarkLargeObject(b *testing.B) {
-	path := largeObject(b)
-	st, err := os.Stat(path)
+	for name, path := range largeObjects(b) {
+		b.Run(name, func(b *testing.B) {
+			st, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("object: %s (%d MiB)", path, st.Size()>>20)
+			for i := 0; i < b.N; i++ {
+				benchLargeObject(b, path)
+			}
+		})
+	}
+}
+
+func benchLargeObject(b *testing.B, path string) {
+	h0 := heapInUse()
+	ef, err := elf.Open(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("object: %s (%d MiB)", path, st.Size()>>20)
-	for i := 0; i < b.N; i++ {
-		h0 := heapInUse()
-		ef, err := elf.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		ds, _ := ef.DynamicSymbols()
-		ss, _ := ef.Symbols()
-		h1 := heapInUse()
-		baseline := h1 - h0
-		runtime.KeepAlive(ds)
-		runtime.KeepAlive(ss)
-		ef.Close()
-		ds, ss = nil, nil
+	ds, _ := ef.DynamicSymbols()
+	ss, _ := ef.Symbols()
+	h1 := heapInUse()
+	baseline := h1 - min(h1, h0)
+	runtime.KeepAlive(ds)
+	runtime.KeepAlive(ss)
+	ef.Close()
+	ds, ss = nil, nil
 
-		h2 := heapInUse()
-		o, err := openObjectFile(path, path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		o.loadSymbols()
-		o.cfiSections()
-		o.pcln()
-		h3 := heapInUse()
-		ours := h3 - h2
-		nsyms := len(o.funcs.syms) + len(o.objs.syms)
-		if len(o.funcs.syms) == 0 {
-			b.Fatalf("%s: no function symbols", path)
-		}
-		rng := rand.New(rand.NewSource(2))
-		addrs := make([]uint64, benchAddrs)
-		for j := range addrs {
-			s := o.funcs.syms[rng.Intn(len(o.funcs.syms))]
-			addrs[j] = s.addr + uint64(rng.Int63n(int64(s.end-s.addr)))
-		}
-		t0 := time.Now()
-		found := 0
-		for _, a := range addrs {
-			if len(o.codeFrames(a)) > 0 {
-				found++
-			}
-			if _, _, ok := o.cfiAt(a); ok {
-				found++
+	h2 := heapInUse()
+	o, err := openObjectFile(path, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer o.close()
+	o.loadSymbols()
+	o.cfiSections()
+	t := o.pcln()
+	h3 := heapInUse()
+	tables := h3 - min(h3, h2)
+
+	type fn struct{ lo, hi uint64 }
+	var fns []fn
+	for _, s := range o.funcs.syms {
+		fns = append(fns, fn{s.addr, s.end})
+	}
+	if t != nil && t.legacy == nil {
+		for i := 0; i < t.nfunc; i++ {
+			e, _ := t.ftab(i)
+			nx, _ := t.ftab(i + 1)
+			if nx > e {
+				fns = append(fns, fn{t.textStart + uint64(e), t.textStart + uint64(nx)})
 			}
 		}
-		el := time.Since(t0)
-		h4 := heapInUse()
-		o.close()
-		b.ReportMetric(float64(ours)/(1<<20), "tables-MiB")
-		b.ReportMetric(float64(ours)/float64(max(baseline, 1)), "tables/debug-elf")
-		b.ReportMetric(float64(ours)/float64(max(nsyms, 1)), "B/symbol")
-		b.ReportMetric(float64(h4-min(h4, h2))/(1<<20), "after-lookups-MiB")
-		b.ReportMetric(float64(el.Nanoseconds())/float64(len(addrs)), "ns/addr(sym+cfi)")
-		b.ReportMetric(float64(nsyms), "symbols")
-		if found < len(addrs) {
-			b.Fatalf("only %d of %d lookups found something", found, len(addrs))
+	}
+	if len(fns) == 0 {
+		b.Fatalf("%s: no functions", path)
+	}
+	rng := rand.New(rand.NewSource(2))
+	addrs := make([]uint64, benchAddrs)
+	for j := range addrs {
+		f := fns[rng.Intn(len(fns))]
+		addrs[j] = f.lo + uint64(rng.Int63n(int64(f.hi-f.lo)))
+	}
+	t0 := time.Now()
+	found := 0
+	for _, a := range addrs {
+		if len(o.codeFrames(a)) > 0 {
+			found++
 		}
+		o.cfiAt(a)
+	}
+	el := time.Since(t0)
+	h4 := heapInUse()
+	b.ReportMetric(float64(tables)/(1<<20), "tables-MiB")
+	b.ReportMetric(float64(tables)/float64(max(baseline, 1)), "tables/debug-elf")
+	b.ReportMetric(float64(h4-min(h4, h2))/(1<<20), "after-lookups-MiB")
+	b.ReportMetric(float64(el.Nanoseconds())/float64(len(addrs)), "ns/addr")
+	b.ReportMetric(float64(len(o.funcs.syms)+len(o.objs.syms)), "symbols")
+	if found < len(addrs) {
+		b.Fatalf("only %d of %d addresses named", found, len(addrs))
 	}
 }

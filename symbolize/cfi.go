@@ -58,40 +58,42 @@ func (c *cursor) need(n int) bool {
 	return true
 }
 
-func (c *cursor) u8() uint8 {
-	if !c.need(1) {
-		return 0
+// fixed returns the next n bytes, or nil past the end.
+func (c *cursor) fixed(n int) []byte {
+	if !c.need(n) {
+		return nil
 	}
-	v := c.b[c.pos]
-	c.pos++
-	return v
+	b := c.b[c.pos : c.pos+n]
+	c.pos += n
+	return b
+}
+
+func (c *cursor) u8() uint8 {
+	if b := c.fixed(1); b != nil {
+		return b[0]
+	}
+	return 0
 }
 
 func (c *cursor) u16() uint16 {
-	if !c.need(2) {
-		return 0
+	if b := c.fixed(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
 	}
-	v := binary.LittleEndian.Uint16(c.b[c.pos:])
-	c.pos += 2
-	return v
+	return 0
 }
 
 func (c *cursor) u32() uint32 {
-	if !c.need(4) {
-		return 0
+	if b := c.fixed(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	v := binary.LittleEndian.Uint32(c.b[c.pos:])
-	c.pos += 4
-	return v
+	return 0
 }
 
 func (c *cursor) u64() uint64 {
-	if !c.need(8) {
-		return 0
+	if b := c.fixed(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
 	}
-	v := binary.LittleEndian.Uint64(c.b[c.pos:])
-	c.pos += 8
-	return v
+	return 0
 }
 
 func (c *cursor) uleb() uint64 {
@@ -136,13 +138,11 @@ func (c *cursor) sleb() int64 {
 }
 
 func (c *cursor) bytes(n uint64) []byte {
-	if n > uint64(len(c.b)) || !c.need(int(n)) {
+	if n > uint64(len(c.b)) {
 		c.bad = true
 		return nil
 	}
-	v := c.b[c.pos : c.pos+int(n)]
-	c.pos += int(n)
-	return v
+	return c.fixed(int(n))
 }
 
 func (c *cursor) cstr() []byte {

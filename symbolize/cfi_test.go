@@ -272,3 +272,37 @@ func TestEvalExprRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestGlibcCFICoverage checks that the functions on glibc's lock-wait path
+// have unwind information, and logs every glibc function that has none
+// (with the debug file's symbols when installed): those are where a walk
+// falls back to frame pointers.
+func TestGlibcCFICoverage(t *testing.T) {
+	path := libcPath(t)
+	o, err := openObjectFile(path, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	if o.dbg = findDebugFile(o, "/", []string{defaultDebugDir}); o.dbg == nil {
+		t.Log("no glibc debug file: checking exported functions only")
+	}
+	o.loadSymbols()
+	var missing []string
+	covered := map[string]bool{}
+	for i := range o.funcs.syms {
+		s := &o.funcs.syms[i]
+		name := o.funcs.name(s)
+		_, _, ok := o.cfiAt(s.addr)
+		covered[name] = ok
+		if !ok {
+			missing = append(missing, name)
+		}
+	}
+	for _, name := range []string{"pthread_mutex_lock", "__lll_lock_wait", "__lll_lock_wait_private", "start_thread", "pthread_cond_wait"} {
+		if ok, known := covered[name]; known && !ok {
+			t.Errorf("%s has no CFI", name)
+		}
+	}
+	t.Logf("%d of %d glibc functions have no CFI: %s", len(missing), len(o.funcs.syms), strings.Join(missing, " "))
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -211,13 +212,20 @@ func sectionBytes(data []byte, s *elf.Section) ([]byte, error) {
 
 func (o *object) sectionBytes(s *elf.Section) ([]byte, error) { return sectionBytes(o.data, s) }
 
-// biasFor computes the load bias of a mapping of this object: runtime
-// address = bias + ELF virtual address. It picks the PT_LOAD segment that
-// holds the mapping's file offset, preferring one whose permissions match.
-func (o *object) biasFor(m *mapping) (uint64, bool) {
-	best := -1
-	bestScore := -1
-	for i, p := range o.loads {
+// biasCandidates returns the load biases (runtime address = bias + ELF
+// virtual address) that a mapping of this object may have: one per PT_LOAD
+// segment holding the mapping's file offset, best permission match first.
+// Several segments can hold one page (RELRO turns the first page of the
+// data segment into a read-only mapping whose offset is also inside the
+// read-only data segment), so the caller prefers the bias already known
+// from the object's executable mapping.
+func (o *object) biasCandidates(m *mapping) []uint64 {
+	type cand struct {
+		bias  uint64
+		score int
+	}
+	var cs []cand
+	for _, p := range o.loads {
 		pageOff := p.Off &^ 0xfff
 		if m.offset < pageOff || m.offset >= p.Off+max(p.Filesz, 1) {
 			continue
@@ -229,20 +237,19 @@ func (o *object) biasFor(m *mapping) (uint64, bool) {
 		if (p.Flags&elf.PF_W != 0) == m.writable() {
 			score++
 		}
-		if score > bestScore {
-			best, bestScore = i, score
-		}
+		cs = append(cs, cand{m.start - p.Vaddr - m.offset + p.Off, score})
 	}
-	if best < 0 {
-		if len(o.loads) == 0 && m.offset == 0 {
-			// An image without load segments mapped whole (never seen for
-			// real objects, but keeps addresses resolvable).
-			return m.start, true
-		}
-		return 0, false
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].score > cs[j].score })
+	out := make([]uint64, len(cs))
+	for i, c := range cs {
+		out[i] = c.bias
 	}
-	p := o.loads[best]
-	return m.start - p.Vaddr - m.offset + p.Off, true
+	if len(out) == 0 && len(o.loads) == 0 && m.offset == 0 {
+		// An image without load segments mapped whole (never seen for
+		// real objects, but keeps addresses resolvable).
+		out = append(out, m.start)
+	}
+	return out
 }
 
 // extent returns the ELF virtual address range covered by the object's load
@@ -274,9 +281,4 @@ func (o *object) fileBytes(start, end uint64) ([]byte, bool) {
 		return o.data[off : off+n], true
 	}
 	return nil, false
-}
-
-// isGoObject reports whether the object carries a Go pclntab.
-func (o *object) isGoObject() bool {
-	return o.pcln() != nil
 }

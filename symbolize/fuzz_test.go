@@ -190,3 +190,31 @@ func FuzzParseMapsLine(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentUse calls a fresh Process from several goroutines at once
+// (run with -race): lazy table loading must be safe.
+func TestConcurrentUse(t *testing.T) {
+	p, err := Open(os.Getpid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	code := execRanges(p)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(seed))
+			for i := 0; i < 500; i++ {
+				c := code[rng.Intn(len(code))]
+				pc := c[0] + uint64(rng.Int63n(int64(c[1]-c[0])))
+				p.Stack([]uint64{pc, pc + 1})
+				p.Unwind(Regs{IP: pc, SP: 0x1000}, randomWindow(rng, 0x1000, 256, code))
+				p.DataSymbol(pc)
+				p.FunctionAt(pc)
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+}

@@ -99,15 +99,8 @@ func TestUnwindGoThread(t *testing.T) {
 			bin := buildGo(t, dir, "goprog-"+b.name, b.flags...)
 			tg := startTarget(t, bin)
 			c := captureBlocked(t, tg.pid(), 0)
-			p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			pcs, complete := p.Unwind(c.regs, c.window)
-			st := p.Stack(pcs)
+			_, st, complete := unwindCaptured(t, tg.pid(), Options{DebugDirs: []string{}}, c)
 			ph := physical(st.Frames)
-			t.Logf("complete=%v\n%s", complete, describe(ph))
 			// Idle Ms sleep in notesleep; sysmon in notetsleep.
 			want := [][]string{{"runtime.futex"}, {"runtime.futexsleep"}, {"runtime.notesleep", "runtime.notetsleep_internal"}}
 			if len(ph) < len(want) {

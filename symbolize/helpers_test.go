@@ -68,7 +68,7 @@ func buildC(t testing.TB, dir, src, out string, flags ...string) string {
 func buildGo(t testing.TB, dir, out string, flags ...string) string {
 	t.Helper()
 	path := filepath.Join(dir, out)
-	args := append([]string{"build", "-o", path}, flags...)
+	args := append([]string{"build", "-buildvcs=false", "-o", path}, flags...)
 	args = append(args, "./testdata/goprog")
 	run(t, filepath.Join(runtime.GOROOT(), "bin", "go"), args...)
 	return path
@@ -294,4 +294,32 @@ func describe(frames []recording.Frame) string {
 		fmt.Fprintf(&b, "  #%d %s (%s) %s:%d 0x%x%s\n", i, f.Func, f.Module, f.File, f.Line, f.Addr, inl)
 	}
 	return b.String()
+}
+
+// openTarget builds testdata/<src> with flags, starts it with args and
+// opens it without debug directories.
+func openTarget(t testing.TB, src string, flags, args []string) (*target, *Process) {
+	t.Helper()
+	bin := buildC(t, t.TempDir(), src, strings.TrimSuffix(src, ".c"), flags...)
+	tg := startTarget(t, bin, args...)
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return tg, p
+}
+
+// unwindCaptured opens pid with opts and unwinds a captured thread.
+func unwindCaptured(t testing.TB, pid int, opts Options, c *captured) (*Process, recording.Stack, bool) {
+	t.Helper()
+	p, err := Open(pid, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	pcs, complete := p.Unwind(c.regs, c.window)
+	st := p.Stack(pcs)
+	t.Logf("complete=%v\n%s", complete, describe(st.Frames))
+	return p, st, complete
 }

@@ -85,14 +85,11 @@ func TestSymTableLookup(t *testing.T) {
 	}
 }
 
-// TestFakeProcRoot builds a /proc tree by hand (maps plus root/<path>)
-// around this test binary and symbolizes through it, without any process
-// or privilege.
-func TestFakeProcRoot(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+// fakeProc builds a /proc tree by hand for pid 4242 (maps plus
+// root/bin/prog, a link to exe) that maps exe at base, and returns the
+// root.
+func fakeProc(t *testing.T, exe string, base uint64) string {
+	t.Helper()
 	f, err := elf.Open(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +103,6 @@ func TestFakeProcRoot(t *testing.T) {
 	if err := os.Symlink(exe, filepath.Join(pidDir, "root", "bin", "prog")); err != nil {
 		t.Fatal(err)
 	}
-	// Place the binary at a different base than its link address.
-	const base = 0x10000000
 	var maps strings.Builder
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {
@@ -130,13 +125,18 @@ func TestFakeProcRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(pidDir, "maps"), []byte(maps.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Open(4242, Options{ProcRoot: root, DebugDirs: []string{}})
+	return root
+}
+
+// goFuncEntry returns the entry of a Go function of exe, from its pclntab
+// through debug/gosym (test binaries have no .symtab).
+func goFuncEntry(t *testing.T, exe, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(exe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	// The test binary is linked without .symtab: take the expected
-	// answers from its pclntab through debug/gosym.
+	defer f.Close()
 	pcln, err := f.Section(".gopclntab").Data()
 	if err != nil {
 		t.Fatal(err)
@@ -145,12 +145,29 @@ func TestFakeProcRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fn := tab.LookupFunc(name)
+	if fn == nil {
+		t.Fatalf("%s not in %s", name, exe)
+	}
+	return fn.Entry
+}
+
+// TestFakeProcRoot symbolizes through a hand-made /proc tree around this
+// test binary, placed at another base than its link address, without any
+// process or privilege.
+func TestFakeProcRoot(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x10000000
+	p, err := Open(4242, Options{ProcRoot: fakeProc(t, exe, base), DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
 	for _, name := range []string{"main.main", "runtime.main", "testing.tRunner"} {
-		fn := tab.LookupFunc(name)
-		if fn == nil {
-			t.Fatalf("%s not in the test binary", name)
-		}
-		fr := p.Frames(base+fn.Entry+1, true)
+		fr := p.Frames(base+goFuncEntry(t, exe, name)+1, true)
 		last := fr[len(fr)-1]
 		if last.Func != name || last.Module != "prog" {
 			t.Errorf("%s+1: %s", name, describe(fr))
@@ -158,5 +175,42 @@ func TestFakeProcRoot(t *testing.T) {
 	}
 	if fr := p.Frames(0x42, true); fr[0].Func != "0x42" || fr[0].Module != "" {
 		t.Errorf("unmapped address: %s", describe(fr))
+	}
+}
+
+// TestTruncatedObject truncates an object file after it was mapped:
+// reading it then faults, and lookups must fail softly instead of
+// crashing.
+func TestTruncatedObject(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(cp, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x10000000
+	p, err := Open(4242, Options{ProcRoot: fakeProc(t, cp, base), DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := os.Truncate(cp, 4096); err != nil {
+		t.Fatal(err)
+	}
+	pc := base + goFuncEntry(t, exe, "main.main") + 1
+	if fr := p.Frames(pc, true); len(fr) != 1 || fr[0].Func != fmt.Sprintf("0x%x", pc) {
+		t.Errorf("Frames on a truncated object: %s", describe(fr))
+	}
+	if pcs, complete := p.Unwind(Regs{IP: pc, SP: 0x1000}, make([]byte, 256)); len(pcs) != 1 || complete {
+		t.Errorf("Unwind on a truncated object: %v, %v", pcs, complete)
+	}
+	if _, _, ok := p.FunctionAt(pc); ok {
+		t.Errorf("FunctionAt on a truncated object succeeded")
 	}
 }

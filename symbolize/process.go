@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,7 +46,7 @@ type process struct {
 // maxCachedAddrs bounds the frame cache: a long recording of a large
 // program touches tens of thousands of distinct addresses; past this the
 // cache starts afresh rather than growing without limit.
-const maxCachedAddrs = 1 << 18
+const maxCachedAddrs = 1 << 17
 
 func openProcess(pid int, o Options) (*process, error) {
 	if pid <= 0 {
@@ -139,11 +140,20 @@ func mappingKey(m *mapping) string {
 // buildRegions turns a maps snapshot into regions, opening every object
 // that has an executable mapping. Caller holds p.mu.
 func (p *process) buildRegions(maps []mapping) []region {
+	// Objects with an executable mapping are the ones opened; the bias of
+	// that mapping is unambiguous and settles the others'.
 	wanted := map[string]bool{}
+	execBias := map[string][]uint64{}
 	for i := range maps {
 		m := &maps[i]
 		if m.exec() && (m.isFile() || m.path == "[vdso]") {
-			wanted[mappingKey(m)] = true
+			key := mappingKey(m)
+			wanted[key] = true
+			if o := p.object(key, m); o != nil {
+				if c := o.biasCandidates(m); len(c) > 0 {
+					execBias[key] = append(execBias[key], c[0])
+				}
+			}
 		}
 	}
 	var out []region
@@ -158,7 +168,7 @@ func (p *process) buildRegions(maps []mapping) []region {
 		switch {
 		case wanted[key]:
 			if o := p.object(key, m); o != nil {
-				if bias, ok := o.biasFor(m); ok {
+				if bias, ok := pickBias(o.biasCandidates(m), execBias[key]); ok {
 					r.obj, r.bias = o, bias
 				}
 			}
@@ -180,6 +190,20 @@ func (p *process) buildRegions(maps []mapping) []region {
 		prevObj, prevBias, prevEnd = r.obj, r.bias, m.end
 	}
 	return out
+}
+
+// pickBias chooses among a mapping's candidate biases the one an
+// executable mapping of the same object has, else the best match.
+func pickBias(cands, known []uint64) (uint64, bool) {
+	for _, c := range cands {
+		if slices.Contains(known, c) {
+			return c, true
+		}
+	}
+	if len(cands) == 0 {
+		return 0, false
+	}
+	return cands[0], true
 }
 
 // object returns the object for a mapping, opening it on first sight.
@@ -282,9 +306,11 @@ func (p *process) regionAt(addr uint64) *region {
 }
 
 func (p *process) stack(pcs []uint64) recording.Stack {
-	var s recording.Stack
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := recording.Stack{Frames: make([]recording.Frame, 0, len(pcs))}
 	for i, pc := range pcs {
-		s.Frames = append(s.Frames, p.frames(pc, i == 0)...)
+		s.Frames = append(s.Frames, p.cachedFrames(pc, i == 0)...)
 	}
 	return s
 }
@@ -292,24 +318,31 @@ func (p *process) stack(pcs []uint64) recording.Stack {
 func (p *process) frames(pc uint64, exact bool) []recording.Frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return append([]recording.Frame(nil), p.cachedFrames(pc, exact)...)
+}
+
+// cachedFrames returns the frames of pc from the cache, symbolizing on a
+// miss. The result is shared: callers copy it. Caller holds p.mu.
+func (p *process) cachedFrames(pc uint64, exact bool) []recording.Frame {
 	key := pc
 	if !exact {
 		key |= 1 << 63
 	}
-	cacheable := pc < 1<<63
-	if cacheable {
-		if f, ok := p.cache[key]; ok {
-			return append([]recording.Frame(nil), f...)
-		}
+	if f, ok := p.cache[key]; ok && pc < 1<<63 {
+		return f
 	}
-	f := p.symbolize(pc, exact)
-	if cacheable {
-		if len(p.cache) >= maxCachedAddrs {
-			p.cache = map[uint64][]recording.Frame{}
-		}
-		p.cache[key] = f
+	var f []recording.Frame
+	if guarded(func() { f = p.symbolize(pc, exact) }) {
+		return []recording.Frame{{Func: fmt.Sprintf("0x%x", pc), Addr: pc}}
 	}
-	return append([]recording.Frame(nil), f...)
+	if pc >= 1<<63 {
+		return f
+	}
+	if len(p.cache) >= maxCachedAddrs {
+		p.cache = map[uint64][]recording.Frame{}
+	}
+	p.cache[key] = f
+	return f
 }
 
 // symbolize names pc. Caller holds p.mu.
@@ -331,15 +364,30 @@ func (p *process) symbolize(pc uint64, exact bool) []recording.Frame {
 	}
 	mod := r.obj.name
 	fr := r.obj.codeFrames(lookup - r.bias)
+	if len(fr) == 0 && lookup != pc {
+		// A signal trampoline is "returned" to at its first byte (glibc
+		// puts a nop before __restore_rt so that pc-1 finds its CFI):
+		// name it at pc when the CFI at pc-1 says signal frame.
+		if _, sig, ok := r.obj.cfiAt(lookup - r.bias); ok && sig {
+			fr = r.obj.codeFrames(pc - r.bias)
+		}
+	}
+	return toFrames(fr, mod, pc, pc-r.bias)
+}
+
+// toFrames turns frames found in object mod into recording frames for the
+// address pc, whose ELF virtual address is vaddr. No frames give one
+// "mod+0xvaddr" frame.
+func toFrames(fr []inlFrame, mod string, pc, vaddr uint64) []recording.Frame {
 	if len(fr) == 0 {
-		return []recording.Frame{{Func: fmt.Sprintf("%s+0x%x", mod, pc-r.bias), Module: mod, Addr: pc}}
+		return []recording.Frame{{Func: fmt.Sprintf("%s+0x%x", mod, vaddr), Module: mod, Addr: pc}}
 	}
 	out := make([]recording.Frame, len(fr))
 	for i, f := range fr {
 		name := f.fn
 		if name == "" {
 			if i == len(fr)-1 {
-				name = fmt.Sprintf("%s+0x%x", mod, pc-r.bias)
+				name = fmt.Sprintf("%s+0x%x", mod, vaddr)
 			} else {
 				name = "[inlined]"
 			}
@@ -357,12 +405,11 @@ func (p *process) symbolize(pc uint64, exact bool) []recording.Frame {
 // symbols or DWARF, in that order. The physical frame's name is "" when
 // only a line is known.
 func (o *object) codeFrames(pc uint64) []inlFrame {
-	phys, file, line := o.physical(pc)
+	phys, gofn, isGo := o.physical(pc)
 	if dw := o.dwarf(); dw != nil {
 		if fr := dw.frames(pc); len(fr) > 0 {
-			last := &fr[len(fr)-1]
 			if phys != "" {
-				last.fn = phys
+				fr[len(fr)-1].fn = phys
 			}
 			return fr
 		}
@@ -370,23 +417,27 @@ func (o *object) codeFrames(pc uint64) []inlFrame {
 	if phys == "" {
 		return nil
 	}
-	return []inlFrame{{fn: phys, file: file, line: line}}
+	f := inlFrame{fn: phys}
+	if isGo {
+		f.file, f.line = o.gotab.fileLine(gofn, pc)
+	}
+	return []inlFrame{f}
 }
 
 // physical returns the name of the function containing pc from the Go
-// table or the ELF symbols, with the Go table's line.
-func (o *object) physical(pc uint64) (name, file string, line int) {
+// table or the ELF symbols, and the Go function when it came from the Go
+// table.
+func (o *object) physical(pc uint64) (string, goFunc, bool) {
 	if t := o.pcln(); t != nil {
 		if f, ok := t.find(pc); ok {
-			file, line = t.fileLine(f, pc)
-			return t.name(f), file, line
+			return t.name(f), f, true
 		}
 	}
 	o.loadSymbols()
 	if s := o.funcs.lookup(pc); s != nil {
-		return o.funcs.name(s), "", 0
+		return o.funcs.name(s), goFunc{}, false
 	}
-	return "", "", 0
+	return "", goFunc{}, false
 }
 
 func (p *process) dataSymbol(addr uint64) (string, bool) {
@@ -397,16 +448,20 @@ func (p *process) dataSymbol(addr uint64) (string, bool) {
 		return "", false
 	}
 	o := r.obj
-	o.loadSymbols()
 	v := addr - r.bias
-	if s := o.objs.lookup(v); s != nil {
-		name := o.objs.name(s)
-		if v == s.addr {
-			return fmt.Sprintf("%s (%s)", name, o.name), true
+	name, off, ok := "", uint64(0), false
+	if guarded(func() {
+		o.loadSymbols()
+		if s := o.objs.lookup(v); s != nil {
+			name, off, ok = o.objs.name(s), v-s.addr, true
 		}
-		return fmt.Sprintf("%s+0x%x (%s)", name, v-s.addr, o.name), true
+	}) || !ok {
+		return fmt.Sprintf("%s+0x%x", o.name, v), false
 	}
-	return fmt.Sprintf("%s+0x%x", o.name, v), false
+	if off == 0 {
+		return fmt.Sprintf("%s (%s)", name, o.name), true
+	}
+	return fmt.Sprintf("%s+0x%x (%s)", name, off, o.name), true
 }
 
 func (p *process) functionAt(pc uint64) (Function, []byte, bool) {
@@ -416,18 +471,29 @@ func (p *process) functionAt(pc uint64) (Function, []byte, bool) {
 	if r == nil || r.obj == nil || !r.exec {
 		return Function{}, nil, false
 	}
-	o := r.obj
-	v := pc - r.bias
-	name, start, end, ok := o.functionBounds(v)
-	if !ok {
+	return objectFunction(r.obj, pc-r.bias, r.bias)
+}
+
+// objectFunction returns the function of o containing the ELF virtual
+// address v, with addresses shifted by bias, and a copy of its code.
+func objectFunction(o *object, v, bias uint64) (Function, []byte, bool) {
+	var fn Function
+	var code []byte
+	found := false
+	if guarded(func() {
+		name, start, end, ok := o.functionBounds(v)
+		if !ok {
+			return
+		}
+		found = true
+		fn = Function{Name: name, Start: start + bias, End: end + bias, Module: o.name, Path: o.path}
+		if b, ok := o.fileBytes(start, end); ok {
+			code = append([]byte(nil), b...)
+		}
+	}) {
 		return Function{}, nil, false
 	}
-	fn := Function{Name: name, Start: start + r.bias, End: end + r.bias, Module: o.name, Path: o.path}
-	code, ok := o.fileBytes(start, end)
-	if !ok {
-		return fn, nil, true
-	}
-	return fn, append([]byte(nil), code...), true
+	return fn, code, found
 }
 
 // functionBounds returns the function containing the ELF virtual address

@@ -12,7 +12,9 @@
 //   - the kernel: /proc/kallsyms (see Kernel).
 //
 // An address is named after a symbol only when it falls inside that
-// symbol's size. Otherwise its frame is "module+0xOFF" where OFF is the
+// symbol's size (a function symbol without a size, as some hand-written
+// assembly has, takes the extent of the unwind-table entry that starts at
+// it). Otherwise its frame is "module+0xOFF" where OFF is the
 // address in the object's ELF virtual address space (runtime address minus
 // load bias): the value `addr2line -e module 0xOFF` and
 // `objdump -d --start-address=0xOFF module` take. A frame is never dropped
@@ -39,6 +41,7 @@ package symbolize
 
 import (
 	"errors"
+	"runtime"
 
 	"github.com/contend-dev/contend/recording"
 )
@@ -92,11 +95,15 @@ func Open(pid int, o Options) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Process{impl: p}, nil
+	pp := &Process{impl: p}
+	// Unmap the objects of a Process dropped without Close.
+	runtime.AddCleanup(pp, func(impl *process) { impl.close() }, p)
+	return pp, nil
 }
 
-// Close releases the memory mappings of every object. The Process must not
-// be used afterwards.
+// Close releases the memory mappings of every object (a Process that is
+// dropped without Close releases them when garbage-collected). The Process
+// must not be used afterwards.
 func (p *Process) Close() error { return p.impl.close() }
 
 // Refresh re-reads /proc/PID/maps, picking up objects mapped since Open
@@ -124,12 +131,27 @@ func (p *Process) Frames(pc uint64, exact bool) []recording.Frame {
 
 // Unwind walks a copied window of a thread's user stack. window[0] is the
 // byte at address r.SP; the window is the only memory read. The result
-// starts with r.IP followed by return addresses, ready for Stack. complete
-// is true when the walk reached the outermost frame (the unwind tables mark
-// the return address undefined, as glibc's thread entry and _start do, or a
-// Go stack ends in runtime.goexit / runtime.mstart); it is false when it
-// stopped early: the window ended, the CFA left it, a pc was unmapped or
-// had no usable unwind rule, or MaxDepth frames were reached.
+// starts with r.IP followed by return addresses, ready for Stack.
+//
+// Each frame's rules come, in this order, from the Go pclntab's
+// stack-pointer table (Go functions), the DWARF CFI of the object
+// (.eh_frame, then .debug_frame of the object or its debug file; this
+// covers PLT entries and glibc's hand-written assembly), and, only where
+// the object has no rule for the pc at all, the frame-pointer rule (CFA =
+// rbp+16, return address at rbp+8, saved rbp at rbp) when rbp points into
+// the window. Signal frames (CFI marked 'S', such as glibc's __restore_rt)
+// are crossed; the pc after a trampoline is the interrupted instruction,
+// which Stack looks up at pc-1 like any return address (right unless the
+// signal hit the first instruction of a function).
+//
+// complete is true when the walk reached the outermost frame: the unwind
+// tables mark the return address undefined (glibc's thread entry clone3 and
+// _start do), the return address is 0, or a Go stack reached its top frame
+// (runtime.goexit, runtime.mstart). It is false when the walk stopped
+// early: the window ended or the CFA left it, a pc was unmapped, a rule
+// could not be followed, the frame-pointer rule did not apply, a Go stack
+// switch was reached (runtime.mcall, runtime.systemstack: the frames beyond
+// are on another stack), or MaxDepth frames were collected.
 func (p *Process) Unwind(r Regs, window []byte) (pcs []uint64, complete bool) {
 	return p.impl.unwind(r, window)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,15 +129,9 @@ func TestStrippedStaticFunction(t *testing.T) {
 // TestDataSymbol names a mutex inside a global struct in .data and an
 // address in the part of .bss that lives in the anonymous mapping.
 func TestDataSymbol(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
-	tg := startTarget(t, bin, "1")
+	tg, p := openTarget(t, "ledger.c", []string{"-O2", "-g"}, []string{"1"})
+	bin := tg.cmd.Path
 	f := tg.fields(t)
-	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 
 	name, ok := p.DataSymbol(f["lock"])
 	if want := fmt.Sprintf("ledger+0x%x (ledger)", f["lock_off"]); !ok || name != want {
@@ -159,18 +154,39 @@ func TestDataSymbol(t *testing.T) {
 	if want := fmt.Sprintf("scratch+0x%x (ledger)", f["bss_off"]); !ok || name != want {
 		t.Errorf("DataSymbol(&scratch[%d]) = %q, %v; want %q", f["bss_off"], name, ok, want)
 	}
+	// A RELRO object: its page is mapped read-only at a file offset that
+	// also lies in the read-only data segment, which a naive bias
+	// computation confuses.
+	relroAnon := true
+	for _, m := range maps {
+		if f["relro"] >= m.start && f["relro"] < m.end {
+			relroAnon = !m.isFile() || m.perms != "r--p"
+		}
+	}
+	if relroAnon {
+		t.Errorf("account_names at 0x%x is not in a read-only file mapping; the RELRO case is not tested", f["relro"])
+	}
+	name, ok = p.DataSymbol(f["relro"])
+	if want := "account_names+0x8 (ledger)"; !ok || name != want {
+		t.Errorf("DataSymbol(&account_names[1]) = %q, %v; want %q", name, ok, want)
+	}
 	// Past the end of scratch but inside the object: no symbol.
 	scratchV, scratchSize := nmValue(t, bin, "scratch", false)
 	bias := biasOf(t, tg.pid(), bin)
 	if name, ok := p.DataSymbol(bias + scratchV + scratchSize + 0x10000); ok {
 		t.Errorf("DataSymbol past scratch = %q, true; want no symbol", name)
 	}
-	// Heap and stack addresses have no name.
-	x := 0
-	if name, ok := p.DataSymbol(uint64(uintptr(0x10))); ok || name != "" {
+	// Heap, stack and unmapped addresses have no name.
+	for _, m := range maps {
+		if m.path == "[heap]" || m.path == "[stack]" {
+			if name, ok := p.DataSymbol(m.start + 16); ok || name != "" {
+				t.Errorf("DataSymbol in %s = %q, %v; want nothing", m.path, name, ok)
+			}
+		}
+	}
+	if name, ok := p.DataSymbol(0x10); ok || name != "" {
 		t.Errorf("DataSymbol(0x10) = %q, %v", name, ok)
 	}
-	_ = x
 }
 
 // addr2line runs binutils' addr2line -f -i on addrs (ELF virtual
@@ -218,14 +234,8 @@ func addr2line(t *testing.T, bin string, addrs []uint64) [][]inlFrame {
 // functions of an -O2 -g build (one with an always-inline callee) with
 // binutils' addr2line -f -i.
 func TestInlineFramesMatchAddr2line(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
-	tg := startTarget(t, bin, "1")
-	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	tg, p := openTarget(t, "ledger.c", []string{"-O2", "-g"}, []string{"1"})
+	bin := tg.cmd.Path
 	bias := biasOf(t, tg.pid(), bin)
 	var addrs []uint64
 	for _, fn := range []string{"account_transfer", "teller"} {
@@ -352,14 +362,7 @@ func TestExe(t *testing.T) {
 // TestRefreshSeesDlopen loads a library after Open and checks that its
 // addresses resolve after Refresh (and not before).
 func TestRefreshSeesDlopen(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildC(t, dir, "dlopen.c", "dlopen", "-O2", "-ldl")
-	tg := startTarget(t, bin)
-	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	tg, p := openTarget(t, "dlopen.c", []string{"-O2", "-ldl"}, nil)
 	if _, err := fmt.Fprintln(tg.stdin, "load"); err != nil {
 		t.Fatal(err)
 	}
@@ -391,15 +394,9 @@ func TestOpenMissingProcess(t *testing.T) {
 
 // TestUsableAfterExit opens a process, lets it exit and still resolves.
 func TestUsableAfterExit(t *testing.T) {
-	dir := t.TempDir()
-	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
-	tg := startTarget(t, bin, "1")
+	tg, p := openTarget(t, "ledger.c", []string{"-O2", "-g"}, []string{"1"})
+	bin := tg.cmd.Path
 	f := tg.fields(t)
-	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	tg.cmd.Process.Kill()
 	tg.cmd.Wait()
 	if err := os.Remove(bin); err != nil {
@@ -413,5 +410,118 @@ func TestUsableAfterExit(t *testing.T) {
 	}
 	if err := p.Refresh(); err == nil {
 		t.Errorf("Refresh of an exited process succeeded")
+	}
+}
+
+// TestVDSO names an address in the vdso, which has no file: its image is
+// copied out of the process's memory.
+func TestVDSO(t *testing.T) {
+	bin := buildC(t, t.TempDir(), "ledger.c", "ledger", "-O2")
+	tg := startTarget(t, bin, "1")
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, _ := parseMaps(strings.NewReader(string(b)))
+	var vdso *mapping
+	for i := range maps {
+		if maps[i].path == "[vdso]" {
+			vdso = &maps[i]
+		}
+	}
+	if vdso == nil {
+		t.Skip("no vdso mapped")
+	}
+	img, err := readMem(fmt.Sprintf("/proc/%d/mem", tg.pid()), vdso.start, vdso.end-vdso.start)
+	if err != nil {
+		t.Skipf("cannot read the target's memory: %v", err)
+	}
+	ef, err := elf.NewFile(strings.NewReader(string(img)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := ef.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[uint64][]string{}
+	var target uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 2 {
+			names[s.Value] = append(names[s.Value], s.Name)
+			if strings.Contains(s.Name, "clock_gettime") {
+				target = s.Value
+			}
+		}
+	}
+	if target == 0 {
+		t.Skip("vdso exports no clock_gettime")
+	}
+	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	fr := p.Frames(vdso.start+target+1, true)
+	last := fr[len(fr)-1]
+	if !slices.Contains(names[target], last.Func) || last.Module != "[vdso]" {
+		t.Errorf("vdso clock_gettime+1 = %s, want one of %q in [vdso]", describe(fr), names[target])
+	}
+}
+
+// TestOpenFile symbolizes and extracts code from a binary on disk, with
+// ELF virtual addresses (as "module+0xOFF" frames give them).
+func TestOpenFile(t *testing.T) {
+	dir := t.TempDir()
+	full := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
+	stripped := filepath.Join(dir, "ledger-stripped")
+	run(t, "strip", "--strip-all", "-o", stripped, full)
+	v, size := nmValue(t, full, "teller", false)
+
+	f, err := OpenFile(full, Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fn, code, ok := f.FunctionAt(v + 2)
+	if !ok || fn.Name != "teller" || fn.Start != v || fn.End != v+size || len(code) != int(size) {
+		t.Fatalf("FunctionAt(teller+2) = %+v, %d bytes, %v", fn, len(code), ok)
+	}
+	ef, err := elf.Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	text := ef.Section(".text")
+	want := make([]byte, size)
+	if _, err := text.ReadAt(want, int64(v-text.Addr)); err != nil {
+		t.Fatal(err)
+	}
+	if string(code) != string(want) {
+		t.Errorf("FunctionAt code differs from .text at 0x%x", v)
+	}
+	if fr := physical(f.Frames(v+2, true)); fr[0].Func != "teller" || fr[0].Line == 0 {
+		t.Errorf("Frames(teller+2) = %s", describe(fr))
+	}
+	if f.BuildID() == "" {
+		t.Errorf("no build id")
+	}
+
+	s, err := OpenFile(stripped, Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if fr := s.Frames(v+2, true); fr[0].Func != fmt.Sprintf("ledger-stripped+0x%x", v+2) {
+		t.Errorf("stripped Frames(teller+2) = %s", describe(fr))
+	}
+	if _, _, ok := s.FunctionAt(v + 2); ok {
+		t.Errorf("stripped FunctionAt(teller+2) found a function")
+	}
+	if _, err := OpenFile(filepath.Join(dir, "missing"), Options{}); err == nil {
+		t.Errorf("OpenFile(missing) succeeded")
+	}
+	if _, err := OpenFile(filepath.Join("testdata", "ledger.c"), Options{}); err == nil {
+		t.Errorf("OpenFile(C source) succeeded")
 	}
 }

@@ -28,6 +28,10 @@ type symTable struct {
 	// demangled caches display names of mangled symbols by
 	// src<<32 | name offset.
 	demangled map[uint64]string
+	// unsized holds function symbols without a size (hand-written
+	// assembly such as glibc's __restore_rt) until sizeFromCFI gives them
+	// one.
+	unsized []symEntry
 }
 
 // rawName returns the symbol's name as stored.
@@ -142,7 +146,7 @@ func buildSymTable(srcs []symSource, kind symKind) *symTable {
 			shndx := binary.LittleEndian.Uint16(e[6:])
 			value := binary.LittleEndian.Uint64(e[8:])
 			size := binary.LittleEndian.Uint64(e[16:])
-			if size == 0 || nameOff == 0 || shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
+			if nameOff == 0 || shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
 				continue
 			}
 			if value+size < value {
@@ -171,9 +175,22 @@ func buildSymTable(srcs []symSource, kind symKind) *symTable {
 			case elf.STB_WEAK:
 				rank = 1
 			}
-			t.syms = append(t.syms, symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank})
+			ent := symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank}
+			if size == 0 {
+				if kind == kindFunc {
+					t.unsized = append(t.unsized, ent)
+				}
+				continue
+			}
+			t.syms = append(t.syms, ent)
 		}
 	}
+	t.finish()
+	return t
+}
+
+// finish sorts the symbols, collapses aliases and indexes the table.
+func (t *symTable) finish() {
 	sort.Slice(t.syms, func(i, j int) bool {
 		a, b := &t.syms[i], &t.syms[j]
 		if a.addr != b.addr {
@@ -195,7 +212,6 @@ func buildSymTable(srcs []symSource, kind symKind) *symTable {
 	}
 	t.syms = append([]symEntry(nil), out...) // drop the excess capacity
 	t.index()
-	return t
 }
 
 // index computes maxEnd over syms, which must be sorted by address.
@@ -244,4 +260,34 @@ func (o *object) loadSymbols() {
 	}
 	o.funcs = buildSymTable(srcs, kindFunc)
 	o.objs = buildSymTable(srcs, kindData)
+	o.sizeFromCFI(o.funcs)
+}
+
+// sizeFromCFI gives function symbols without a size the extent of the FDE
+// that starts at them: the unwind table states where that code ends, so an
+// address inside it is inside the function. Symbols that no FDE starts at
+// stay unnamed ranges.
+func (o *object) sizeFromCFI(t *symTable) {
+	var add []symEntry
+	for _, e := range t.unsized {
+		if t.lookup(e.addr) != nil {
+			continue
+		}
+		for _, s := range o.cfiSections() {
+			// The FDE may start a byte early, as glibc's signal
+			// trampoline's does so that pc-1 lookups find it.
+			f := s.find(e.addr)
+			if f == nil || f.start+1 < e.addr || f.end <= e.addr {
+				continue
+			}
+			e.end = f.end
+			add = append(add, e)
+			break
+		}
+	}
+	t.unsized = nil
+	if len(add) > 0 {
+		t.syms = append(t.syms, add...)
+		t.finish()
+	}
 }

@@ -60,7 +60,12 @@ func (p *process) unwindWith(r Regs, stack []byte, method unwindMethod) ([]uint6
 		if !exact {
 			lookup--
 		}
-		next, signal, res := p.step(&st, pc, lookup, len(pcs) == 1, w, method)
+		var next frameState
+		var signal bool
+		res := stepFail
+		if guarded(func() { next, signal, res = p.step(&st, pc, lookup, len(pcs) == 1, w, method) }) {
+			return pcs, false
+		}
 		switch res {
 		case stepEnd:
 			return pcs, true

@@ -68,24 +68,36 @@ func TestUnwindGlibcMutexWait(t *testing.T) {
 				{"default-debug-dirs", Options{}},
 			} {
 				t.Run(mode.name, func(t *testing.T) {
-					p, err := Open(tg.pid(), mode.opts)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer p.Close()
-					pcs, complete := p.Unwind(c.regs, c.window)
-					st := p.Stack(pcs)
-					t.Logf("complete=%v\n%s", complete, describe(st.Frames))
+					p, st, complete := unwindCaptured(t, tg.pid(), mode.opts, c)
 					checkMutexWaitStack(t, st.Frames, libcHasDebugFile(p))
 					if !complete {
 						t.Errorf("walk did not reach the outermost frame (thread start)")
 					}
+
+					checkTruncatedWindows(t, p, c)
 
 					fpcs, fcomplete := p.impl.unwindWith(c.regs, c.window, methodFramePointer)
 					t.Logf("for comparison, the frame-pointer walk (complete=%v):\n%s", fcomplete, describe(p.Stack(fpcs).Frames))
 				})
 			}
 		})
+	}
+}
+
+// checkTruncatedWindows unwinds the captured stack from every shorter
+// window (in 8-byte steps): each walk must stop honestly, giving a prefix
+// of the full walk, complete only when it is the full walk.
+func checkTruncatedWindows(t *testing.T, p *Process, c *captured) {
+	t.Helper()
+	full, _ := p.Unwind(c.regs, c.window)
+	for n := 0; n <= len(c.window); n += 8 {
+		pcs, complete := p.Unwind(c.regs, c.window[:n])
+		if len(pcs) > len(full) || !slices.Equal(pcs, full[:len(pcs)]) {
+			t.Fatalf("window of %d bytes: %x is not a prefix of the full walk %x", n, pcs, full)
+		}
+		if complete && len(pcs) != len(full) {
+			t.Fatalf("window of %d bytes: complete with %d of %d frames", n, len(pcs), len(full))
+		}
 	}
 }
 
@@ -126,5 +138,38 @@ func checkMutexWaitStack(t *testing.T, frames []recording.Frame, libcDebug bool)
 	}
 	if ph[2].File == "" || !strings.HasSuffix(ph[2].File, "ledger.c") || ph[2].Line == 0 {
 		t.Errorf("account_transfer frame has no source position: %s:%d", ph[2].File, ph[2].Line)
+	}
+}
+
+// TestUnwindThroughSignalFrame unwinds a thread blocked inside a signal
+// handler: the walk must cross glibc's signal trampoline (its CFI reads the
+// interrupted registers out of the ucontext on the stack) and continue in
+// the interrupted function.
+func TestUnwindThroughSignalFrame(t *testing.T) {
+	requireRoot(t)
+	bin := buildC(t, t.TempDir(), "sigwait.c", "sigwait", "-O2", "-g")
+	tg := startTarget(t, bin)
+	c := captureBlocked(t, tg.pid(), tg.fields(t)["lock"])
+	p, st, complete := unwindCaptured(t, tg.pid(), Options{}, c)
+	var names []string
+	for _, f := range physical(st.Frames) {
+		names = append(names, f.Func)
+	}
+	i := slices.Index(names, "on_signal")
+	if i < 1 || !slices.Contains(mutexLockNames, names[i-1]) {
+		t.Fatalf("no pthread_mutex_lock -> on_signal in %q", names)
+	}
+	// Next: the trampoline (named __restore_rt with glibc's debug file,
+	// libc.so.6+0x… without), then the interrupted function and its
+	// callers.
+	rest := names[i+1:]
+	if len(rest) < 3 || rest[1] != "spin_victim" || rest[2] != "victim" {
+		t.Errorf("after on_signal: %q, want [trampoline spin_victim victim …]", rest)
+	}
+	if libcHasDebugFile(p) && (len(rest) == 0 || rest[0] != "__restore_rt") {
+		t.Errorf("trampoline frame = %q, want __restore_rt", rest)
+	}
+	if !complete {
+		t.Errorf("walk did not reach the thread's start")
 	}
 }

@@ -180,7 +180,10 @@ func (m *Model) lockDetail(item any, w int) []string {
 	p.add("")
 	p.field("Identity", lockIDText(l.Lock))
 	p.field("Waits", fmt.Sprintf("%d by %s", l.Waits, plural(l.DistinctWaiters, "distinct waiters")))
-	wait := fmt.Sprintf("total %s · p50 %s · p99 %s", fmtSeconds(l.WaitSeconds), fmtDur(l.P50), fmtDur(l.P99))
+	wait := "total " + fmtSeconds(l.WaitSeconds)
+	if l.P50 > 0 || l.P99 > 0 {
+		wait += fmt.Sprintf(" · p50 %s · p99 %s", fmtQuantile(l.P50), fmtQuantile(l.P99))
+	}
 	if l.Max > 0 {
 		wait += " · max " + fmtDur(l.Max)
 	}
@@ -222,7 +225,7 @@ func histLines(hist []uint64, w int) []string {
 		peak = max(peak, n)
 	}
 	if first < 0 {
-		return []string{"  (no waits)"}
+		return []string{"  (no per-wait durations in this input)"}
 	}
 	const labelW, countW = 9, 8
 	barW := max(w-labelW-countW-6, 4)

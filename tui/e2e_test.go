@@ -89,7 +89,9 @@ func (p *tmuxPane) tmux(args ...string) string {
 func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-t", "e2e") }
 
 // keys types tmux key names (Enter, Escape, Tab, Down) or text.
-func (p *tmuxPane) keys(keys ...string) { p.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...) }
+func (p *tmuxPane) keys(keys ...string) {
+	p.tmux(append([]string{"send-keys", "-t", "e2e"}, keys...)...)
+}
 
 // waitFor polls the screen until it contains every one of want.
 func (p *tmuxPane) waitFor(want ...string) string {
@@ -118,31 +120,37 @@ func (p *tmuxPane) format(name string) string {
 	return strings.TrimSpace(p.tmux("display-message", "-p", "-t", "e2e", "#{"+name+"}"))
 }
 
-// walkViews moves through every view and back to the first finding, and
-// quits; it checks what each view shows and that the terminal is restored.
-func walkViews(t *testing.T, p *tmuxPane, finding string) {
+// walkViews moves through every view and quits; it checks what each view
+// shows and that the terminal is restored. With a finding named, it opens
+// the first finding and checks it is that one; with openLock, it opens the
+// first lock.
+func walkViews(t *testing.T, p *tmuxPane, finding string, openLock bool) {
 	t.Helper()
 	if got := p.format("alternate_on"); got != "1" {
 		t.Errorf("contend runs outside the alternate screen (alternate_on=%s)", got)
 	}
-	p.keys("Enter")
-	p.waitFor("Finding #1", finding, "Suggestion")
-	p.keys("PageDown")
-	p.waitFor("Evidence")
-	// Escape then a key at once reads as alt+key in a terminal: wait for
-	// the escape to land first, as a person's typing does.
-	p.keys("Escape")
-	p.waitFor("#▼ Finding")
+	if finding != "" {
+		p.keys("Enter")
+		p.waitFor("Finding #1", finding, "Suggestion")
+		p.keys("PageDown")
+		p.waitFor("Evidence")
+		// Escape then a key at once reads as alt+key in a terminal: wait
+		// for the escape to land first, as a person's typing does.
+		p.keys("Escape")
+		p.waitFor("#▼ Finding")
+	}
 	p.keys("2")
 	p.waitFor("[2 Points", "Program point")
 	p.keys("s")
 	p.waitFor("Points sorted by wait")
 	p.keys("3")
 	p.waitFor("[3 Locks", "Total")
-	p.keys("Enter")
-	p.waitFor("Wait-time histogram")
-	p.keys("Escape")
-	p.waitFor("Total▼")
+	if openLock {
+		p.keys("Enter")
+		p.waitFor("Wait-time histogram")
+		p.keys("Escape")
+		p.waitFor("Total▼")
+	}
 	p.keys("4")
 	p.waitFor("[4 Threads", "Invol")
 	p.keys("5")
@@ -163,17 +171,14 @@ func walkViews(t *testing.T, p *tmuxPane, finding string) {
 	}
 }
 
-// stripeBadInputs returns the inputs of the stripe fixture's bad variant:
-// the captured fixture when it is in analyzer/testdata, otherwise profiles
-// written by running the Go fixture for a few seconds.
-func stripeBadInputs(t *testing.T, dir string) []string {
+// stripeBadDir returns a directory of the stripe fixture's bad-variant
+// profiles: the captured one under analyzer/testdata when present, else
+// one written by running the Go fixture for a few seconds.
+func stripeBadDir(t *testing.T, dir string) string {
 	t.Helper()
 	captured := filepath.Join(moduleRoot(t), "analyzer", "testdata", "fixtures", "stripe-bad")
-	if recording.IsRecording(captured) {
-		return []string{captured}
-	}
 	if files, _ := filepath.Glob(filepath.Join(captured, "*")); len(files) > 0 {
-		return files
+		return captured
 	}
 	fix := goBuild(t, "fixtures/cmd/gofixture", dir)
 	prof := filepath.Join(dir, "profiles")
@@ -181,44 +186,35 @@ func stripeBadInputs(t *testing.T, dir string) []string {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gofixture stripe: %v\n%s", err, b)
 	}
-	files, err := filepath.Glob(filepath.Join(prof, "*"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("gofixture wrote no profiles in %s", prof)
-	}
-	return files
+	return prof
 }
 
-// TestEndToEndTUI browses the stripe fixture's profiles with `contend tui`
-// in tmux: the lock convoy is named, opens, every view shows, q restores
-// the terminal.
+// TestEndToEndTUI browses the stripe fixture's profile directory with
+// `contend tui DIR` in tmux: the lock convoy is named, opens, every view
+// shows, q restores the terminal.
 func TestEndToEndTUI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds contend and a fixture")
 	}
 	dir := t.TempDir()
 	bin := goBuild(t, "cmd/contend", dir)
-	inputs := stripeBadInputs(t, dir)
-	p := newTmux(t, 80, 24, fmt.Sprintf("%s tui %s; echo EXIT=$?", bin, strings.Join(inputs, " ")))
+	p := newTmux(t, 80, 24, fmt.Sprintf("%s tui %s; echo EXIT=$?", bin, stripeBadDir(t, dir)))
 	p.waitFor("lock-convoy", "stripe.(*subscription)")
-	walkViews(t, p, "lock-convoy")
+	walkViews(t, p, "lock-convoy", true)
 }
 
-// TestEndToEndTop watches the spin fixture live with `contend top` in
-// tmux: the spin convoy is named within the refreshes, every view shows,
-// the window and pause keys answer, q restores the terminal.
-func TestEndToEndTop(t *testing.T) {
+// liveFixture builds contend and the Go fixtures (root only) and starts
+// the spin fixture's bad variant for d; it is killed when the test ends.
+func liveFixture(t *testing.T, d time.Duration) (bin string, pid int) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds contend and a fixture")
 	}
 	needEnv(t, os.Geteuid() == 0, "contend top needs root for its BPF probes")
 	dir := t.TempDir()
-	bin := goBuild(t, "cmd/contend", dir)
-	// Live findings need the collector's recordings and the live
-	// detectors; `contend record` is the sign that both are in.
-	needEnv(t, exec.Command(bin, "record", "--help").Run() == nil, "contend record is not available yet")
+	bin = goBuild(t, "cmd/contend", dir)
 	fix := goBuild(t, "fixtures/cmd/gofixture", dir)
-
-	target := exec.Command(fix, "spin", "-variant", "bad", "-duration", "120s")
+	target := exec.Command(fix, "spin", "-variant", "bad", "-duration", d.String())
 	stdout, err := target.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -231,16 +227,71 @@ func TestEndToEndTop(t *testing.T) {
 		_ = target.Wait()
 	})
 	go func() { _, _ = bufio.NewReader(stdout).WriteTo(devNull{}) }()
+	return bin, target.Process.Pid
+}
 
-	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d; echo EXIT=$?", bin, target.Process.Pid))
-	p.waitFor("contend top", fmt.Sprintf("pid %d", target.Process.Pid), "LIVE")
-	p.waitFor("spin-convoy")
+// TestEndToEndTopScreen runs `contend top` on the spin fixture in tmux and
+// works every key of a live session: the header names the target, w
+// switches the window, p pauses and resumes, e exports a recording that
+// reads back, every view shows, q restores the terminal.
+func TestEndToEndTopScreen(t *testing.T) {
+	bin, pid := liveFixture(t, 5*time.Minute)
+	export := t.TempDir()
+	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d --export-dir %s; echo EXIT=$?", bin, pid, export))
+	p.waitFor("contend top", fmt.Sprintf("pid %d gofixture", pid), "LIVE", "probes ")
 	p.keys("w")
 	p.waitFor("whole run")
 	p.keys("p")
-	p.waitFor("PAUSED")
+	p.waitFor("PAUSED", "recording goes on")
 	p.keys("p")
-	walkViews(t, p, "spin-convoy")
+	p.waitFor("LIVE", "resumed")
+	p.keys("e")
+	p.waitFor("exported to " + export)
+	dirs, _ := filepath.Glob(filepath.Join(export, fmt.Sprintf("contend-gofixture-%d-*", pid)))
+	if len(dirs) != 1 {
+		t.Fatalf("export wrote %v, want one recording", dirs)
+	}
+	rec, err := recording.Read(dirs[0])
+	if err != nil {
+		t.Fatalf("exported recording does not read back: %v", err)
+	}
+	if rec.Meta.PID != pid || rec.Threads == nil || len(rec.Threads.Threads) == 0 {
+		t.Errorf("exported recording: pid %d, timeline %v", rec.Meta.PID, rec.Threads)
+	}
+	walkViews(t, p, "", false)
+}
+
+// TestEndToEndTop watches the spin fixture live with `contend top` in
+// tmux: the spin convoy is named within the refreshes, opens with its
+// suggestion, every view shows, q restores the terminal.
+func TestEndToEndTop(t *testing.T) {
+	bin, pid := liveFixture(t, 5*time.Minute)
+	// The convoy is named by the live detectors; until they are in, a
+	// short recording of the same fixture names nothing, and this test
+	// has nothing to wait for.
+	out, err := exec.Command(bin, "record", "-p", strconv.Itoa(pid), "-d", "3s", "-o", filepath.Join(t.TempDir(), "rec")).CombinedOutput()
+	needEnv(t, err == nil && strings.Contains(string(out), "spin-convoy"),
+		fmt.Sprintf("contend record names no spin convoy in the spin fixture (err %v):\n%s", err, out))
+	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d; echo EXIT=$?", bin, pid))
+	p.waitFor("contend top", fmt.Sprintf("pid %d", pid), "LIVE")
+	p.waitFor("spin-convoy")
+	walkViews(t, p, "spin-convoy", false)
+}
+
+// TestEndToEndTopTargetExit watches a fixture that ends by itself: the
+// screen says the target exited, keeps its data and still answers keys.
+func TestEndToEndTopTargetExit(t *testing.T) {
+	bin, pid := liveFixture(t, 4*time.Second)
+	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d; echo EXIT=$?", bin, pid))
+	p.waitFor("contend top", fmt.Sprintf("pid %d gofixture", pid), "LIVE")
+	p.waitFor("EXITED", "target exited after")
+	p.keys("3")
+	p.waitFor("[3 Locks", fmt.Sprintf("pid %d gofixture", pid), "EXITED")
+	p.keys("q")
+	p.waitFor("EXIT=0")
+	if got := p.format("alternate_on"); got != "0" {
+		t.Errorf("alternate screen still on after quitting (alternate_on=%s)", got)
+	}
 }
 
 type devNull struct{}

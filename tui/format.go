@@ -68,6 +68,15 @@ func fmtSeconds(s float64) string {
 	}
 }
 
+// fmtQuantile formats a wait-time quantile; 0 means the input had no
+// per-wait durations (Go profiles), shown as "-".
+func fmtQuantile(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmtDur(d)
+}
+
 // fmtDur formats a duration like fmtSeconds, with nanoseconds below 1µs.
 func fmtDur(d time.Duration) string {
 	if d > 0 && d < time.Microsecond {
@@ -150,6 +159,29 @@ func fmtPoint(p analyzer.ProgramPoint) string {
 		return name + " " + loc
 	}
 	return name
+}
+
+// locFirst formats a program point as "pool.go:88 in pool.(*P).Get".
+func locFirst(p analyzer.ProgramPoint) string {
+	loc := fmtLoc(p.File, p.Line)
+	if loc == "" {
+		return shortFunc(p.Function)
+	}
+	return loc + " in " + shortFunc(p.Function)
+}
+
+// fitSplit fits a "name\tlocation" cell to w cells, cutting the name and
+// keeping the location.
+func fitSplit(s string, w int) string {
+	name, loc, ok := strings.Cut(s, "\t")
+	if !ok || loc == "" {
+		return fit(name, w)
+	}
+	lw := ansi.StringWidth(loc)
+	if ansi.StringWidth(name)+1+lw <= w || lw+8 > w {
+		return fit(name+" "+loc, w)
+	}
+	return fit(name, w-lw-1) + " " + loc
 }
 
 // fmtFrame formats one stack frame compactly: function, then base file

@@ -2,8 +2,12 @@ package tui
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/recording"
 )
 
 // goldenScreens are the screens kept as golden files: each is a key
@@ -59,5 +63,42 @@ func TestGoldenOffline(t *testing.T) {
 	golden(t, "handmade-offline-findings-80x24", h.view())
 	if v := h.view(); strings.Contains(v, "w window") || strings.Contains(v, "p pause") {
 		t.Errorf("offline help line offers live-only keys:\n%s", v)
+	}
+}
+
+// TestGoldenFixtures renders the captured Go fixture profiles (make
+// capture) through recording.Open and analyzer.Analyze, as `contend tui
+// DIR` shows them: the findings list and the first finding opened, at
+// 80x24. Refresh with -update after a capture or an analyzer change.
+func TestGoldenFixtures(t *testing.T) {
+	// The bad variants only: each shows its case's finding (or, for idle,
+	// that there is none); the fixed ones add churn, not coverage.
+	dirs, _ := filepath.Glob(filepath.Join("..", "analyzer", "testdata", "fixtures", "*-bad"))
+	if len(dirs) == 0 {
+		t.Skip("no captured fixture profiles under analyzer/testdata/fixtures (make capture)")
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		if strings.HasPrefix(name, ".") {
+			continue // a capture being written
+		}
+		t.Run(name, func(t *testing.T) {
+			files, _ := filepath.Glob(filepath.Join(dir, "*"))
+			rec, err := recording.Open(files...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := analyzer.Analyze(rec, analyzer.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, NewRecordingSource(rec), res, 80, 24)
+			golden(t, "fixture-"+name+"-findings-80x24", h.view())
+			if len(res.Findings) == 0 {
+				return
+			}
+			h.keys("enter")
+			golden(t, "fixture-"+name+"-finding-detail-80x24", h.view())
+		})
 	}
 }

@@ -243,6 +243,9 @@ func (m *Model) loadCmd(gen int) tea.Cmd {
 			return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
 		}
 		res, err := an(rec)
+		if err == nil && res == nil {
+			err = errors.New("no result")
+		}
 		if err != nil {
 			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
 		}
@@ -305,7 +308,11 @@ func (m *Model) onFrame(msg frameMsg) tea.Cmd {
 		m.loadOn = -1
 	}
 	if msg.gen != m.gen {
-		// Data of a window no longer asked for; fetch the current one.
+		// Data of a window no longer asked for; fetch the current one
+		// (a paused screen fetches it when it resumes).
+		if m.paused {
+			return nil
+		}
 		return m.refresh()
 	}
 	if m.paused && m.frame != nil {

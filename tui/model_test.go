@@ -117,6 +117,22 @@ func TestPauseFreezesScreenButNotStats(t *testing.T) {
 	}
 }
 
+func TestWindowChangeWhilePausedWaitsForResume(t *testing.T) {
+	src := liveSource()
+	h := newHarness(t, src, hmResult(), 80, 24)
+	h.keys("p", "w")
+	if n := len(src.asked()); n != 1 {
+		t.Errorf("%d snapshots taken while paused, want only the first", n)
+	}
+	if v := h.view(); !strings.Contains(v, "whole run") || !strings.Contains(v, "PAUSED") {
+		t.Errorf("header should name the new window and stay paused:\n%s", v)
+	}
+	h.keys("p")
+	if got := src.asked(); len(got) != 2 || got[1] != 0 {
+		t.Errorf("windows asked %v, want the whole run on resume", got)
+	}
+}
+
 func TestStaleWindowFrameIsDropped(t *testing.T) {
 	src := liveSource()
 	h := newHarness(t, src, hmResult(), 80, 24)

@@ -508,6 +508,8 @@ func (m *Model) rowLines(spec tabSpec, widths []int, r row, selected bool, w int
 			if !selected {
 				v = m.colourStrip(v)
 			}
+		case c.split:
+			v = fitSplit(v, widths[i])
 		case c.right:
 			v = fitRight(v, widths[i])
 		default:

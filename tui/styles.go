@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/term"
 	"github.com/muesli/termenv"
 )
 
@@ -33,11 +34,13 @@ type styles struct {
 	state map[string]lipgloss.Style
 }
 
-// newRenderer returns the renderer for the TUI on w. NO_COLOR (or
-// CLICOLOR=0) keeps bold and reverse video but drops every colour.
-func newRenderer(w io.Writer) *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(w)
-	if termenv.EnvNoColor() && r.ColorProfile() != termenv.Ascii {
+// newRenderer returns the renderer for the TUI on f. Under NO_COLOR (or
+// CLICOLOR=0) termenv reports a plain-text profile; on a terminal the
+// profile is raised back to basic ANSI so bold and reverse video still mark
+// titles and the selection, while the styles themselves carry no colour.
+func newRenderer(f *os.File) *lipgloss.Renderer {
+	r := lipgloss.NewRenderer(f)
+	if noColor() && term.IsTerminal(f.Fd()) {
 		r.SetColorProfile(termenv.ANSI)
 		r.SetHasDarkBackground(true)
 	}

@@ -32,6 +32,9 @@ type column struct {
 	// tail keeps the end of an over-long cell instead of its start (state
 	// strips, where the newest sample is on the right).
 	tail bool
+	// split cells hold "name\tlocation": when too long the name is cut and
+	// the location kept whole, so a long function never hides its line.
+	split bool
 }
 
 // sortSpec is one sort order of a list view.
@@ -99,11 +102,11 @@ func init() {
 		tabPoints: {
 			name: "Points",
 			cols: []column{
-				{title: "Program point"},
-				{title: "N", width: 5, right: true},
-				{title: "State mix", width: 22},
-				{title: "Wait", width: 7, right: true},
-				{title: "CPU", width: 7, right: true},
+				{title: "Program point", split: true},
+				{title: "N", width: 4, right: true},
+				{title: "State mix", width: 18},
+				{title: "Wait", width: 6, right: true},
+				{title: "CPU", width: 6, right: true},
 			},
 			sorts: []sortSpec{
 				{name: "count", col: 1},
@@ -199,7 +202,9 @@ func pointKey(p analyzer.ProgramPoint) string {
 func findingRows(res *analyzer.Result) []row {
 	rows := make([]row, 0, len(res.Findings))
 	for i, f := range res.Findings {
-		sub := fmt.Sprintf("%s · confidence %s · at %s", f.Kind, f.Confidence, fmtPoint(f.Point))
+		// The location comes before the function: a cut at the screen edge
+		// then takes the end of a long function name, not the line.
+		sub := fmt.Sprintf("%s · confidence %s · at %s", f.Kind, f.Confidence, locFirst(f.Point))
 		rows = append(rows, row{
 			key:   findingKey(f),
 			cells: []string{strconv.Itoa(i + 1), f.Headline, fmtSeconds(f.WaitSeconds), fmtSeconds(f.CPUSeconds)},
@@ -225,7 +230,7 @@ func participants(f analyzer.Finding) string {
 func pointRows(res *analyzer.Result) []row {
 	rows := make([]row, 0, len(res.Points))
 	for _, p := range res.Points {
-		name := fmtPoint(p.Point)
+		name := shortFunc(p.Point.Function) + "\t" + fmtLoc(p.Point.File, p.Point.Line)
 		if p.Idle {
 			name = "(idle) " + name
 		}
@@ -278,7 +283,7 @@ func lockRows(res *analyzer.Result) []row {
 		rows = append(rows, row{
 			key: lockKey(l.Lock),
 			cells: []string{name, fmtCount(l.Waits), strconv.Itoa(l.DistinctWaiters),
-				fmtSeconds(l.WaitSeconds), fmtDur(l.P50), fmtDur(l.P99)},
+				fmtSeconds(l.WaitSeconds), fmtQuantile(l.P50), fmtQuantile(l.P99)},
 			name: name,
 			num:  []float64{l.WaitSeconds, float64(l.Waits), float64(l.DistinctWaiters), float64(l.P99)},
 			dim:  l.Idle,
@@ -310,7 +315,7 @@ func idleRows(res *analyzer.Result) []row {
 		rows = append(rows, row{
 			key:   g.Reason + "|" + pointKey(g.Point),
 			cells: []string{g.Reason, strconv.Itoa(g.Count), fmtSeconds(g.WaitSeconds)},
-			sub:   "at " + fmtPoint(g.Point),
+			sub:   "at " + locFirst(g.Point),
 			name:  g.Reason,
 			num:   []float64{float64(g.Count), g.WaitSeconds},
 			item:  g,
@@ -360,7 +365,7 @@ func rowMatches(r row, lower string) bool {
 		return true
 	}
 	for _, c := range r.cells {
-		if strings.Contains(strings.ToLower(c), lower) {
+		if strings.Contains(strings.ToLower(strings.ReplaceAll(c, "\t", " ")), lower) {
 			return true
 		}
 	}

@@ -235,3 +235,18 @@ func TestAnalyzeGolden(t *testing.T) {
 		}
 	}
 }
+
+func TestAnalyzeColor(t *testing.T) {
+	in := contendedInput(t)
+	t.Setenv("NO_COLOR", "")
+	if out, _, _ := runCLI(t, "analyze", in); strings.Contains(out, "\x1b[") {
+		t.Errorf("colour without --color")
+	}
+	if out, _, _ := runCLI(t, "analyze", "--color", in); !strings.Contains(out, "\x1b[") {
+		t.Errorf("no colour with --color")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if out, _, _ := runCLI(t, "analyze", "--color", in); strings.Contains(out, "\x1b[") {
+		t.Errorf("colour with --color although NO_COLOR is set")
+	}
+}

@@ -2,6 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -43,17 +48,52 @@ terminal; 'contend analyze' prints the same findings as text.`,
 }
 
 // runTUI loads the inputs and shows them; input errors are reported before
-// any screen is drawn.
+// any screen is drawn, and before the terminal check, since they say more.
 func runTUI(ctx context.Context, o tuiOptions) error {
-	if err := tui.CheckTerminal(); err != nil {
-		return withCode(exitUsage, err)
-	}
-	rec, err := recording.Open(o.paths...)
+	paths, err := expandProfileDirs(o.paths)
 	if err != nil {
 		return err
+	}
+	rec, err := recording.Open(paths...)
+	if errors.Is(err, fs.ErrNotExist) {
+		return withCode(exitUsage, err) // a mistyped path is bad input
+	}
+	if err != nil {
+		return err
+	}
+	if err := tui.CheckTerminal(); err != nil {
+		return withCode(exitUsage, fmt.Errorf("tui: %w", err))
 	}
 	return tui.Run(ctx, tui.NewRecordingSource(rec), tui.Options{
 		Title:     "contend tui",
 		ExportDir: o.exportDir,
 	})
+}
+
+// expandProfileDirs replaces each directory that is not a recording with
+// the files in it, so a directory of Go profiles (as `gofixture -profiles`
+// and `make capture` write them) opens like the files themselves.
+func expandProfileDirs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() || recording.IsRecording(p) {
+			out = append(out, p) // recording.Open reports what is wrong
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return nil, fmt.Errorf("tui: %w", err)
+		}
+		n := len(out)
+		for _, e := range entries {
+			if e.Type().IsRegular() {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+		if len(out) == n {
+			return nil, withCode(exitUsage, fmt.Errorf("tui: %s: %w and holds no profile files", p, recording.ErrNotRecording))
+		}
+	}
+	return out, nil
 }

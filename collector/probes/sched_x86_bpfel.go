@@ -16,30 +16,39 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SchedMapCtBuckets         = "ct_buckets"
-	SchedMapCtCounters        = "ct_counters"
-	SchedMapCtEvents          = "ct_events"
-	SchedMapCtNamed           = "ct_named"
-	SchedMapCtOffcpu          = "ct_offcpu"
-	SchedMapCtSchedStart      = "ct_sched_start"
-	SchedMapCtScratch         = "ct_scratch"
-	SchedMapCtSoftirq         = "ct_softirq"
-	SchedMapCtStacks          = "ct_stacks"
-	SchedMapCtWakes           = "ct_wakes"
-	SchedProgCtSchedExit      = "ct_sched_exit"
-	SchedProgCtSchedSwitch    = "ct_sched_switch"
-	SchedProgCtSchedWaking    = "ct_sched_waking"
-	SchedProgCtSoftirqEntry   = "ct_softirq_entry"
-	SchedProgCtSoftirqExit    = "ct_softirq_exit"
-	SchedVarCtZero            = "ct_zero"
-	SchedVarDsleepEventNs     = "dsleep_event_ns"
-	SchedVarEventIntervalNs   = "event_interval_ns"
-	SchedVarEventToleranceNs  = "event_tolerance_ns"
-	SchedVarRunqEventNs       = "runq_event_ns"
-	SchedVarTargetTgid        = "target_tgid"
-	SchedVarThreadSize        = "thread_size"
-	SchedVarWindowIntervalNs  = "window_interval_ns"
-	SchedVarWindowToleranceNs = "window_tolerance_ns"
+	SchedMapCtBuckets                = "ct_buckets"
+	SchedMapCtCounters               = "ct_counters"
+	SchedMapCtEvents                 = "ct_events"
+	SchedMapCtIrq                    = "ct_irq"
+	SchedMapCtNamed                  = "ct_named"
+	SchedMapCtOffcpu                 = "ct_offcpu"
+	SchedMapCtSchedStart             = "ct_sched_start"
+	SchedMapCtScratch                = "ct_scratch"
+	SchedMapCtStacks                 = "ct_stacks"
+	SchedMapCtWakes                  = "ct_wakes"
+	SchedProgCtCallFunctionIn        = "ct_call_function_in"
+	SchedProgCtCallFunctionOut       = "ct_call_function_out"
+	SchedProgCtCallFunctionSingleIn  = "ct_call_function_single_in"
+	SchedProgCtCallFunctionSingleOut = "ct_call_function_single_out"
+	SchedProgCtIrqHandlerIn          = "ct_irq_handler_in"
+	SchedProgCtIrqHandlerOut         = "ct_irq_handler_out"
+	SchedProgCtIrqWorkIn             = "ct_irq_work_in"
+	SchedProgCtIrqWorkOut            = "ct_irq_work_out"
+	SchedProgCtLocalTimerIn          = "ct_local_timer_in"
+	SchedProgCtLocalTimerOut         = "ct_local_timer_out"
+	SchedProgCtSchedExit             = "ct_sched_exit"
+	SchedProgCtSchedSwitch           = "ct_sched_switch"
+	SchedProgCtSchedWaking           = "ct_sched_waking"
+	SchedProgCtSoftirqIn             = "ct_softirq_in"
+	SchedProgCtSoftirqOut            = "ct_softirq_out"
+	SchedVarCtZero                   = "ct_zero"
+	SchedVarDsleepEventNs            = "dsleep_event_ns"
+	SchedVarEventIntervalNs          = "event_interval_ns"
+	SchedVarEventToleranceNs         = "event_tolerance_ns"
+	SchedVarRunqEventNs              = "runq_event_ns"
+	SchedVarTargetTgid               = "target_tgid"
+	SchedVarWindowIntervalNs         = "window_interval_ns"
+	SchedVarWindowToleranceNs        = "window_tolerance_ns"
 )
 
 // LoadSched returns the embedded CollectionSpec for Sched.
@@ -84,11 +93,21 @@ type SchedSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedProgramSpecs struct {
-	CtSchedExit    *ebpf.ProgramSpec `ebpf:"ct_sched_exit"`
-	CtSchedSwitch  *ebpf.ProgramSpec `ebpf:"ct_sched_switch"`
-	CtSchedWaking  *ebpf.ProgramSpec `ebpf:"ct_sched_waking"`
-	CtSoftirqEntry *ebpf.ProgramSpec `ebpf:"ct_softirq_entry"`
-	CtSoftirqExit  *ebpf.ProgramSpec `ebpf:"ct_softirq_exit"`
+	CtCallFunctionIn        *ebpf.ProgramSpec `ebpf:"ct_call_function_in"`
+	CtCallFunctionOut       *ebpf.ProgramSpec `ebpf:"ct_call_function_out"`
+	CtCallFunctionSingleIn  *ebpf.ProgramSpec `ebpf:"ct_call_function_single_in"`
+	CtCallFunctionSingleOut *ebpf.ProgramSpec `ebpf:"ct_call_function_single_out"`
+	CtIrqHandlerIn          *ebpf.ProgramSpec `ebpf:"ct_irq_handler_in"`
+	CtIrqHandlerOut         *ebpf.ProgramSpec `ebpf:"ct_irq_handler_out"`
+	CtIrqWorkIn             *ebpf.ProgramSpec `ebpf:"ct_irq_work_in"`
+	CtIrqWorkOut            *ebpf.ProgramSpec `ebpf:"ct_irq_work_out"`
+	CtLocalTimerIn          *ebpf.ProgramSpec `ebpf:"ct_local_timer_in"`
+	CtLocalTimerOut         *ebpf.ProgramSpec `ebpf:"ct_local_timer_out"`
+	CtSchedExit             *ebpf.ProgramSpec `ebpf:"ct_sched_exit"`
+	CtSchedSwitch           *ebpf.ProgramSpec `ebpf:"ct_sched_switch"`
+	CtSchedWaking           *ebpf.ProgramSpec `ebpf:"ct_sched_waking"`
+	CtSoftirqIn             *ebpf.ProgramSpec `ebpf:"ct_softirq_in"`
+	CtSoftirqOut            *ebpf.ProgramSpec `ebpf:"ct_softirq_out"`
 }
 
 // SchedMapSpecs contains maps before they are loaded into the kernel.
@@ -98,11 +117,11 @@ type SchedMapSpecs struct {
 	CtBuckets    *ebpf.MapSpec `ebpf:"ct_buckets"`
 	CtCounters   *ebpf.MapSpec `ebpf:"ct_counters"`
 	CtEvents     *ebpf.MapSpec `ebpf:"ct_events"`
+	CtIrq        *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed      *ebpf.MapSpec `ebpf:"ct_named"`
 	CtOffcpu     *ebpf.MapSpec `ebpf:"ct_offcpu"`
 	CtSchedStart *ebpf.MapSpec `ebpf:"ct_sched_start"`
 	CtScratch    *ebpf.MapSpec `ebpf:"ct_scratch"`
-	CtSoftirq    *ebpf.MapSpec `ebpf:"ct_softirq"`
 	CtStacks     *ebpf.MapSpec `ebpf:"ct_stacks"`
 	CtWakes      *ebpf.MapSpec `ebpf:"ct_wakes"`
 }
@@ -117,7 +136,6 @@ type SchedVariableSpecs struct {
 	EventToleranceNs  *ebpf.VariableSpec `ebpf:"event_tolerance_ns"`
 	RunqEventNs       *ebpf.VariableSpec `ebpf:"runq_event_ns"`
 	TargetTgid        *ebpf.VariableSpec `ebpf:"target_tgid"`
-	ThreadSize        *ebpf.VariableSpec `ebpf:"thread_size"`
 	WindowIntervalNs  *ebpf.VariableSpec `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.VariableSpec `ebpf:"window_tolerance_ns"`
 }
@@ -145,11 +163,11 @@ type SchedMaps struct {
 	CtBuckets    *ebpf.Map `ebpf:"ct_buckets"`
 	CtCounters   *ebpf.Map `ebpf:"ct_counters"`
 	CtEvents     *ebpf.Map `ebpf:"ct_events"`
+	CtIrq        *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed      *ebpf.Map `ebpf:"ct_named"`
 	CtOffcpu     *ebpf.Map `ebpf:"ct_offcpu"`
 	CtSchedStart *ebpf.Map `ebpf:"ct_sched_start"`
 	CtScratch    *ebpf.Map `ebpf:"ct_scratch"`
-	CtSoftirq    *ebpf.Map `ebpf:"ct_softirq"`
 	CtStacks     *ebpf.Map `ebpf:"ct_stacks"`
 	CtWakes      *ebpf.Map `ebpf:"ct_wakes"`
 }
@@ -159,11 +177,11 @@ func (m *SchedMaps) Close() error {
 		m.CtBuckets,
 		m.CtCounters,
 		m.CtEvents,
+		m.CtIrq,
 		m.CtNamed,
 		m.CtOffcpu,
 		m.CtSchedStart,
 		m.CtScratch,
-		m.CtSoftirq,
 		m.CtStacks,
 		m.CtWakes,
 	)
@@ -179,7 +197,6 @@ type SchedVariables struct {
 	EventToleranceNs  *ebpf.Variable `ebpf:"event_tolerance_ns"`
 	RunqEventNs       *ebpf.Variable `ebpf:"runq_event_ns"`
 	TargetTgid        *ebpf.Variable `ebpf:"target_tgid"`
-	ThreadSize        *ebpf.Variable `ebpf:"thread_size"`
 	WindowIntervalNs  *ebpf.Variable `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.Variable `ebpf:"window_tolerance_ns"`
 }
@@ -188,20 +205,40 @@ type SchedVariables struct {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedPrograms struct {
-	CtSchedExit    *ebpf.Program `ebpf:"ct_sched_exit"`
-	CtSchedSwitch  *ebpf.Program `ebpf:"ct_sched_switch"`
-	CtSchedWaking  *ebpf.Program `ebpf:"ct_sched_waking"`
-	CtSoftirqEntry *ebpf.Program `ebpf:"ct_softirq_entry"`
-	CtSoftirqExit  *ebpf.Program `ebpf:"ct_softirq_exit"`
+	CtCallFunctionIn        *ebpf.Program `ebpf:"ct_call_function_in"`
+	CtCallFunctionOut       *ebpf.Program `ebpf:"ct_call_function_out"`
+	CtCallFunctionSingleIn  *ebpf.Program `ebpf:"ct_call_function_single_in"`
+	CtCallFunctionSingleOut *ebpf.Program `ebpf:"ct_call_function_single_out"`
+	CtIrqHandlerIn          *ebpf.Program `ebpf:"ct_irq_handler_in"`
+	CtIrqHandlerOut         *ebpf.Program `ebpf:"ct_irq_handler_out"`
+	CtIrqWorkIn             *ebpf.Program `ebpf:"ct_irq_work_in"`
+	CtIrqWorkOut            *ebpf.Program `ebpf:"ct_irq_work_out"`
+	CtLocalTimerIn          *ebpf.Program `ebpf:"ct_local_timer_in"`
+	CtLocalTimerOut         *ebpf.Program `ebpf:"ct_local_timer_out"`
+	CtSchedExit             *ebpf.Program `ebpf:"ct_sched_exit"`
+	CtSchedSwitch           *ebpf.Program `ebpf:"ct_sched_switch"`
+	CtSchedWaking           *ebpf.Program `ebpf:"ct_sched_waking"`
+	CtSoftirqIn             *ebpf.Program `ebpf:"ct_softirq_in"`
+	CtSoftirqOut            *ebpf.Program `ebpf:"ct_softirq_out"`
 }
 
 func (p *SchedPrograms) Close() error {
 	return _SchedClose(
+		p.CtCallFunctionIn,
+		p.CtCallFunctionOut,
+		p.CtCallFunctionSingleIn,
+		p.CtCallFunctionSingleOut,
+		p.CtIrqHandlerIn,
+		p.CtIrqHandlerOut,
+		p.CtIrqWorkIn,
+		p.CtIrqWorkOut,
+		p.CtLocalTimerIn,
+		p.CtLocalTimerOut,
 		p.CtSchedExit,
 		p.CtSchedSwitch,
 		p.CtSchedWaking,
-		p.CtSoftirqEntry,
-		p.CtSoftirqExit,
+		p.CtSoftirqIn,
+		p.CtSoftirqOut,
 	)
 }
 

@@ -3,7 +3,7 @@
 // time lands on update_shared_state, the caller of pthread_mutex_lock.
 //
 // Prints "pid=P lock=0xADDR" then "tid=T" per worker.
-// Usage: cmutex [threads]
+// Usage: cmutex [threads] [start-delay-ms]  (workers start after the delay)
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
-static volatile unsigned long shared_counter;
+static volatile unsigned long shared_counter, updates;
 
 // hold_lock_work spins for a while with the lock held, so that others
 // queue behind it and sleep in the kernel.
@@ -21,11 +21,15 @@ __attribute__((noinline)) static void hold_lock_work(void)
 		shared_counter++;
 }
 
+// update_shared_state is the call site the tests look for, for the lock
+// and the unlock (the count after the unlock keeps the compiler from
+// turning that call into a tail jump, which would hide the caller).
 __attribute__((noinline)) void update_shared_state(void)
 {
 	pthread_mutex_lock(&big_lock);
 	hold_lock_work();
 	pthread_mutex_unlock(&big_lock);
+	updates++;
 }
 
 static void *worker(void *arg)
@@ -44,8 +48,11 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 4;
+	int delay_ms = argc > 2 ? atoi(argv[2]) : 0;
 	printf("pid=%d lock=%p\n", getpid(), (void *)&big_lock);
 	fflush(stdout);
+	if (delay_ms > 0)
+		usleep(delay_ms * 1000);
 	pthread_t t[64];
 	if (n > 64)
 		n = 64;

@@ -11,10 +11,15 @@
 #include <unistd.h>
 
 static const char *path;
+static volatile long flushes;
 
+// flush_journal is the call site the tests look for; the count after the
+// fsync keeps the compiler from turning the call into a tail jump, which
+// would take flush_journal off the stack.
 __attribute__((noinline)) void flush_journal(int fd)
 {
-	fsync(fd);
+	if (fsync(fd) == 0)
+		flushes++;
 }
 
 static void *writer(void *arg)

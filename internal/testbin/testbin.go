@@ -106,7 +106,8 @@ func C(t testing.TB, src string, flags ...string) string {
 // Go builds the main package in dir (relative to the module root, e.g.
 // "collector/testdata/golock") with extra go build flags and returns the
 // path of the binary. The go command's own cache makes a rebuild of an
-// unchanged package cheap, so Go binaries are always rebuilt.
+// unchanged package cheap, so a Go binary is rebuilt once per test process
+// (go test puts its own go command first in PATH).
 func Go(t testing.TB, dir string, flags ...string) string {
 	t.Helper()
 	root := ModuleRoot(t)
@@ -116,18 +117,21 @@ func Go(t testing.TB, dir string, flags ...string) string {
 		fmt.Fprintf(h, "%s\x00", f)
 	}
 	out := filepath.Join(CacheDir(t), filepath.Base(dir)+"-"+hex.EncodeToString(h.Sum(nil))[:16])
-	goCmd := filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	if _, err := os.Stat(goCmd); err != nil {
-		goCmd = "go"
+	if _, done := goBuilt.Load(out); done {
+		return out
 	}
 	build(t, out, func(tmp string) *exec.Cmd {
 		args := append(append([]string{"build"}, flags...), "-o", tmp, "./"+filepath.ToSlash(dir))
-		cmd := exec.Command(goCmd, args...)
+		cmd := exec.Command("go", args...)
 		cmd.Dir = root
 		return cmd
 	})
+	goBuilt.Store(out, true)
 	return out
 }
+
+// goBuilt remembers the Go binaries built by this test process.
+var goBuilt sync.Map
 
 // buildMu serializes builds within one test process.
 var buildMu sync.Mutex

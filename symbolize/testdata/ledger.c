@@ -5,7 +5,7 @@
 // teller -> start_thread.
 //
 // On start it prints one line of addresses for the tests to check against:
-//   ready lock=0x… lock_off=N bss=0x… bss_off=N teller=0x…
+//   ready lock=0x… lock_off=N bss=0x… bss_off=N teller=0x… relro=0x…
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +20,10 @@ struct ledger {
 
 // Initialised data: lands in .data.
 struct ledger ledger = {.balance = {1000}, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+// Pointers needing relocation in a position-independent executable: land
+// in .data.rel.ro, read-only after start-up (RELRO).
+const char *const account_names[] = {"cash", "savings", "loans", "fees"};
 
 // 1 MiB of zeroes: lands in .bss, most of it in the anonymous mapping
 // after the file mapping.
@@ -62,9 +66,10 @@ int main(int argc, char **argv) {
 	pthread_t t[64];
 	if (n < 1 || n > 64)
 		n = 4;
-	printf("ready lock=%p lock_off=%zu bss=%p bss_off=%d teller=%p\n",
+	printf("ready lock=%p lock_off=%zu bss=%p bss_off=%d teller=%p relro=%p\n",
 	       (void *)&ledger.lock, offsetof(struct ledger, lock),
-	       (void *)&scratch[700000], 700000, (void *)teller);
+	       (void *)&scratch[700000], 700000, (void *)teller,
+	       (void *)&account_names[1]);
 	fflush(stdout);
 	for (long i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, teller, (void *)i);

@@ -1,8 +1,11 @@
 //go:build ignore
 
-// io probe family: durations of the target's file I/O syscalls per
-// (thread, syscall, user stack); stacks and events for calls of at least
-// io_threshold_ns.
+// io probe family (included by syscalls.bpf.c): durations of the target's
+// file I/O syscalls per (thread, syscall, user stack); stacks and events
+// for calls of at least io_threshold_ns.
+#ifndef CT_IO_BPF_H
+#define CT_IO_BPF_H
+
 #include "helpers.bpf.h"
 #include "io.h"
 
@@ -62,38 +65,34 @@ static __always_inline bool ct_is_io(long nr)
 	return false;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(ct_io_enter, struct pt_regs *regs, long nr)
+// ct_io_enter starts timing an I/O call: called at every target syscall
+// entry.
+static __always_inline void ct_io_enter(long nr, __u64 pid_tgid)
 {
-	__u64 pid_tgid;
-	if (!ct_in_target(&pid_tgid) || !ct_is_io(nr))
-		return 0;
+	if (!ct_is_io(nr))
+		return;
 	struct ct_io_start s = {};
 	s.ts = bpf_ktime_get_ns();
 	s.nr = nr;
 	if (bpf_map_update_elem(&ct_io_start, &pid_tgid, &s, BPF_ANY))
 		ct_count(CT_DROP_START_UPDATE);
-	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(ct_io_exit, struct pt_regs *regs, long ret)
+// ct_io_exit accounts a finished I/O call: called at every target syscall
+// exit.
+static __always_inline void ct_io_exit(void *ctx, struct pt_regs *regs, long nr, __u64 pid_tgid)
 {
-	__u64 pid_tgid;
-	if (!ct_in_target(&pid_tgid))
-		return 0;
-	long nr = regs->orig_ax;
 	if (!ct_is_io(nr))
-		return 0;
+		return;
 	struct ct_io_start *sp = bpf_map_lookup_elem(&ct_io_start, &pid_tgid);
 	if (!sp) {
 		ct_count(CT_INFO_NO_START);
-		return 0;
+		return;
 	}
 	struct ct_io_start s = *sp;
 	bpf_map_delete_elem(&ct_io_start, &pid_tgid);
 	if (s.nr != nr)
-		return 0;
+		return;
 	ct_count(CT_EV_IO);
 	__u64 now = bpf_ktime_get_ns();
 	__u64 dur = now - s.ts;
@@ -113,7 +112,7 @@ int BPF_PROG(ct_io_exit, struct pt_regs *regs, long ret)
 		ct_max(&v->max_ns, dur);
 	}
 	if (!slow)
-		return 0;
+		return;
 
 	struct ct_event e = {};
 	e.kind = CT_K_IO;
@@ -124,5 +123,6 @@ int BPF_PROG(ct_io_exit, struct pt_regs *regs, long ret)
 	e.dur = dur;
 	ct_emit(&e, now);
 	ct_send_window(CT_FAM_IO, tid, k.stack_id, s.ts, now, regs->ip, regs->sp, regs->bp);
-	return 0;
 }
+
+#endif

@@ -1,9 +1,13 @@
 //go:build ignore
 
-// futex probe family: every futex wait of the target, aggregated per lock
-// and per (thread, lock, user stack, owner), and every wake per (thread,
-// lock, waker stack). Stacks are taken at syscall exit and only for waits
-// of at least stack_threshold_ns and for wakes that woke a thread.
+// futex probe family (included by syscalls.bpf.c): every futex wait of the
+// target, aggregated per lock and per (thread, lock, user stack, owner),
+// and every wake per (thread, lock, waker stack). Stacks are taken at
+// syscall exit and only for waits of at least stack_threshold_ns and for
+// wakes that woke a thread.
+#ifndef CT_FUTEX_BPF_H
+#define CT_FUTEX_BPF_H
+
 #include "helpers.bpf.h"
 #include "futex.h"
 
@@ -144,38 +148,6 @@ static __always_inline __u8 ct_decode(struct pt_regs *regs, long nr, __u64 *addr
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(ct_futex_enter, struct pt_regs *regs, long nr)
-{
-	__u64 pid_tgid;
-	if (!ct_in_target(&pid_tgid))
-		return 0;
-	if (nr != NR_futex && nr != NR_futex_wait && nr != NR_futex_waitv)
-		return 0;
-	__u64 addr = 0;
-	__u8 op = ct_decode(regs, nr, &addr);
-	if (op == 0 || op > CT_OP_LAST_WAIT)
-		return 0;
-
-	struct ct_futex_start s = {};
-	s.op = op;
-	s.addr = addr;
-	__u32 owner = 0;
-	if (op == CT_OP_LOCK_PI || op == CT_OP_LOCK_PI2) {
-		// PI futexes hold the owner's tid in the word itself.
-		if (!bpf_probe_read_user(&owner, sizeof(owner), (void *)addr))
-			owner &= FUTEX_TID_MASK;
-	} else {
-		if (bpf_probe_read_user(&owner, sizeof(owner), (void *)(addr + CT_GLIBC_OWNER_OFFSET)))
-			owner = 0;
-	}
-	s.owner = owner;
-	s.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&ct_futex_start, &pid_tgid, &s, BPF_ANY))
-		ct_count(CT_DROP_START_UPDATE);
-	return 0;
-}
-
 static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 pid_tgid, long ret)
 {
 	struct ct_futex_start *sp = bpf_map_lookup_elem(&ct_futex_start, &pid_tgid);
@@ -293,25 +265,53 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 		       regs->sp, regs->bp);
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(ct_futex_exit, struct pt_regs *regs, long ret)
+// ct_futex_enter starts timing a wait: called at every target syscall
+// entry.
+static __always_inline void ct_futex_enter(struct pt_regs *regs, long nr, __u64 pid_tgid)
 {
-	__u64 pid_tgid;
-	if (!ct_in_target(&pid_tgid))
-		return 0;
-	long nr = regs->orig_ax;
+	if (nr != NR_futex && nr != NR_futex_wait && nr != NR_futex_waitv)
+		return;
+	__u64 addr = 0;
+	__u8 op = ct_decode(regs, nr, &addr);
+	if (op == 0 || op > CT_OP_LAST_WAIT)
+		return;
+
+	struct ct_futex_start s = {};
+	s.op = op;
+	s.addr = addr;
+	__u32 owner = 0;
+	if (op == CT_OP_LOCK_PI || op == CT_OP_LOCK_PI2) {
+		// PI futexes hold the owner's tid in the word itself.
+		if (!bpf_probe_read_user(&owner, sizeof(owner), (void *)addr))
+			owner &= FUTEX_TID_MASK;
+	} else {
+		if (bpf_probe_read_user(&owner, sizeof(owner), (void *)(addr + CT_GLIBC_OWNER_OFFSET)))
+			owner = 0;
+	}
+	s.owner = owner;
+	s.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&ct_futex_start, &pid_tgid, &s, BPF_ANY))
+		ct_count(CT_DROP_START_UPDATE);
+}
+
+// ct_futex_exit accounts a finished wait or wake: called at every target
+// syscall exit.
+static __always_inline void ct_futex_exit(void *ctx, struct pt_regs *regs, long nr, __u64 pid_tgid,
+					  long ret)
+{
 	if (nr != NR_futex && nr != NR_futex_wait && nr != NR_futex_waitv &&
 	    nr != NR_futex_wake && nr != NR_futex_requeue)
-		return 0;
+		return;
 	// The argument registers saved at entry are intact at exit (the
 	// result goes to ax), so wakes need no entry probe.
 	__u64 addr = 0;
 	__u8 op = ct_decode(regs, nr, &addr);
 	if (op == 0)
-		return 0;
+		return;
 	if (op <= CT_OP_LAST_WAIT)
 		ct_wait_exit(ctx, regs, pid_tgid, ret);
 	else
 		ct_wake_exit(ctx, regs, pid_tgid, op, addr, ret);
-	return 0;
 }
+
+#endif

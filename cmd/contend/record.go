@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/recording"
+	"github.com/contend-dev/contend/report"
+)
+
+func init() { subcommands = append(subcommands, newRecordCmd) }
+
+// recordOptions are the options of `contend record`.
+type recordOptions struct {
+	pid            int
+	duration       time.Duration
+	output         string
+	stackThreshold time.Duration
+	ioThreshold    time.Duration
+	hz             int
+	pprofURL       string
+	format         string
+	failOnFindings bool
+}
+
+func newRecordCmd() *cobra.Command {
+	var o recordOptions
+	c := &cobra.Command{
+		Use:   "record -p PID",
+		Short: "Record a live process's lock contention and print the findings",
+		Long: `record attaches contend's eBPF probes to every thread of a running process
+(threads it starts while recording included): futex waits and wakes per
+lock and stack, off-CPU time by thread state, wake edges, on-CPU samples,
+and file I/O syscalls. It records for --duration, or until Ctrl-C, SIGTERM
+or the target's exit, detaches, writes the recording to a directory (one
+pprof file per view, opening in 'go tool pprof' as is, plus JSON) and
+prints the findings.
+
+Progress goes to stderr when it is a terminal. A recording cut short (the
+target exited, Ctrl-C before --duration) is written and marked partial.
+It needs root, or CAP_BPF and CAP_PERFMON ('contend doctor' says what this
+machine allows).`,
+		Example: `  contend record -p 1234                             # 10 s, then the findings
+  contend record -p $(pgrep -n myserver) -d 30s -o before
+  go tool pprof -top before/futex-wait.pb.gz
+  contend record -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
+  contend record -p 1234 --format json --fail-on-findings > findings.json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runRecord(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	f := c.Flags()
+	f.IntVarP(&o.pid, "pid", "p", 0, "process to record (required)")
+	f.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to record (0: until Ctrl-C or the target exits)")
+	f.StringVarP(&o.output, "output", "o", "", "recording directory to create (default contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>)")
+	f.DurationVar(&o.stackThreshold, "stack-threshold", collector.DefaultStackThreshold, "futex waits at least this long carry a stack")
+	f.DurationVar(&o.ioThreshold, "io-threshold", collector.DefaultIOThreshold, "I/O syscalls at least this long carry a stack")
+	f.IntVar(&o.hz, "hz", collector.DefaultOnCPUHz, "on-CPU sampling frequency per CPU")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
+	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
+	return c
+}
+
+// maxOnCPUHz bounds --hz: beyond 10 kHz per CPU the sampling itself
+// becomes a load on the target.
+const maxOnCPUHz = 10000
+
+// runRecord records, writes the recording and prints the findings.
+func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) error {
+	switch {
+	case o.pid <= 0:
+		return usageErrorf("record: give the process to record with -p PID")
+	case o.duration < 0:
+		return usageErrorf("record: --duration must not be negative")
+	case o.stackThreshold <= 0:
+		return usageErrorf("record: --stack-threshold must be positive")
+	case o.ioThreshold <= 0:
+		return usageErrorf("record: --io-threshold must be positive")
+	case o.hz <= 0 || o.hz > maxOnCPUHz:
+		return usageErrorf("record: --hz must be between 1 and %d", maxOnCPUHz)
+	case o.format != formatText && o.format != formatJSON:
+		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
+	}
+	if o.output != "" {
+		if _, err := os.Lstat(o.output); err == nil {
+			return usageErrorf("record: %s already exists; give a new directory with -o", o.output)
+		}
+	}
+	opts := collector.Options{
+		PID:            o.pid,
+		Duration:       o.duration,
+		StackThreshold: o.stackThreshold,
+		IOThreshold:    o.ioThreshold,
+		OnCPUHz:        o.hz,
+		PprofURL:       o.pprofURL,
+	}
+	var progress func(collector.Stats)
+	tty := isTerminal(stderr)
+	if tty {
+		progress = progressLine(stderr, o.pid, o.duration)
+	}
+	rec, err := collector.Record(ctx, opts, progress)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	if rec == nil || errors.Is(err, collector.ErrProcessGone) {
+		return fmt.Errorf("record: %w", err)
+	}
+	dir := o.output
+	if dir == "" {
+		dir = defaultRecordDir(rec.Meta)
+	}
+	if werr := recording.Write(dir, rec); werr != nil {
+		if errors.Is(werr, recording.ErrExists) {
+			return withCode(exitUsage, fmt.Errorf("record: %w", werr))
+		}
+		return fmt.Errorf("record: %w", werr)
+	}
+	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
+	if rec.Meta.Partial {
+		summary += ", partial: " + rec.Meta.PartialReason
+	}
+	fmt.Fprintln(stderr, summary+")")
+	if events, drops := collector.SumCounters(rec.Meta.Counters); drops > 0 {
+		fmt.Fprintf(stderr, "contend: %d events seen, %d dropped or sampled out (see meta.json counters)\n", events, drops)
+	}
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+
+	res, err := analyzer.Analyze(rec, analyzer.Options{})
+	if err != nil {
+		return fmt.Errorf("record: analyze: %w", err)
+	}
+	var buf bytes.Buffer
+	if o.format == formatJSON {
+		err = report.JSON(&buf, res)
+	} else {
+		err = report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
+	}
+	if err != nil {
+		return fmt.Errorf("record: render %s: %w", o.format, err)
+	}
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("record: write output: %w", err)
+	}
+	if o.failOnFindings && len(res.Findings) > 0 {
+		return errFindings
+	}
+	return nil
+}
+
+// progressLine returns a progress callback that redraws one status line.
+func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats) {
+	return func(s collector.Stats) {
+		el := s.Elapsed.Truncate(100 * time.Millisecond).String()
+		if want > 0 {
+			el += "/" + want.String()
+		}
+		state := ""
+		if s.TargetExited {
+			state = "  target exited"
+		}
+		fmt.Fprintf(w, "\rcontend: recording pid %d  %s  events %d  drops %d%s\x1b[K", pid, el, s.Events, s.Drops, state)
+	}
+}
+
+// defaultRecordDir names a recording after its target and start time:
+// contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>.
+func defaultRecordDir(m recording.Meta) string {
+	comm := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, m.Comm)
+	if comm == "" || strings.Trim(comm, ".") == "" {
+		comm = "process"
+	}
+	return fmt.Sprintf("contend-%s-%d-%s", comm, m.PID, m.Start.Format("20060102-150405"))
+}

@@ -1,0 +1,229 @@
+//go:build linux && amd64
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
+)
+
+// These tests run the contend binary as a subprocess against helper
+// programs of the collector's tests, and need root to attach probes.
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("test needs root (CI is set, so this is a failure)")
+	}
+	t.Skip("test needs root to load BPF programs")
+}
+
+// startTarget starts the collector's contended pthread program and returns
+// it with its pid.
+func startTarget(t *testing.T) (*testbin.Proc, int) {
+	t.Helper()
+	bin := testbin.C(t, "../../collector/testdata/cmutex.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "3")
+	v, err := p.Value("pid", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(v)
+	return p, pid
+}
+
+// contendCmd prepares the contend binary with args; stdout and stderr are
+// captured.
+func contendCmd(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	bin := testbin.Go(t, "cmd/contend")
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	return cmd, &out, &errb
+}
+
+func exitCodeOf(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if err == nil {
+		return 0
+	}
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	t.Fatalf("run contend: %v", err)
+	return -1
+}
+
+// waitAttached waits until process pid holds BPF links and returns its
+// programs and links.
+func waitAttached(t *testing.T, pid int) (progs, links []uint32) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		progs, links = testbin.BPFObjects(t, pid)
+		// The tracepoint and per-CPU perf links of every family.
+		if len(links) >= 10 {
+			time.Sleep(300 * time.Millisecond) // let attaching finish
+			return testbin.BPFObjects(t, pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("contend (pid %d) attached no probes in 30s", pid)
+	return nil, nil
+}
+
+func TestRecordRunsToTheEnd(t *testing.T) {
+	requireRoot(t)
+	target, pid := startTarget(t)
+	dir := filepath.Join(t.TempDir(), "rec")
+	cmd, out, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "2s", "-o", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	progs, links := waitAttached(t, cmd.Process.Pid)
+	if code := exitCodeOf(t, cmd.Wait()); code != 0 {
+		t.Fatalf("contend record exited %d\nstderr: %s", code, errb)
+	}
+	testbin.CheckBPFGone(t, progs, links)
+	if !target.Running() {
+		t.Error("target stopped running")
+	}
+	rec, err := recording.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Meta.Partial || rec.Meta.PID != pid || !strings.HasPrefix(rec.Meta.Comm, "cmutex") {
+		t.Errorf("meta: partial %v pid %d comm %q", rec.Meta.Partial, rec.Meta.PID, rec.Meta.Comm)
+	}
+	for _, v := range recording.LiveViews {
+		p := rec.Profile(v)
+		if p == nil {
+			t.Errorf("view %s missing", v)
+			continue
+		}
+		if err := p.CheckValid(); err != nil {
+			t.Errorf("view %s: %v", v, err)
+		}
+	}
+	if !strings.Contains(errb.String(), "wrote "+dir) {
+		t.Errorf("stderr does not name the recording: %s", errb)
+	}
+	if out.Len() == 0 {
+		t.Error("no findings report on stdout")
+	}
+}
+
+func TestRecordSignals(t *testing.T) {
+	requireRoot(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			target, pid := startTarget(t)
+			dir := filepath.Join(t.TempDir(), "rec")
+			cmd, _, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "60s", "-o", dir)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			progs, links := waitAttached(t, cmd.Process.Pid)
+			time.Sleep(time.Second)
+			cmd.Process.Signal(sig)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("contend did not exit within 30s of %s", sig)
+			}
+			testbin.CheckBPFGone(t, progs, links)
+			if !target.Running() {
+				t.Errorf("target stopped running after contend got %s", sig)
+			}
+			if sig == syscall.SIGKILL {
+				return
+			}
+			if code := exitCodeOf(t, err); code != 0 {
+				t.Fatalf("contend exited %d after SIGTERM\nstderr: %s", code, errb)
+			}
+			rec, err := recording.Read(dir)
+			if err != nil {
+				t.Fatalf("recording after SIGTERM: %v", err)
+			}
+			if !rec.Meta.Partial || !strings.Contains(rec.Meta.PartialReason, "stopped after") {
+				t.Errorf("recording after SIGTERM: partial %v (%q), want partial", rec.Meta.Partial, rec.Meta.PartialReason)
+			}
+		})
+	}
+}
+
+func TestRecordErrors(t *testing.T) {
+	requireRoot(t)
+	// A pid that no longer exists.
+	bin := testbin.C(t, "../../collector/testdata/sleeper.c", "-O2", "-g")
+	gone := testbin.Start(t, bin, "1")
+	v, err := gone.Value("pid", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-gone.Exited()
+
+	// A copy of contend that an unprivileged user can run.
+	shared, err := os.MkdirTemp("", "contend-record-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(testbin.Go(t, "cmd/contend"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unpriv := filepath.Join(shared, "contend")
+	if err := os.WriteFile(unpriv, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		nobody bool
+		code   int
+		msg    string
+	}{
+		{"no pid", []string{"record"}, false, exitUsage, "-p PID"},
+		{"gone pid", []string{"record", "-p", v, "-d", "1s"}, false, exitTarget, "no such process"},
+		{"bad hz", []string{"record", "-p", "1", "--hz", "0"}, false, exitUsage, "--hz"},
+		{"not root", []string{"record", "-p", strconv.Itoa(os.Getpid()), "-d", "1s"}, true, exitPrivilege, "CAP_BPF"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd, _, errb := contendCmd(t, tc.args...)
+			if tc.nobody {
+				cmd.Path = unpriv
+				cmd.Dir = shared
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			code := exitCodeOf(t, cmd.Run())
+			if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
+				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, errb, tc.code, tc.msg)
+			}
+		})
+	}
+}

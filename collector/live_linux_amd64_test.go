@@ -1,0 +1,496 @@
+//go:build linux && amd64
+
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
+)
+
+// Integration tests: they load the probes and attach them to the helper
+// programs in testdata, started by the tests. They need root (see
+// requireRoot).
+
+// recordFor records pid for d and checks the recording round-trips.
+func recordFor(t *testing.T, o Options) *recording.Recording {
+	t.Helper()
+	rec, err := Record(context.Background(), o, nil)
+	if err != nil {
+		t.Fatalf("record pid %d: %v", o.PID, err)
+	}
+	checkRoundTrip(t, rec)
+	return rec
+}
+
+// checkRoundTrip writes rec, reads it back and checks that every profile
+// is valid and that nothing was lost on the way.
+func checkRoundTrip(t *testing.T, rec *recording.Recording) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := recording.Write(dir, rec); err != nil {
+		t.Fatalf("write recording: %v", err)
+	}
+	back, err := recording.Read(dir)
+	if err != nil {
+		t.Fatalf("read recording: %v", err)
+	}
+	if len(back.Profiles) != len(rec.Profiles) {
+		t.Errorf("round trip: %d profiles, want %d", len(back.Profiles), len(rec.Profiles))
+	}
+	for v, p := range back.Profiles {
+		if err := p.CheckValid(); err != nil {
+			t.Errorf("profile %s: %v", v, err)
+		}
+		if got, want := len(p.Sample), len(rec.Profiles[v].Sample); got != want {
+			t.Errorf("profile %s: %d samples after round trip, want %d", v, got, want)
+		}
+	}
+	if len(back.Events) != len(rec.Events) || len(back.Stacks) != len(rec.Stacks) || len(back.Locks) != len(rec.Locks) {
+		t.Errorf("round trip: events %d/%d stacks %d/%d locks %d/%d", len(back.Events), len(rec.Events), len(back.Stacks), len(rec.Stacks), len(back.Locks), len(rec.Locks))
+	}
+	if back.Meta.PID != rec.Meta.PID || back.Meta.Partial != rec.Meta.Partial || len(back.Meta.Counters) != len(rec.Meta.Counters) {
+		t.Errorf("round trip: meta %+v, want %+v", back.Meta, rec.Meta)
+	}
+	for _, name := range []string{"drop_ringbuf_event", "drop_stack_user", "drop_map_full_futex_wait", "ev_futex_wait"} {
+		if _, ok := back.Meta.Counters[name]; !ok {
+			t.Errorf("counter %s missing from meta.json", name)
+		}
+	}
+}
+
+// funcs returns the function names of a sample, leaf first (inlined
+// frames included).
+func funcs(s *profile.Sample) []string {
+	var out []string
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			out = append(out, l.Function.Name)
+		}
+	}
+	return out
+}
+
+// callerOf returns the first function after (outward of) the innermost
+// frame whose name contains callee, "" when none.
+func callerOf(names []string, callee string) string {
+	for i, n := range names {
+		if strings.Contains(n, callee) {
+			for _, m := range names[i+1:] {
+				if !strings.Contains(m, callee) {
+					return m
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func tidSet(t *testing.T, p *testbin.Proc, n int) map[int64]bool {
+	t.Helper()
+	vals := mustValues(t, p, "tid", n)
+	set := map[int64]bool{}
+	for _, v := range vals {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set[id] = true
+	}
+	return set
+}
+
+// checkLockWaits checks the futex-wait view and locks.json for a program
+// whose workers (tids) contend on lock through caller.
+func checkLockWaits(t *testing.T, rec *recording.Recording, lock string, tids map[int64]bool, lockFunc, caller string) {
+	t.Helper()
+	p := rec.Profile(recording.ViewFutexWait)
+	if p == nil {
+		t.Fatal("no futex-wait view")
+	}
+	var stacked, onCaller int64
+	owners := map[int64]bool{}
+	for _, s := range p.Sample {
+		if len(s.Label[recording.LabelLock]) == 0 || s.Label[recording.LabelLock][0] != lock {
+			continue
+		}
+		if tid := s.NumLabel[recording.LabelTID][0]; !tids[tid] {
+			t.Errorf("wait on %s by tid %d, not a worker", lock, tid)
+		}
+		for _, o := range s.NumLabel[recording.LabelOwner] {
+			owners[o] = true
+		}
+		names := funcs(s)
+		if len(names) == 1 && names[0] == frameShortWaits {
+			continue
+		}
+		stacked += s.Value[1]
+		if c := callerOf(names, lockFunc); c == caller {
+			onCaller += s.Value[1]
+		} else {
+			t.Logf("wait stack not through %s -> %s: %v", caller, lockFunc, names)
+		}
+	}
+	if stacked == 0 {
+		t.Fatalf("no wait on %s carries a stack", lock)
+	}
+	if onCaller < stacked*9/10 {
+		t.Errorf("wait time under %s called from %s: %d of %d ns, want at least 90%%", lockFunc, caller, onCaller, stacked)
+	}
+	if len(owners) == 0 {
+		t.Errorf("no owner tid read for %s", lock)
+	}
+	for o := range owners {
+		if !tids[o] {
+			t.Errorf("owner %d of %s is not a worker (workers %v)", o, lock, tids)
+		}
+	}
+	var ls *recording.LockStat
+	for i := range rec.Locks {
+		if fmt.Sprintf("0x%x", rec.Locks[i].Addr) == lock {
+			ls = &rec.Locks[i]
+		}
+	}
+	if ls == nil {
+		t.Fatalf("lock %s missing from locks.json", lock)
+	}
+	if ls.Blocked == 0 || ls.WaitNS == 0 || len(ls.Waiters) < 2 || ls.Wakes == 0 {
+		t.Errorf("lock stat %+v: want blocked waits, wait time, several waiters and wakes", *ls)
+	}
+	var histSum uint64
+	for _, n := range ls.Hist {
+		histSum += n
+	}
+	if histSum != ls.Waits {
+		t.Errorf("lock histogram holds %d waits, want %d", histSum, ls.Waits)
+	}
+}
+
+func TestFutexWaitsPthreadMutex(t *testing.T) {
+	requireRoot(t)
+	for _, fp := range []string{"-fno-omit-frame-pointer", "-fomit-frame-pointer"} {
+		t.Run(fp, func(t *testing.T) {
+			bin := testbin.C(t, "testdata/cmutex.c", "-O2", "-g", fp)
+			p := testbin.Start(t, bin, "4")
+			pid := mustPID(t, p)
+			lock, err := p.Value("lock", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tids := tidSet(t, p, 4)
+			rec := recordFor(t, Options{PID: pid, Duration: 3 * time.Second})
+			checkLockWaits(t, rec, lock, tids, "pthread_mutex_lock", "update_shared_state")
+			for _, ls := range rec.Locks {
+				if fmt.Sprintf("0x%x", ls.Addr) == lock && !strings.HasPrefix(ls.Name, "big_lock") {
+					t.Errorf("lock %s named %q, want big_lock", lock, ls.Name)
+				}
+			}
+			// Long waits are in the event log with their owner and a
+			// stack through the caller.
+			var waits, withCaller int
+			for _, e := range rec.Events {
+				if e.Kind != recording.EventWait || fmt.Sprintf("0x%x", e.Addr) != lock {
+					continue
+				}
+				waits++
+				if e.Stack >= 0 {
+					for _, f := range rec.Stacks[e.Stack].Frames {
+						if f.Func == "update_shared_state" {
+							withCaller++
+							break
+						}
+					}
+				}
+			}
+			if waits == 0 || withCaller < waits/2 {
+				t.Errorf("event log: %d waits on %s, %d with update_shared_state on their stack", waits, lock, withCaller)
+			}
+			// Workers wake each other from task context, with the
+			// waker's stack through pthread_mutex_unlock.
+			var wakes, fromTask, unlockStack int64
+			for _, s := range rec.Profile(recording.ViewWakes).Sample {
+				if !tids[s.NumLabel[recording.LabelWakee][0]] || len(s.NumLabel[recording.LabelTID]) == 0 || !tids[s.NumLabel[recording.LabelTID][0]] {
+					continue
+				}
+				wakes += s.Value[0]
+				if s.Label[recording.LabelContext][0] == "task" {
+					fromTask += s.Value[0]
+				}
+				if callerOf(funcs(s), "pthread_mutex_unlock") == "update_shared_state" {
+					unlockStack += s.Value[0]
+				}
+			}
+			if wakes == 0 || fromTask < wakes*9/10 || unlockStack < wakes/2 {
+				t.Errorf("worker-to-worker wakes %d: %d from task context, %d through update_shared_state -> pthread_mutex_unlock", wakes, fromTask, unlockStack)
+			}
+		})
+	}
+}
+
+func TestFutexWaitsGoLock(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.Go(t, "collector/testdata/golock")
+	p := testbin.Start(t, bin, "-threads", "4")
+	pid := mustPID(t, p)
+	lock, err := p.Value("lock", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tids := tidSet(t, p, 4)
+	rec := recordFor(t, Options{PID: pid, Duration: 3 * time.Second, Probes: []string{ProbeFutex}})
+	checkLockWaits(t, rec, lock, tids, "main.futexWait", "main.(*futexLock).Lock")
+	if rec.Meta.GoVersion == "" {
+		t.Error("Meta.GoVersion not set for a Go target")
+	}
+}
+
+// offcpuByState sums off-CPU time per state for one thread.
+func offcpuByState(p *profile.Profile, tid int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range p.Sample {
+		if s.NumLabel[recording.LabelTID][0] == tid {
+			out[s.Label[recording.LabelState][0]] += s.Value[1]
+		}
+	}
+	return out
+}
+
+func TestOffCPUSleeper(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
+	p := testbin.Start(t, bin)
+	pid := mustPID(t, p)
+	tid, err := p.Value("tid", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(tid, 10, 64)
+	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeSched}})
+	states := offcpuByState(rec.Profile(recording.ViewOffCPU), id)
+	var total int64
+	for _, v := range states {
+		total += v
+	}
+	if total < int64(time.Second) || states[recording.StateSleeping] < total*9/10 {
+		t.Errorf("sleeper off-CPU time by state %v: want at least 1s, 90%% sleeping", states)
+	}
+	// Its wakeups come from the timer interrupt, not from a task.
+	var fromIRQ, all int64
+	for _, s := range rec.Profile(recording.ViewWakes).Sample {
+		if s.NumLabel[recording.LabelWakee][0] != id {
+			continue
+		}
+		all += s.Value[0]
+		if c := s.Label[recording.LabelContext][0]; c == "hardirq" || c == "softirq" {
+			fromIRQ += s.Value[0]
+		}
+	}
+	if all == 0 || fromIRQ < all*9/10 {
+		t.Errorf("sleeper woken %d times, %d from interrupt context; want at least 90%%", all, fromIRQ)
+	}
+}
+
+func TestOffCPUAndOnCPUHog(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/hog.c", "-O2", "-g")
+	n := 2*max(onlineCPUs(), 1) + 1
+	p := testbin.Start(t, bin, strconv.Itoa(n))
+	pid := mustPID(t, p)
+	tids := tidSet(t, p, n)
+	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeSched, ProbeOnCPU}})
+	off := rec.Profile(recording.ViewOffCPU)
+	for tid := range tids {
+		states := offcpuByState(off, tid)
+		var total int64
+		for _, v := range states {
+			total += v
+		}
+		if total == 0 || states[recording.StateRunnable] < total*9/10 {
+			t.Errorf("spinner %d off-CPU time by state %v: want mostly runnable", tid, states)
+		}
+	}
+	var samples, inLoop int64
+	for _, s := range rec.Profile(recording.ViewOnCPU).Sample {
+		if !tids[s.NumLabel[recording.LabelTID][0]] {
+			continue
+		}
+		samples += s.Value[0]
+		if names := funcs(s); len(names) > 0 && names[0] == "spin_loop" {
+			inLoop += s.Value[0]
+		}
+	}
+	if samples == 0 || inLoop < samples*9/10 {
+		t.Errorf("on-CPU samples of the spinners: %d, %d with spin_loop as leaf; want at least 90%%", samples, inLoop)
+	}
+}
+
+func TestIOFsync(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/fsyncloop.c", "-O2", "-g")
+	p := testbin.Start(t, bin, filepath.Join(t.TempDir(), "journal"))
+	pid := mustPID(t, p)
+	tid, err := p.Value("tid", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(tid, 10, 64)
+	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeIO}})
+	var calls, latency, stacked, atSite int64
+	for _, s := range rec.Profile(recording.ViewIO).Sample {
+		if s.Label[recording.LabelSyscall][0] != "fsync" {
+			continue
+		}
+		if got := s.NumLabel[recording.LabelTID][0]; got != id {
+			t.Errorf("fsync by tid %d, want %d", got, id)
+		}
+		calls += s.Value[0]
+		latency += s.Value[1]
+		names := funcs(s)
+		if len(names) == 1 && names[0] == frameShortCalls {
+			continue
+		}
+		stacked += s.Value[1]
+		if callerOf(names, "fsync") == "flush_journal" {
+			atSite += s.Value[1]
+		}
+	}
+	if calls == 0 || latency == 0 {
+		t.Fatalf("no fsync recorded")
+	}
+	if stacked < latency/2 || atSite < stacked*9/10 {
+		t.Errorf("fsync latency %d ns, %d with a stack, %d from flush_journal", latency, stacked, atSite)
+	}
+	var events int
+	for _, e := range rec.Events {
+		if e.Kind == recording.EventIO && e.Syscall == "fsync" && e.TID == int(id) && e.Dur > 0 {
+			events++
+		}
+	}
+	if events == 0 {
+		t.Error("no fsync interval in the event log")
+	}
+}
+
+func TestStopDetachesAndIsIdempotent(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/cmutex.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "2")
+	pid := mustPID(t, p)
+	progs0, links0 := testbin.BPFObjects(t, os.Getpid())
+	s, err := Start(context.Background(), Options{PID: pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs1, links1 := testbin.BPFObjects(t, os.Getpid())
+	newProgs, newLinks := minus(progs1, progs0), minus(links1, links0)
+	if len(newProgs) == 0 || len(newLinks) == 0 {
+		t.Fatalf("session holds %d programs and %d links, want some of each", len(newProgs), len(newLinks))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	win := s.Snapshot(time.Second)
+	if win.Meta.Duration <= 0 || win.Meta.Duration > 2*time.Second {
+		t.Errorf("1s window covers %s", win.Meta.Duration)
+	}
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec2, err := s.Stop()
+	if err != nil || rec2 != rec {
+		t.Errorf("second Stop returned %p, %v; want the same recording", rec2, err)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Error("Done not closed after Stop")
+	}
+	if rec.Meta.Partial {
+		t.Errorf("recording without duration stopped by Stop marked partial: %s", rec.Meta.PartialReason)
+	}
+	testbin.CheckBPFGone(t, newProgs, newLinks)
+	if !p.Running() {
+		t.Error("target stopped running")
+	}
+	checkRoundTrip(t, rec)
+}
+
+func minus(a, b []uint32) []uint32 {
+	seen := map[uint32]bool{}
+	for _, x := range b {
+		seen[x] = true
+	}
+	var out []uint32
+	for _, x := range a {
+		if !seen[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func TestTargetExitGivesPartialRecording(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "2")
+	pid := mustPID(t, p)
+	start := time.Now()
+	rec, err := Record(context.Background(), Options{PID: pid, Duration: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("recording ran %s after the target exited", el)
+	}
+	if !rec.Meta.Partial || !strings.Contains(rec.Meta.PartialReason, "exited") {
+		t.Errorf("partial %v (%q), want partial because the target exited", rec.Meta.Partial, rec.Meta.PartialReason)
+	}
+	if off := rec.Profile(recording.ViewOffCPU); off == nil || len(off.Sample) == 0 {
+		t.Error("partial recording holds no off-CPU data")
+	}
+	checkRoundTrip(t, rec)
+}
+
+func TestNoSuchProcess(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "1")
+	pid := mustPID(t, p)
+	<-p.Exited()
+	_, err := Start(context.Background(), Options{PID: pid})
+	if !errors.Is(err, ErrNoProcess) {
+		t.Errorf("Start on an exited pid: %v, want ErrNoProcess", err)
+	}
+}
+
+func TestThreadsStartedDuringRecording(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/cmutex.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "3", "1500")
+	pid := mustPID(t, p)
+	rec := recordFor(t, Options{PID: pid, Duration: 3500 * time.Millisecond, Probes: []string{ProbeFutex, ProbeSched}})
+	tids := tidSet(t, p, 3)
+	waited := map[int64]bool{}
+	for _, s := range rec.Profile(recording.ViewFutexWait).Sample {
+		waited[s.NumLabel[recording.LabelTID][0]] = true
+	}
+	switched := map[int64]bool{}
+	for _, s := range rec.Profile(recording.ViewOffCPU).Sample {
+		switched[s.NumLabel[recording.LabelTID][0]] = true
+	}
+	for tid := range tids {
+		if !waited[tid] || !switched[tid] {
+			t.Errorf("worker %d started during the recording: futex waits %v, off-CPU %v", tid, waited[tid], switched[tid])
+		}
+	}
+}
