@@ -101,6 +101,7 @@ func confidenceOf(sources int, guess bool) Confidence {
 // counted (not estimated from the wait itself) and the duration is known.
 func finish(f *Finding, d time.Duration, counted bool) {
 	f.Score = f.WaitSeconds + f.CPUSeconds
+	f.ParticipantsEstimated = !counted && f.Participants > 0
 	if d > 0 && counted && f.Participants > 0 && f.WaitSeconds > 0 {
 		f.WaitShare = math.Min(1, f.WaitSeconds/(d.Seconds()*float64(f.Participants)))
 	}

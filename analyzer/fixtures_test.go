@@ -44,10 +44,20 @@ func TestCapturedFixtures(t *testing.T) {
 				return
 			}
 			for _, f := range res.Findings {
-				if convoys[f.Kind] {
+				if convoys[f.Kind] && !remaining(name, f.Kind) {
 					t.Errorf("%s reported for %s (all findings %q)", f.Kind, name, got)
 				}
 			}
 		})
 	}
+}
+
+// remaining reports whether a fixed variant may still show a convoy of
+// kind k: the spin fixture's fix is the parking lock the incident applied
+// first, which ends the spinning but not the sharing, so its workers may
+// still queue on the one sync.Mutex (the incident's second step, striping,
+// is what the finding then suggests). Every other fixed variant and the
+// idle fixture must show no convoy at all.
+func remaining(fixture string, k Kind) bool {
+	return fixture == "spin-fixed" && k == KindLockConvoy
 }

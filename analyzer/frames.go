@@ -158,9 +158,13 @@ func isPlumbing(f recording.Frame) bool {
 	return idle
 }
 
+// waitWrappers are functions outside the runtime and sync packages that
+// only wrap a wait; a program point is the code that called them.
+var waitWrappers = map[string]bool{"time.Sleep": true}
+
 // isMachinery reports whether a program point may not be at f.
 func isMachinery(f recording.Frame) bool {
-	return isLockMachinery(f) || isPlumbing(f)
+	return isLockMachinery(f) || isPlumbing(f) || waitWrappers[f.Func]
 }
 
 // pointIndex returns the index of the program point of a leaf-first stack:
@@ -430,6 +434,13 @@ func classifyFrames(frames []recording.Frame, pi int) stackClass {
 		}
 	}
 	var idle stackClass
+	// A point that is itself an idle loop (os/signal.signal_recv, the
+	// profiler's reader) is idle too.
+	if pi >= 0 && pi < len(frames) {
+		if r, ok := idleFuncs[frames[pi].Func]; ok {
+			idle = stackClass{class: classIdle, reason: r, machinery: frames[pi].Func}
+		}
+	}
 	sawSemacquire := false
 	for i := end - 1; i >= 0; i-- { // outermost machinery first
 		fn := frames[i].Func

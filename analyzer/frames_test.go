@@ -85,6 +85,8 @@ func TestPointIndexAndClass(t *testing.T) {
 		{"glibc mutex", frames("futex_wait", "__lll_lock_wait", "__pthread_mutex_lock@GLIBC_2.2.5", "worker_loop"), "", 3, classLock, flavorNative},
 		{"epoll", frames("epoll_wait", "event_loop"), "", 1, classIdle, flavorNone},
 		{"runtime only", frames("runtime.mcall", "runtime.park_m"), "", -1, classNone, flavorNone},
+		{"sleep", frames("time.Sleep", "app.poll"), "sleep", 1, classIdle, flavorNone},
+		{"signal loop in syscall", frames("os/signal.signal_recv", "os/signal.loop"), "syscall", 0, classIdle, flavorNone},
 		{"kernel frames", []recording.Frame{{Func: "schedule", Kernel: true}, {Func: "futex_wait"}, {Func: "app_main"}}, "", 2, classNone, flavorNone},
 	}
 	for _, tc := range tests {

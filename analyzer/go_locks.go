@@ -177,8 +177,7 @@ func goLocks(g *goData) []*goLock {
 	for i := range nodes {
 		nodes[i].parent = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for nodes[i].parent != i {
 			nodes[i].parent = nodes[nodes[i].parent].parent
 			i = nodes[i].parent
@@ -196,16 +195,14 @@ func goLocks(g *goData) []*goLock {
 			nodes[b].parent = a
 		}
 	}
-	// Direct pairings and pairings through a receiver type first; a shared
-	// caller only pairs sites that found no partner that way (a plain
-	// lockState/unlockState pair of helpers), since two locks of one worker
-	// loop share its callers too. Release sites are indexed by function,
-	// receiver and caller so pairing stays linear in the number of sites.
+	// Direct pairings and pairings through a receiver type first. Release
+	// sites are indexed by function and receiver so pairing stays linear in
+	// the number of sites.
 	type famKey struct {
 		name string
 		fam  lockFlavor
 	}
-	byFn, byRecv, byCaller := map[famKey][]int{}, map[famKey][]int{}, map[famKey][]int{}
+	byFn, byRecv := map[famKey][]int{}, map[famKey][]int{}
 	for j, r := range nodes {
 		if !r.release {
 			continue
@@ -215,12 +212,8 @@ func goLocks(g *goData) []*goLock {
 		if rt := receiverType(r.fn()); rt != "" {
 			byRecv[famKey{rt, fam}] = append(byRecv[famKey{rt, fam}], j)
 		}
-		for c := range r.callers {
-			byCaller[famKey{c, fam}] = append(byCaller[famKey{c, fam}], j)
-		}
 	}
 	partnered := make([]bool, len(nodes))
-	var orphans [][2]int
 	for i, w := range nodes {
 		if w.release {
 			continue
@@ -231,28 +224,39 @@ func goLocks(g *goData) []*goLock {
 			cands = append(cands[:len(cands):len(cands)], byRecv[famKey{rt, fam}]...)
 		}
 		for _, j := range cands {
-			kind, reason := pairing(w, nodes[j])
-			if kind == pairDirect || kind == pairReceiver {
+			if kind, reason := pairing(w, nodes[j]); kind == pairDirect || kind == pairReceiver {
 				link(i, j, reason)
 				partnered[i], partnered[j] = true, true
 			}
 		}
-		seen := map[int]bool{}
-		for c := range w.callers {
-			for _, j := range byCaller[famKey{c, fam}] {
-				if !seen[j] {
-					seen[j] = true
-					orphans = append(orphans, [2]int{i, j})
-				}
+	}
+	// A shared caller only pairs sites that found no partner that way (a
+	// plain lockState/unlockState pair of helpers called from one place),
+	// since two locks of one worker loop share its callers too; a caller
+	// above more than maxCallerFanout unpaired Unlock sites is a dispatcher,
+	// not the caller of one helper pair.
+	byCaller := map[famKey][]int{}
+	for j, r := range nodes {
+		if r.release && !partnered[j] {
+			for c := range r.callers {
+				byCaller[famKey{c, family(r.flavor)}] = append(byCaller[famKey{c, family(r.flavor)}], j)
 			}
 		}
 	}
-	for _, o := range orphans {
-		if partnered[o[0]] || partnered[o[1]] {
+	for i, w := range nodes {
+		if w.release || partnered[i] {
 			continue
 		}
-		if kind, reason := pairing(nodes[o[0]], nodes[o[1]]); kind == pairCaller {
-			link(o[0], o[1], reason)
+		for _, c := range sortedKeys(w.callers) {
+			cands := byCaller[famKey{c, family(w.flavor)}]
+			if len(cands) > maxCallerFanout {
+				continue
+			}
+			for _, j := range cands {
+				if kind, reason := pairing(w, nodes[j]); kind == pairCaller {
+					link(i, j, reason)
+				}
+			}
 		}
 	}
 	comps := map[int]*goLock{}
@@ -296,6 +300,17 @@ func goLocks(g *goData) []*goLock {
 	sort.SliceStable(locks, func(i, j int) bool { return locks[i].wait() > locks[j].wait() })
 	return locks
 }
+
+// maxLockRows bounds the locks table: locks come heaviest first, a table
+// longer than a few screens is not read, and in a profile with more locks
+// than this the rest each hold a sliver of the waiting.
+const maxLockRows = 200
+
+// maxCallerFanout is how many unpaired Unlock sites one caller may sit
+// above for a shared caller to pair Lock and Unlock sites: a pair of
+// locking helpers is released in one or two places under its caller; a
+// function above more is a dispatcher over many locks.
+const maxCallerFanout = 4
 
 // maxGuessReasons bounds the pairing guesses spelled out in a finding's
 // evidence; a lock of a type with many methods would list dozens.
@@ -341,6 +356,16 @@ func pairing(w, r *lockNode) (pairKind, string) {
 	}
 	sort.Strings(shared)
 	return pairCaller, fmt.Sprintf("%s and %s are both called from %s, taken to use one mutex", a, b, shortFunc(shared[0]))
+}
+
+// sortedKeys returns the keys of m in order, for deterministic iteration.
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func dedupe(s []string) []string {
@@ -509,8 +534,10 @@ func detectGoLocks(a *analysis) {
 	for _, l := range locks {
 		total += l.wait()
 	}
-	for _, l := range locks {
-		a.res.Locks = append(a.res.Locks, g.lockRow(l))
+	for i, l := range locks {
+		if i < maxLockRows {
+			a.res.Locks = append(a.res.Locks, g.lockRow(l))
+		}
 		if f, ok := g.judgeLock(l, total); ok {
 			a.res.Findings = append(a.res.Findings, f)
 		}
@@ -659,6 +686,9 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 // waitWhat names what the waiters do at the point: "sync.Mutex.Lock in
 // stripe.(*Sub).handle (stripe.go:57)".
 func waitWhat(l *goLock, p ProgramPoint) string {
+	if l.topWait() == nil {
+		return fmt.Sprintf("%s released at %s", l.flavor, pointString(p))
+	}
 	verb := "sync.Mutex.Lock"
 	if w := l.topWait(); w != nil {
 		switch w.flavor {
@@ -678,7 +708,10 @@ func (g *goData) whoWaits(f *Finding, l *goLock, mean float64, counted bool) str
 func (g *goData) convoy(f *Finding, l *goLock, h holderFacts, hold time.Duration, mean float64, counted bool, ev *[]Evidence, sources *int) {
 	f.Kind = KindLockConvoy
 	f.Headline = onePoint(g.whoWaits(f, l, mean, counted), "wait", waitWhat(l, f.Point))
-	if len(l.waits) > 1 {
+	switch {
+	case len(l.waits) == 0:
+		f.Headline = fmt.Sprintf("%s wait for ONE %s", g.whoWaits(f, l, mean, counted), waitWhat(l, f.Point))
+	case len(l.waits) > 1:
 		f.Headline = fmt.Sprintf("%s wait for ONE lock at %d program points: %s", g.whoWaits(f, l, mean, counted), len(l.waits), waitWhat(l, f.Point))
 	}
 	k := f.Participants
@@ -714,9 +747,6 @@ func (g *goData) contention(f *Finding, l *goLock, h holderFacts, hold time.Dura
 	f.Kind = KindContention
 	who := g.whoWaits(f, l, mean, counted)
 	f.Headline = fmt.Sprintf("%s lost waiting for ONE lock: %s", fmtSeconds(f.WaitSeconds), waitWhat(l, f.Point))
-	if l.topWait() == nil {
-		f.Headline = fmt.Sprintf("%s lost waiting for ONE lock released at %s", fmtSeconds(f.WaitSeconds), pointString(f.Point))
-	}
 	var why []string
 	switch {
 	case !known:
@@ -839,8 +869,8 @@ func (g *goData) ioUnderLock(f *Finding, l *goLock, h holderFacts, victims []*lo
 	sort.Strings(ioSites)
 	f.Suggestion = Suggestion{
 		Action: "Move the I/O off the lock: under the lock, snapshot the state (copy or marshal it) and stamp the snapshot with a sequence number; unlock; then write the snapshot outside the lock, serialized by a separate writer lock, and skip any snapshot older than the last one written so an older snapshot never overwrites a newer one.",
-		Reasoning: fmt.Sprintf("Goroutines at %s, whose own critical section does no I/O, wait for the lock while %s holds it across %s: each such wait lasts as long as the I/O (write, fsync, rename), which grows with the data and the disk, not with the work the lock protects.",
-			top.key, strings.Join(ioSites, " and "), h.ioName()),
+		Reasoning: fmt.Sprintf("Goroutines at %s, whose own critical section does no I/O, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O (write, fsync, rename), which grows with the data and the disk, not with the work the lock protects.",
+			top.key, strings.Join(ioSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(ioSites) == 1], h.ioName()),
 		ExpectedGain: fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", fmtSeconds(f.WaitSeconds)),
 	}
 }

@@ -55,7 +55,11 @@ func goNotes(a *analysis, g *goData) {
 	if !g.mutexSamples && !g.blockSamples && len(g.groups) > 0 {
 		a.note(fmt.Sprintf("no mutex or block samples: lock waits are judged from one %s, a snapshot without durations", g.gorSource))
 	}
-	if g.blockSamples && !g.mutexGiven {
+	lockSites := false
+	for _, s := range g.block {
+		lockSites = lockSites || s.sc.class == classLock
+	}
+	if lockSites && !g.mutexGiven {
 		a.note("no mutex profile: where contended locks are released is unknown, so locks are named by their Lock sites only")
 	}
 	if g.duration == 0 && (g.blockSamples || g.mutexSamples) {

@@ -479,3 +479,44 @@ func TestRankByDelay(t *testing.T) {
 		t.Errorf("ranking %v, want app.few (80 s) first", got)
 	}
 }
+
+// Plain locking helpers (no receiver) called from one function are paired
+// through that caller, as a guess; a function that locks and unlocks
+// itself stays its own lock even under the same worker loop.
+func TestPairingSharedCaller(t *testing.T) {
+	worker := fr("app.worker@/src/app/w.go:50")
+	block := contentionProf(t).
+		add([]int64{1000, 20 * sec}, stack(blockLock, fr("app.lockState@/src/app/s.go:5", "app.handle@/src/app/h.go:10"), worker)...).
+		add([]int64{1000, 10 * sec}, stack(blockLock, fr("app.other@/src/app/o.go:3"), worker)...).
+		build()
+	mutex := contentionProf(t).
+		add([]int64{1000, 20 * sec}, stack(unlockLeaf, fr("app.unlockState@/src/app/s.go:9", "app.handle@/src/app/h.go:14"), worker)...).
+		add([]int64{1000, 10 * sec}, stack(unlockLeaf, fr("app.other@/src/app/o.go:6"), worker)...).
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex}))
+	if len(res.Locks) != 2 {
+		t.Fatalf("locks %+v, want 2", res.Locks)
+	}
+	top := res.Locks[0]
+	if !top.Lock.PairingGuess || top.Waker == nil || top.Waker.Function != "app.unlockState" || top.Waiter.Function != "app.lockState" {
+		t.Errorf("lock %+v", top.Lock)
+	}
+	if res.Locks[1].Lock.PairingGuess {
+		t.Errorf("app.other locks and unlocks itself: not a guess")
+	}
+}
+
+// Odd but valid input never panics: samples without stacks, runtime-only
+// stacks, a dump group without frames, unknown sample types.
+func TestOddInput(t *testing.T) {
+	block := contentionProf(t).add([]int64{5, sec}).add([]int64{5, sec}, "runtime.goexit@/go/src/runtime/asm_amd64.s:1700").build()
+	mutex := newProf(t, "weird/count").add([]int64{3}, "app.f@/src/f.go:1").build()
+	cpu := cpuProf(t, time.Second).cpu(1).cpu(3, "runtime._System@/go/src/runtime/proc.go:1").build()
+	d := newDump(t).add(3, "running").add(2, "sync.Mutex.Lock").build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d))
+	for _, f := range res.Findings {
+		if f.Headline == "" || f.Kind == "" {
+			t.Errorf("incomplete finding %+v", f)
+		}
+	}
+}

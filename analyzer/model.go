@@ -103,6 +103,10 @@ type Finding struct {
 	Participants int    `json:"participants"`
 	Population   int    `json:"population,omitempty"`
 	Unit         string `json:"unit"`
+	// ParticipantsEstimated is true when Participants is a lower bound
+	// derived from the time waited or burned (Little's law: wait / wall
+	// time) rather than counted in a goroutine dump or thread states.
+	ParticipantsEstimated bool `json:"participants_estimated,omitempty"`
 	// WaitSeconds is time lost waiting, summed over participants.
 	WaitSeconds float64 `json:"wait_seconds"`
 	// WaitShare is WaitSeconds divided by the profiled wall time times the

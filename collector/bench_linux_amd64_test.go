@@ -5,9 +5,9 @@ package collector
 import (
 	"context"
 	"os"
-	"strings"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 

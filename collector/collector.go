@@ -38,6 +38,9 @@ const (
 	// DefaultOnCPUHz: 99 Hz rather than 100 avoids lock-step with timers
 	// that fire at round frequencies.
 	DefaultOnCPUHz = 99
+	// MaxOnCPUHz bounds Options.OnCPUHz: beyond 10 kHz per CPU the
+	// sampling itself becomes a load on the machine.
+	MaxOnCPUHz = 10000
 	// DefaultProcInterval: /proc sampling period; 100 ms resolves the
 	// runnable-count timeline while costing well under 1% of a CPU for a
 	// few hundred threads.

@@ -111,6 +111,15 @@ func tidSet(t *testing.T, p *testbin.Proc, n int) map[int64]bool {
 	return set
 }
 
+// oneTID returns the first tid the program printed.
+func oneTID(t *testing.T, p *testbin.Proc) int64 {
+	t.Helper()
+	for tid := range tidSet(t, p, 1) {
+		return tid
+	}
+	return 0
+}
+
 // checkLockWaits checks the futex-wait view and locks.json for a program
 // whose workers (tids) contend on lock through caller.
 func checkLockWaits(t *testing.T, rec *recording.Recording, lock string, tids map[int64]bool, lockFunc, caller string) {
@@ -271,11 +280,7 @@ func TestOffCPUSleeper(t *testing.T) {
 	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
 	p := testbin.Start(t, bin)
 	pid := mustPID(t, p)
-	tid, err := p.Value("tid", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := strconv.ParseInt(tid, 10, 64)
+	id := oneTID(t, p)
 	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeSched}})
 	states := offcpuByState(rec.Profile(recording.ViewOffCPU), id)
 	var total int64
@@ -340,11 +345,7 @@ func TestIOFsync(t *testing.T) {
 	bin := testbin.C(t, "testdata/fsyncloop.c", "-O2", "-g")
 	p := testbin.Start(t, bin, filepath.Join(t.TempDir(), "journal"))
 	pid := mustPID(t, p)
-	tid, err := p.Value("tid", 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, _ := strconv.ParseInt(tid, 10, 64)
+	id := oneTID(t, p)
 	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeIO}})
 	var calls, latency, stacked, atSite int64
 	for _, s := range rec.Profile(recording.ViewIO).Sample {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -52,8 +53,11 @@ type Session struct {
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *GoFetch
 
+	// inner is cancelled by Stop, ending every background goroutine.
+	inner      context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
+	pollEvery  time.Duration
 	readerDone chan struct{}
 
 	pollMu  sync.Mutex // serializes drains so history stays ordered
@@ -126,11 +130,20 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.OnCPUHz > 10000 {
-		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most 10000 Hz", o.OnCPUHz)
+	if o.OnCPUHz > MaxOnCPUHz {
+		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most %d Hz", o.OnCPUHz, MaxOnCPUHz)
+	}
+	if o.PprofURL != "" {
+		if _, err := pprofBase(o.PprofURL); err != nil {
+			return nil, fmt.Errorf("pprof URL: %w", err)
+		}
 	}
 	if err := checkTarget(o.ProcRoot, o.PID); err != nil {
 		return nil, err
+	}
+	if o.PID == os.Getpid() {
+		// Reading the ring buffer makes syscalls the probes would record.
+		return nil, fmt.Errorf("pid %d is contend itself", o.PID)
 	}
 	if err := checkPrivileges(); err != nil {
 		return nil, err
@@ -146,23 +159,14 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 
-	s := &Session{
-		opts:       o,
-		done:       make(chan struct{}),
-		finished:   make(chan struct{}),
-		readerDone: make(chan struct{}),
-		seen:       map[int32]bool{},
-		seenK:      map[int32]bool{},
-		seenL:      map[uint64]bool{},
-	}
-	s.cfg = tracerConfig{
+	s := newSession(o, tracerConfig{
 		pid:            o.PID,
 		probes:         probes,
 		stackThreshold: o.StackThreshold,
 		ioThreshold:    o.IOThreshold,
 		onCPUHz:        o.OnCPUHz,
 		ncpu:           max(onlineCPUs(), 1),
-	}
+	})
 	var warnings []string
 	var ksym kernelSymbols = rawKernel{}
 	if k, err := symbolize.OpenKernel(o.ProcRoot); err == nil && k != nil {
@@ -187,12 +191,55 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		s.sym.Close()
 		return nil, err
 	}
+	s.launch(ctx, tr, ksym)
+	if ps, err := NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err == nil {
+		s.procs = ps
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// The sampler ends by itself when the target exits; the
+			// exit watcher ends the session.
+			ps.Run(s.inner, s.clk.wall)
+		}()
+	} else {
+		s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
+	}
+	if o.PprofURL != "" {
+		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
+		if err != nil {
+			s.end(endError, nil)
+			s.Stop()
+			return nil, fmt.Errorf("--pprof: %w", err)
+		}
+		s.gofetch = g
+	}
+	return s, nil
+}
+
+// newSession prepares a session; Start fills in the target and launches it.
+func newSession(o Options, cfg tracerConfig) *Session {
+	return &Session{
+		opts:       o,
+		cfg:        cfg,
+		pollEvery:  pollEvery,
+		sym:        rawSymbols{},
+		done:       make(chan struct{}),
+		finished:   make(chan struct{}),
+		readerDone: make(chan struct{}),
+		seen:       map[int32]bool{},
+		seenK:      map[int32]bool{},
+		seenL:      map[uint64]bool{},
+	}
+}
+
+// launch starts recording through tr: the ring buffer reader, the map
+// poller, the exit watcher, the context watcher and the duration timer.
+func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	s.tr = tr
 	s.res = newResolver(s.sym, ksym, tr.stack, tr.markNamed)
 	s.latest = newSnapshot()
-
 	inner, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
+	s.inner, s.cancel = inner, cancel
 	go func() {
 		defer close(s.readerDone)
 		if err := tr.run(s.onRecord); err != nil {
@@ -206,7 +253,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	}()
 	go func() {
 		defer s.wg.Done()
-		watchExit(inner, o.ProcRoot, o.PID, func() { s.end(endExited, nil) })
+		watchExit(inner, s.opts.ProcRoot, s.opts.PID, func() { s.end(endExited, nil) })
 	}()
 	go func() {
 		select {
@@ -215,37 +262,15 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		case <-s.done:
 		}
 	}()
-	if o.Duration > 0 {
+	if s.opts.Duration > 0 {
 		// The recording started before the probes were loaded (its
 		// clock origin), so its duration counts from there.
-		t := time.AfterFunc(o.Duration-s.elapsed(), func() { s.end(endDuration, nil) })
+		t := time.AfterFunc(s.opts.Duration-s.elapsed(), func() { s.end(endDuration, nil) })
 		go func() {
 			<-s.done
 			t.Stop()
 		}()
 	}
-	if ps, err := NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err == nil {
-		s.procs = ps
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			// The sampler ends by itself when the target exits; the
-			// exit watcher ends the session.
-			ps.Run(inner, s.clk.wall)
-		}()
-	} else {
-		s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
-	}
-	if o.PprofURL != "" {
-		g, err := StartGoFetch(inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
-		if err != nil {
-			s.end(endError, nil)
-			s.Stop()
-			return nil, fmt.Errorf("--pprof: %w", err)
-		}
-		s.gofetch = g
-	}
-	return s, nil
 }
 
 // baseMeta describes the target and the settings.
@@ -337,7 +362,7 @@ func (s *Session) elapsed() time.Duration {
 }
 
 func (s *Session) pollLoop(ctx context.Context) {
-	t := time.NewTicker(pollEvery)
+	t := time.NewTicker(s.pollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -346,7 +371,7 @@ func (s *Session) pollLoop(ctx context.Context) {
 		case <-s.done:
 			return
 		case <-t.C:
-			if _, err := s.poll(); err != nil {
+			if _, err := s.poll(-1); err != nil {
 				s.end(endError, err)
 				return
 			}
@@ -354,13 +379,17 @@ func (s *Session) pollLoop(ctx context.Context) {
 	}
 }
 
-// poll drains the kernel maps into a new cumulative snapshot, keeps it in
-// the history and names what is new in it while the target is alive.
-func (s *Session) poll() (*snapshot, error) {
+// poll drains the kernel maps into a new cumulative snapshot taken at
+// offset at (negative: now), keeps it in the history and names what is
+// new in it while the target is alive.
+func (s *Session) poll(at time.Duration) (*snapshot, error) {
 	s.pollMu.Lock()
 	defer s.pollMu.Unlock()
 	snap := newSnapshot()
-	snap.at = s.elapsed()
+	snap.at = at
+	if at < 0 {
+		snap.at = s.elapsed()
+	}
 	if err := s.tr.drain(snap); err != nil {
 		return nil, err
 	}
@@ -371,7 +400,7 @@ func (s *Session) poll() (*snapshot, error) {
 	snap.counters["drop_event_log_full"] = s.log.dropped
 	snap.counters["drop_record_malformed"] = s.bad
 	s.latest = snap
-	if n := len(s.history); n == 0 || snap.at-s.history[n-1].at >= pollEvery*9/10 {
+	if n := len(s.history); n == 0 || snap.at-s.history[n-1].at >= s.pollEvery*9/10 {
 		s.history = append(s.history, snap)
 		if len(s.history) > historyLen {
 			s.history = append(s.history[:0:0], s.history[len(s.history)-historyLen:]...)
@@ -441,9 +470,11 @@ func (s *Session) finish() {
 	if err := s.tr.detach(); err != nil {
 		s.setErr(err)
 	}
+	// Nothing is recorded after this: the final snapshot ends here.
+	detached := s.elapsed()
 	s.tr.flush()
 	<-s.readerDone
-	if _, err := s.poll(); err != nil {
+	if _, err := s.poll(detached); err != nil {
 		s.setErr(err)
 	}
 }
@@ -498,7 +529,7 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	select {
 	case <-s.finished:
 	default:
-		if snap, err := s.poll(); err == nil {
+		if snap, err := s.poll(-1); err == nil {
 			cur = snap
 		}
 	}

@@ -257,7 +257,9 @@ func (t *bpfTracer) addLink(l link.Link) {
 	t.mu.Unlock()
 }
 
-func (t *bpfTracer) counterNames() []string { return t.counters }
+func (t *bpfTracer) counterNames() []string {
+	return append(append([]string(nil), t.counters...), "drop_prog_recursion")
+}
 
 func (t *bpfTracer) drain(s *snapshot) error {
 	if t.probes[ProbeFutex] {
@@ -289,6 +291,18 @@ func (t *bpfTracer) drain(s *snapshot) error {
 			return err
 		}
 	}
+	// The kernel skips a program that would run while it already runs on
+	// that CPU (a tracepoint hit from an interrupt inside it); each skip
+	// is an event lost.
+	var misses uint64
+	for _, c := range t.colls {
+		for _, p := range c.Programs {
+			if st, err := p.Stats(); err == nil {
+				misses += st.RecursionMisses
+			}
+		}
+	}
+	s.counters["drop_prog_recursion"] = misses
 	m := t.shared["ct_counters"]
 	var perCPU []uint64
 	for i, name := range t.counters {

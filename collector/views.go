@@ -1,7 +1,9 @@
 package collector
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -89,7 +91,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	s, src := in.snap, in.stacks
 	if in.probes["futex"] {
 		b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedWaitKeys(s.waits) {
+		for _, k := range sortedKeysBy(s.waits, compareWaitKey) {
 			v := s.waits[k]
 			l := lockLabels(src, k.TID, k.Addr)
 			l.str[recording.LabelOp] = opName(k.Op)
@@ -101,7 +103,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		out[recording.ViewFutexWait] = b.build()
 
 		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.wakes, lessWakeKey) {
+		for _, k := range sortedKeysBy(s.wakes, compareWakeKey) {
 			v := s.wakes[k]
 			b.add(userFrames(src, k.StackID, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, lockLabels(src, k.TID, k.Addr))
 		}
@@ -109,7 +111,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	}
 	if in.probes["sched"] {
 		b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.offcpu, lessOffcpuKey) {
+		for _, k := range sortedKeysBy(s.offcpu, compareOffcpuKey) {
 			v := s.offcpu[k]
 			l := sampleLabels{
 				str: map[string]string{recording.LabelState: stateName(k.State)},
@@ -120,7 +122,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		out[recording.ViewOffCPU] = b.build()
 
 		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.edges, lessEdgeKey) {
+		for _, k := range sortedKeysBy(s.edges, compareEdgeKey) {
 			l := sampleLabels{
 				str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
 				num: map[string]int64{recording.LabelWakee: int64(k.Wakee)},
@@ -143,7 +145,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		if in.onCPUHz > 0 {
 			b.p.Period = int64(time.Second) / int64(in.onCPUHz)
 		}
-		for _, k := range sortedKeysBy(s.oncpu, lessOncpuKey) {
+		for _, k := range sortedKeysBy(s.oncpu, compareOncpuKey) {
 			v := s.oncpu[k]
 			var frames []recording.Frame
 			if k.KStack >= 0 {
@@ -158,7 +160,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	}
 	if in.probes["io"] {
 		b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.io, lessIOKey) {
+		for _, k := range sortedKeysBy(s.io, compareIOKey) {
 			v := s.io[k]
 			l := sampleLabels{
 				str: map[string]string{recording.LabelSyscall: syscallName(k.NR)},
@@ -250,82 +252,35 @@ func tidList(set map[int]bool) ([]int, bool) {
 
 // Orders of map keys, so that profiles come out the same for the same data.
 
-func sortedKeysBy[K comparable, V any](m map[K]V, less func(a, b K) bool) []K {
+func sortedKeysBy[K comparable, V any](m map[K]V, compare func(a, b K) int) []K {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return less(keys[i], keys[j]) })
+	slices.SortFunc(keys, compare)
 	return keys
 }
 
-func sortedWaitKeys(m map[waitKey]aggVal) []waitKey {
-	return sortedKeysBy(m, func(a, b waitKey) bool {
-		if a.Addr != b.Addr {
-			return a.Addr < b.Addr
-		}
-		if a.TID != b.TID {
-			return a.TID < b.TID
-		}
-		if a.StackID != b.StackID {
-			return a.StackID < b.StackID
-		}
-		if a.Owner != b.Owner {
-			return a.Owner < b.Owner
-		}
-		return a.Op < b.Op
-	})
+func compareWaitKey(a, b waitKey) int {
+	return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.StackID, b.StackID), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Op, b.Op))
 }
 
-func lessWakeKey(a, b wakeKey) bool {
-	if a.Addr != b.Addr {
-		return a.Addr < b.Addr
-	}
-	if a.TID != b.TID {
-		return a.TID < b.TID
-	}
-	return a.StackID < b.StackID
+func compareWakeKey(a, b wakeKey) int {
+	return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.StackID, b.StackID))
 }
 
-func lessOffcpuKey(a, b offcpuKey) bool {
-	if a.TID != b.TID {
-		return a.TID < b.TID
-	}
-	if a.State != b.State {
-		return a.State < b.State
-	}
-	return a.StackID < b.StackID
+func compareOffcpuKey(a, b offcpuKey) int {
+	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.State, b.State), cmp.Compare(a.StackID, b.StackID))
 }
 
-func lessEdgeKey(a, b edgeKey) bool {
-	if a.Wakee != b.Wakee {
-		return a.Wakee < b.Wakee
-	}
-	if a.Waker != b.Waker {
-		return a.Waker < b.Waker
-	}
-	if a.Ctx != b.Ctx {
-		return a.Ctx < b.Ctx
-	}
-	return a.StackID < b.StackID
+func compareEdgeKey(a, b edgeKey) int {
+	return cmp.Or(cmp.Compare(a.Wakee, b.Wakee), cmp.Compare(a.Waker, b.Waker), cmp.Compare(a.Ctx, b.Ctx), cmp.Compare(a.StackID, b.StackID))
 }
 
-func lessOncpuKey(a, b oncpuKey) bool {
-	if a.TID != b.TID {
-		return a.TID < b.TID
-	}
-	if a.UStack != b.UStack {
-		return a.UStack < b.UStack
-	}
-	return a.KStack < b.KStack
+func compareOncpuKey(a, b oncpuKey) int {
+	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.UStack, b.UStack), cmp.Compare(a.KStack, b.KStack))
 }
 
-func lessIOKey(a, b ioKey) bool {
-	if a.TID != b.TID {
-		return a.TID < b.TID
-	}
-	if a.NR != b.NR {
-		return a.NR < b.NR
-	}
-	return a.StackID < b.StackID
+func compareIOKey(a, b ioKey) int {
+	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.NR, b.NR), cmp.Compare(a.StackID, b.StackID))
 }

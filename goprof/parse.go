@@ -37,8 +37,8 @@ func Load(path string) (*File, error) {
 // Profiles that say nothing about contention (heap, allocs, threadcreate,
 // a non-Go program) are refused. Every error is one line, starts with name
 // and wraps ErrBadProfile when the content is at fault.
-func Parse(name string, data []byte) (f *File, err error) {
-	f, err = parse(name, data)
+func Parse(name string, data []byte) (*File, error) {
+	f, err := parse(name, data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -148,18 +148,22 @@ func parseProfile(data []byte) (p *profile.Profile, err error) {
 	return profile.ParseData(data)
 }
 
+// looksLikeText reports whether data starts like text: no NUL byte and at
+// least 90% printable characters in its first 512 bytes (a protobuf
+// profile has control bytes in every field tag).
 func looksLikeText(data []byte) bool {
 	head := data[:min(len(data), 512)]
-	if !utf8.Valid(bytes.ToValidUTF8(head, nil)) || bytes.IndexByte(head, 0) >= 0 {
+	if bytes.IndexByte(head, 0) >= 0 {
 		return false
 	}
-	printable := 0
+	printable, all := 0, 0
 	for _, r := range string(head) {
+		all++
 		if r == '\n' || r == '\t' || r == '\r' || (r >= ' ' && r != utf8.RuneError && r != 0x7f) {
 			printable++
 		}
 	}
-	return printable*10 >= utf8.RuneCount(head)*9
+	return printable*10 >= all*9
 }
 
 func firstLine(text []byte) string {

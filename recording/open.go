@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -24,8 +26,10 @@ var ErrNoInput = errors.New("no input given")
 var ErrTwoRecordings = errors.New("more than one recording directory")
 
 // Open builds one Recording from paths. Each path is a recording directory
-// (read as Read does) or a Go profile file recognised by content
-// (goprof.Load): mutex, block, CPU and goroutine profiles go to the Go
+// (read as Read does), a Go profile file recognised by content
+// (goprof.Load), or a directory of such files (one without meta.json, such
+// as a fixture's profile directory: its files are read in name order,
+// dot files skipped). Mutex, block, CPU and goroutine profiles go to the Go
 // views, goroutine dumps to Goroutines in the order given. Several files of
 // one kind are merged with profile.Merge. Profiles given beside a recording
 // directory are merged into its views.
@@ -55,10 +59,8 @@ func Open(paths ...string) (*Recording, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open: %w", err)
 		}
-		if st.IsDir() {
-			if !IsRecording(path) {
-				return nil, fmt.Errorf("open %s: %w", path, ErrNotRecording)
-			}
+		switch {
+		case st.IsDir() && IsRecording(path):
 			if base != nil {
 				return nil, fmt.Errorf("open %s and %s: %w", baseDir, path, ErrTwoRecordings)
 			}
@@ -66,13 +68,19 @@ func Open(paths ...string) (*Recording, error) {
 				return nil, err
 			}
 			baseDir = path
-			continue
+		case st.IsDir():
+			dirFiles, err := loadProfileDir(path)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, dirFiles...)
+		default:
+			f, err := goprof.Load(path)
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, f)
 		}
-		f, err := goprof.Load(path)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
 	}
 	if base != nil && len(files) == 0 {
 		return base, nil
@@ -87,6 +95,30 @@ func Open(paths ...string) (*Recording, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// loadProfileDir loads every regular, non-hidden file of dir, in name
+// order, as a Go profile input.
+func loadProfileDir(dir string) ([]*goprof.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open: %w", err)
+	}
+	var files []*goprof.File
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
+			continue
+		}
+		f, err := goprof.Load(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("open %s: no profile files and no %s: %w", dir, MetaFile, ErrNotRecording)
+	}
+	return files, nil
 }
 
 // addFiles adds the parsed files to r: profiles to their views (merged with

@@ -244,7 +244,7 @@ func TestOpenErrors(t *testing.T) {
 		{"no input", nil, ErrNoInput, "no input"},
 		{"corrupt file", []string{good, bad}, goprof.ErrBadProfile, bad + ": "},
 		{"missing file", []string{filepath.Join(dir, "nope")}, os.ErrNotExist, filepath.Join(dir, "nope")},
-		{"plain directory", []string{plainDir}, ErrNotRecording, plainDir},
+		{"empty directory", []string{plainDir}, ErrNotRecording, plainDir},
 		{"two recordings", []string{rec1, good, rec2}, ErrTwoRecordings, rec2},
 	}
 	for _, tt := range tests {
@@ -257,6 +257,36 @@ func TestOpenErrors(t *testing.T) {
 				t.Errorf("error %q does not name %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestOpenProfileDirectory(t *testing.T) {
+	// A directory without meta.json, as a fixture writes its profiles,
+	// is read as its files in name order.
+	dir := t.TempDir()
+	writeTestProfile(t, dir, "mutex.pb.gz", contention([]string{"sync.(*Mutex).Unlock"}, 3))
+	writeTestFile(t, dir, "goroutine.txt", testDump2)
+	writeTestFile(t, dir, ".goroutine.txt.tmp-123", "partial")
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Input{
+		{Path: filepath.Join(dir, "goroutine.txt"), Kind: goprof.KindGoroutineDump},
+		{Path: filepath.Join(dir, "mutex.pb.gz"), Kind: goprof.KindMutex},
+	}
+	if diff := cmp.Diff(want, r.Meta.Inputs); diff != "" {
+		t.Errorf("inputs (-want +got):\n%s", diff)
+	}
+	if r.Meta.Source != SourceFiles {
+		t.Errorf("source %q", r.Meta.Source)
+	}
+	writeTestFile(t, dir, "notes.md", "# my notes\n")
+	if _, err := Open(dir); !errors.Is(err, goprof.ErrBadProfile) || !strings.Contains(err.Error(), "notes.md") {
+		t.Errorf("a non-profile file in the directory: error %v", err)
 	}
 }
 

@@ -33,27 +33,34 @@ const (
 	// Values: [waits/count, delay/nanoseconds]. Labels: tid (num), lock
 	// (string, "0x…"), lock_name (string, optional), owner (num, glibc owner
 	// tid seen at wait time, optional), op (string: wait, wait_bitset,
-	// lock_pi, wait_requeue_pi, futex_wait). Only waits of at least the
-	// stack threshold carry their real stack; shorter waits are aggregated
-	// per lock in locks.json and appear here, if at all, under a single
-	// "[short waits]" frame.
+	// lock_pi, lock_pi2, wait_requeue_pi, futex_wait, futex_waitv). Only
+	// waits of at least the stack threshold carry their real stack;
+	// shorter waits appear under a single "[short waits]" frame, and a
+	// stack that could not be taken under "[stack lost]".
 	ViewFutexWait View = "futex-wait"
 	// ViewFutexWake: futex wakes per (thread, lock address, waker stack).
 	// Values: [wakes/count, woken/count]. Labels: tid, lock, lock_name.
+	// Wakes that woke nobody are aggregated under a "[woke nobody]" frame.
 	ViewFutexWake View = "futex-wake"
 	// ViewOffCPU: time off CPU per (thread, state left in, stack).
-	// Values: [switches/count, offcpu/nanoseconds]. Labels: tid, state
-	// (runnable, sleeping, uninterruptible, other).
+	// Values: [switches/count, offcpu/nanoseconds, runqueue/nanoseconds]
+	// — the third is the part of the off-CPU time spent runnable, waiting
+	// for a CPU. Labels: tid, state (runnable, sleeping, uninterruptible,
+	// other).
 	ViewOffCPU View = "offcpu"
 	// ViewOnCPU: cpu-clock samples per (thread, user+kernel stack).
 	// Values: [samples/count, cpu/nanoseconds]. Labels: tid.
 	ViewOnCPU View = "oncpu"
 	// ViewIO: I/O syscalls per (thread, syscall, stack).
 	// Values: [calls/count, latency/nanoseconds]. Labels: tid, syscall.
+	// Calls shorter than the I/O threshold appear under "[short calls]".
 	ViewIO View = "io"
 	// ViewWakes: wake edges waker → wakee with the waker's stack.
-	// Values: [wakes/count]. Labels: tid (waker), wakee (num), context
-	// (string: task, hardirq, softirq, idle).
+	// Values: [wakes/count]. Labels: tid (waker; absent when the waker was
+	// not a task of the target), wakee (num), context (string: task,
+	// hardirq, softirq, idle). Wakes from interrupts, the idle task or
+	// another process carry the marker frames "[hardirq]", "[softirq]",
+	// "[idle]" or "[other process]" instead of a stack.
 	ViewWakes View = "wakes"
 )
 

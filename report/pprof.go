@@ -52,7 +52,10 @@ func PprofProfile(r *analyzer.Result) (*profile.Profile, error) {
 			PeriodType:        &profile.ValueType{Type: PprofWait, Unit: "nanoseconds"},
 			Period:            1,
 			DurationNanos:     int64(r.Target.Duration),
-			Comments:          []string{"contend findings, schema " + r.Schema},
+			Comments:          []string{"contend findings, JSON schema " + r.Schema},
+			// One mapping that says the functions are already resolved,
+			// so pprof neither looks for the binary nor symbolizes.
+			Mapping: []*profile.Mapping{{ID: 1, File: "contend-findings", HasFunctions: true, HasFilenames: true, HasLineNumbers: true}},
 		},
 		funcs: map[funcKey]*profile.Function{},
 		locs:  map[locKey]*profile.Location{},
@@ -116,7 +119,7 @@ func (b *pprofBuilder) location(f recording.Frame) *profile.Location {
 	k := locKey{fn, f.Line, f.Addr}
 	loc := b.locs[k]
 	if loc == nil {
-		loc = &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: f.Addr, Line: []profile.Line{{Function: fn, Line: int64(f.Line)}}}
+		loc = &profile.Location{ID: uint64(len(b.p.Location) + 1), Mapping: b.p.Mapping[0], Address: f.Addr, Line: []profile.Line{{Function: fn, Line: int64(f.Line)}}}
 		b.locs[k] = loc
 		b.p.Location = append(b.p.Location, loc)
 	}

@@ -133,6 +133,10 @@ func TestWrap(t *testing.T) {
 	if got := wrap("a-very-long-unbreakable-token x", 10, 0, 0); got[0] != "a-very-long-unbreakable-token" {
 		t.Errorf("long token split: %q", got)
 	}
+	// A figure and its unit stay together.
+	if diff := cmp.Diff([]string{"waited", "4 s in", "total"}, wrap("waited 4 s in total", 7, 0, 0)); diff != "" {
+		t.Errorf("unit split (-want +got):\n%s", diff)
+	}
 }
 
 func TestJSONRoundTrip(t *testing.T) {

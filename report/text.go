@@ -85,7 +85,7 @@ func wrap(text string, width, firstIndent, restIndent int) []string {
 	var out []string
 	indent := firstIndent
 	for _, para := range strings.Split(text, "\n") {
-		words := strings.Fields(para)
+		words := glueUnits(strings.Fields(para))
 		cur := ""
 		for _, w := range words {
 			if cur == "" {
@@ -102,6 +102,23 @@ func wrap(text string, width, firstIndent, restIndent int) []string {
 		}
 		out = append(out, cur)
 		indent = restIndent
+	}
+	return out
+}
+
+// units are the words that stay on the line of the number before them
+// ("4 s", "340 ms"), so a figure is never split across lines.
+var units = map[string]bool{"s": true, "ms": true, "µs": true, "ns": true, "s,": true, "ms,": true, "µs,": true, "ns,": true, "s)": true, "ms)": true, "µs)": true, "ns)": true, "s;": true, "ms;": true}
+
+// glueUnits joins each unit word to the number before it.
+func glueUnits(words []string) []string {
+	out := words[:0]
+	for _, w := range words {
+		if n := len(out); n > 0 && units[w] && strings.IndexAny(out[n-1][len(out[n-1])-1:], "0123456789") == 0 {
+			out[n-1] += " " + w
+			continue
+		}
+		out = append(out, w)
 	}
 	return out
 }
@@ -272,6 +289,9 @@ func figures(r *analyzer.Result, f *analyzer.Finding) string {
 		if f.Population > 0 {
 			s = fmt.Sprintf("%d of %d %s", f.Participants, f.Population, f.Unit)
 		}
+		if f.ParticipantsEstimated {
+			s = "at least " + s + " (estimated from the wait)"
+		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ", ")
@@ -364,7 +384,11 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 	for _, g := range r.Idle {
 		head := g.Reason
 		if g.Count > 0 {
-			head = fmt.Sprintf("%d %s: %s", g.Count, g.Unit, g.Reason)
+			unit := g.Unit
+			if g.Count == 1 {
+				unit = strings.TrimSuffix(unit, "s")
+			}
+			head = fmt.Sprintf("%d %s: %s", g.Count, unit, g.Reason)
 		}
 		if g.WaitSeconds > 0 {
 			head += fmt.Sprintf(" (%s waited)", fmtSeconds(g.WaitSeconds))

@@ -161,13 +161,20 @@ func walkViews(t *testing.T, p *tmuxPane, finding string, openLock bool) {
 	p.waitFor("Not contention: why")
 	p.keys("Tab")
 	p.waitFor("[1 Findings", finding)
+	p.quit()
+}
+
+// quit presses q and checks contend exited with 0 and left the terminal
+// as it found it: main screen back, cursor visible.
+func (p *tmuxPane) quit() {
+	p.t.Helper()
 	p.keys("q")
 	p.waitFor("EXIT=0")
 	if got := p.format("alternate_on"); got != "0" {
-		t.Errorf("alternate screen still on after quitting (alternate_on=%s)", got)
+		p.t.Errorf("alternate screen still on after quitting (alternate_on=%s)", got)
 	}
 	if got := p.format("cursor_flag"); got != "1" {
-		t.Errorf("cursor hidden after quitting (cursor_flag=%s)", got)
+		p.t.Errorf("cursor hidden after quitting (cursor_flag=%s)", got)
 	}
 }
 
@@ -287,11 +294,7 @@ func TestEndToEndTopTargetExit(t *testing.T) {
 	p.waitFor("EXITED", "target exited after")
 	p.keys("3")
 	p.waitFor("[3 Locks", fmt.Sprintf("pid %d gofixture", pid), "EXITED")
-	p.keys("q")
-	p.waitFor("EXIT=0")
-	if got := p.format("alternate_on"); got != "0" {
-		t.Errorf("alternate screen still on after quitting (alternate_on=%s)", got)
-	}
+	p.quit()
 }
 
 type devNull struct{}

@@ -36,15 +36,6 @@ var stateGlyph = map[string]string{
 	recording.StateOther:           " ",
 }
 
-// stateShort is the short legend name of each state.
-var stateShort = map[string]string{
-	recording.StateRunning:         "run",
-	recording.StateRunnable:        "runq",
-	recording.StateUninterruptible: "D",
-	recording.StateSleeping:        "sleep",
-	recording.StateOther:           "other",
-}
-
 // fmtSeconds formats a time in seconds with three significant figures and a
 // unit that keeps it short ("850µs", "12.3ms", "4.21s", "312s").
 func fmtSeconds(s float64) string {

@@ -615,3 +615,17 @@ func TestExportNameIsSafe(t *testing.T) {
 		t.Errorf("export went to %s", out)
 	}
 }
+
+func TestNarrowHeaderDropsWholeFigures(t *testing.T) {
+	h := newHarness(t, liveSource(), hmResult(), 70, 24)
+	h.keys("p")
+	line := strings.Split(h.view(), "\n")[0]
+	if strings.Contains(line, "contend top") || !strings.Contains(line, "pid 4242 relayd · 12 threads · CPU 187%") {
+		t.Errorf("at 70 columns the title should give way to the figures: %q", line)
+	}
+	h.send(tea.WindowSizeMsg{Width: 50, Height: 24})
+	line = strings.Split(h.view(), "\n")[0]
+	if strings.Contains(line, "CPU") || !strings.Contains(line, "pid 4242 relayd") || !strings.Contains(line, "PAUSED") {
+		t.Errorf("at 50 columns whole figures should go, the target and state stay: %q", line)
+	}
+}

@@ -29,7 +29,7 @@ func (m Model) View() string {
 		return ""
 	}
 	if w < minWidth || h < minHeight {
-		return screen([]string{"contend: terminal too small", fmt.Sprintf("(need %dx%d)", minWidth, minHeight)}, w, h)
+		return screen([]string{"terminal too small", fmt.Sprintf("need %dx%d", minWidth, minHeight)}, w, h)
 	}
 	lines := m.headerView(w)
 	bh := m.bodyHeight()
@@ -144,9 +144,15 @@ func (m *Model) titleLine(w int) string {
 	} else {
 		right = "saved"
 	}
-	// Drop whole figures from the end rather than cut one in the middle.
+	// When it does not fit, the program name goes first (the screen says
+	// what it is anyway), then whole figures from the end: never a figure
+	// cut in the middle.
 	rw := ansi.StringWidth(right)
-	for len(parts) > 1 && ansi.StringWidth(strings.Join(parts, " · "))+rw+2 > w {
+	fits := func() bool { return ansi.StringWidth(strings.Join(parts, " · "))+rw+2 <= w }
+	if !fits() && len(parts) > 1 {
+		parts = parts[1:]
+	}
+	for len(parts) > 1 && !fits() {
 		parts = parts[:len(parts)-1]
 	}
 	return spread(strings.Join(parts, " · "), right, w)
@@ -369,6 +375,9 @@ func (m *Model) listView(t tab, w, h int) []string {
 	out := []string{m.st.bold.Render(m.titleRow(spec, widths, ls.sort))}
 	if len(rows) == 0 {
 		msg := spec.empty
+		if t == tabThreads && m.frame.sum.timeline {
+			msg = "The analysis returned no thread rows for this window."
+		}
 		if ls.filter != "" {
 			msg = fmt.Sprintf("No rows match %q (esc clears the filter).", ls.filter)
 		}

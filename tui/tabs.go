@@ -160,7 +160,7 @@ func init() {
 			rowLines: 1,
 			build:    threadRows,
 			detail:   (*Model).threadDetail,
-			empty:    "No thread timeline in this recording.",
+			empty:    "No /proc thread timeline in this recording (Go profiles carry none).",
 		},
 		tabIdle: {
 			name: "Idle",

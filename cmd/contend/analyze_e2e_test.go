@@ -22,7 +22,7 @@ const e2eDuration = 4 * time.Second
 // process, takes its profiles, analyzes them and checks the verdict: the
 // bad variant gives its kind at its function; the fixed variants and the
 // idle fixture give no convoy (no lock convoy, spin convoy or I/O under a
-// lock).
+// lock), except the queue a parking lock leaves (see remaining).
 func TestAnalyzeFixturesEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every fixture for several seconds")
@@ -81,11 +81,18 @@ func TestAnalyzeFixturesEndToEnd(t *testing.T) {
 					return
 				}
 				for _, f := range res.Findings {
-					if convoys[f.Kind] {
+					if convoys[f.Kind] && !remaining(name+"-"+variant, f.Kind) {
 						t.Errorf("%s at %s reported for a variant without one (all findings %q)", f.Kind, f.Point.Function, got)
 					}
 				}
 			})
 		}
 	}
+}
+
+// remaining reports whether a fixed variant may still show a convoy of
+// kind k; see the function of the same name in analyzer/fixtures_test.go:
+// the spin fixture's parking lock ends the spinning, not the sharing.
+func remaining(fixture string, k analyzer.Kind) bool {
+	return fixture == "spin-fixed" && k == analyzer.KindLockConvoy
 }

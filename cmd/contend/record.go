@@ -73,10 +73,6 @@ machine allows).`,
 	return c
 }
 
-// maxOnCPUHz bounds --hz: beyond 10 kHz per CPU the sampling itself
-// becomes a load on the target.
-const maxOnCPUHz = 10000
-
 // runRecord records, writes the recording and prints the findings.
 func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) error {
 	switch {
@@ -88,8 +84,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return usageErrorf("record: --stack-threshold must be positive")
 	case o.ioThreshold <= 0:
 		return usageErrorf("record: --io-threshold must be positive")
-	case o.hz <= 0 || o.hz > maxOnCPUHz:
-		return usageErrorf("record: --hz must be between 1 and %d", maxOnCPUHz)
+	case o.hz <= 0 || o.hz > collector.MaxOnCPUHz:
+		return usageErrorf("record: --hz must be between 1 and %d", collector.MaxOnCPUHz)
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
 	}

@@ -1,0 +1,161 @@
+package analyzer
+
+import (
+	"sort"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// This file indexes the event log of a live recording for correlation in
+// time: what a lock's holder did while others waited for it (I/O,
+// uninterruptible sleep, sitting runnable without a CPU) and who woke a
+// waiter. The log is bounded and rate-limited by the collector, so every
+// figure drawn from it is a share of what the log holds, never an absolute
+// total.
+
+// intervals is one thread's events of one kind, ordered by start, with the
+// longest duration among them (to bound a search by start time).
+type intervals struct {
+	ev     []recording.Event
+	maxDur int64
+}
+
+func (iv *intervals) add(e recording.Event) {
+	iv.ev = append(iv.ev, e)
+	iv.maxDur = max(iv.maxDur, e.Dur)
+}
+
+// each calls fn with every event overlapping [from, to) and the length of
+// the overlap.
+func (iv *intervals) each(from, to int64, fn func(e recording.Event, overlap int64)) {
+	if iv == nil || len(iv.ev) == 0 || to <= from {
+		return
+	}
+	lo := from - iv.maxDur
+	i := sort.Search(len(iv.ev), func(i int) bool { return iv.ev[i].T >= lo })
+	for ; i < len(iv.ev) && iv.ev[i].T < to; i++ {
+		e := iv.ev[i]
+		s, t := max(e.T, from), min(e.End(), to)
+		if t > s {
+			fn(e, t-s)
+		}
+	}
+}
+
+// threadEvents are one thread's intervals by kind, and the wakeups it
+// received.
+type threadEvents struct {
+	io, dsleep, runq intervals
+	// wokenAt holds the sched_waking events whose wakee is this thread.
+	wokenAt []recording.Event
+}
+
+// eventIndex is the event log indexed by thread and by lock address.
+type eventIndex struct {
+	byTID  map[int]*threadEvents
+	waits  map[uint64][]recording.Event
+	wakes  map[uint64][]recording.Event
+	stacks []recording.Stack
+	// first and last bound the times of the log's events.
+	first, last int64
+	n           int
+}
+
+func indexEvents(evs []recording.Event, stacks []recording.Stack) *eventIndex {
+	x := &eventIndex{
+		byTID:  map[int]*threadEvents{},
+		waits:  map[uint64][]recording.Event{},
+		wakes:  map[uint64][]recording.Event{},
+		stacks: stacks,
+		n:      len(evs),
+	}
+	sorted := sort.SliceIsSorted(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	if !sorted {
+		evs = append([]recording.Event(nil), evs...)
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	}
+	for i, e := range evs {
+		if i == 0 || e.T < x.first {
+			x.first = e.T
+		}
+		x.last = max(x.last, e.End())
+		switch e.Kind {
+		case recording.EventWait:
+			x.waits[e.Addr] = append(x.waits[e.Addr], e)
+		case recording.EventWake:
+			x.wakes[e.Addr] = append(x.wakes[e.Addr], e)
+		case recording.EventIO:
+			x.of(e.TID).io.add(e)
+		case recording.EventDSleep:
+			x.of(e.TID).dsleep.add(e)
+		case recording.EventRunq:
+			x.of(e.TID).runq.add(e)
+		case recording.EventWakeup:
+			if e.Peer > 0 {
+				x.of(e.Peer).wokenAt = append(x.of(e.Peer).wokenAt, e)
+			}
+		}
+	}
+	return x
+}
+
+func (x *eventIndex) of(tid int) *threadEvents {
+	t := x.byTID[tid]
+	if t == nil {
+		t = &threadEvents{}
+		x.byTID[tid] = t
+	}
+	return t
+}
+
+// thread returns the events of tid, or nil.
+func (x *eventIndex) thread(tid int) *threadEvents { return x.byTID[tid] }
+
+// waker returns the thread that woke tid last within [from, to], 0 when
+// the log holds no such wakeup (woken by an interrupt, a timeout, or the
+// event was sampled out).
+func (x *eventIndex) waker(tid int, from, to int64) int {
+	te := x.byTID[tid]
+	if te == nil {
+		return 0
+	}
+	w := te.wokenAt
+	i := sort.Search(len(w), func(i int) bool { return w[i].T > to })
+	for i--; i >= 0 && w[i].T >= from; i-- {
+		if w[i].TID > 0 {
+			return w[i].TID
+		}
+	}
+	return 0
+}
+
+// stack returns the frames of an event's stack, nil when it has none.
+func (x *eventIndex) stack(e recording.Event) []recording.Frame {
+	if e.Stack < 0 || e.Stack >= len(x.stacks) {
+		return nil
+	}
+	return x.stacks[e.Stack].Frames
+}
+
+// span is a half-open time interval in nanoseconds.
+type span struct{ from, to int64 }
+
+// unionLength returns the total length covered by spans (overlaps counted
+// once).
+func unionLength(spans []span) int64 {
+	if len(spans) == 0 {
+		return 0
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].from < spans[j].from })
+	var total int64
+	cur := spans[0]
+	for _, s := range spans[1:] {
+		if s.from > cur.to {
+			total += cur.to - cur.from
+			cur = s
+			continue
+		}
+		cur.to = max(cur.to, s.to)
+	}
+	return total + cur.to - cur.from
+}

@@ -1,0 +1,38 @@
+package collector
+
+import "github.com/contend-dev/contend/recording"
+
+// fakeStacks is a stackSource with fixed answers.
+type fakeStacks struct {
+	user   map[int32][]recording.Frame
+	kernel map[int32][]recording.Frame
+	events map[evKey][]recording.Frame
+	locks  map[uint64]string
+}
+
+func (f *fakeStacks) userStack(id int32) recording.Stack {
+	return recording.Stack{Frames: f.user[id]}
+}
+
+func (f *fakeStacks) kernelStack(id int32) recording.Stack {
+	return recording.Stack{Frames: f.kernel[id]}
+}
+
+func (f *fakeStacks) eventStack(tid uint32, ts uint64, id int32) recording.Stack {
+	if fr, ok := f.events[evKey{tid, ts}]; ok {
+		return recording.Stack{Frames: fr}
+	}
+	return f.userStack(id)
+}
+
+func (f *fakeStacks) lockName(addr uint64) string { return f.locks[addr] }
+
+// frames builds frames of module m, one per function name, at made-up
+// addresses.
+func frames(m string, names ...string) []recording.Frame {
+	out := make([]recording.Frame, len(names))
+	for i, n := range names {
+		out[i] = recording.Frame{Func: n, Module: m, Addr: uint64(0x1000 * (i + 1))}
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package collector
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+func testSource() *fakeStacks {
+	// Stack 3: lock_inline is inlined into locker at the same address.
+	s3 := []recording.Frame{
+		{Func: "lock_inline", File: "l.h", Line: 4, Module: "app", Addr: 0x1010, Inlined: true},
+		{Func: "locker", File: "l.c", Line: 9, Module: "app", Addr: 0x1010},
+		{Func: "main", File: "m.c", Line: 2, Module: "app", Addr: 0x2020},
+	}
+	return &fakeStacks{
+		user: map[int32][]recording.Frame{
+			3: s3,
+			4: s3, // another id naming the same stack (a collision)
+			5: frames("libc.so.6", "spin", "start_thread"),
+		},
+		kernel: map[int32][]recording.Frame{
+			9: {{Func: "do_syscall_64", Addr: 0xffffffff81000000, Kernel: true}},
+		},
+		locks: map[uint64]string{0xabc: "big_lock (app)"},
+	}
+}
+
+func allProbes() map[string]bool {
+	return map[string]bool{ProbeFutex: true, ProbeSched: true, ProbeOnCPU: true, ProbeIO: true}
+}
+
+// sampleBy returns the samples of p whose leaf function is leaf.
+func sampleBy(p *profile.Profile, leaf string) []*profile.Sample {
+	var out []*profile.Sample
+	for _, s := range p.Sample {
+		if s.Location[0].Line[0].Function.Name == leaf {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestBuildViews(t *testing.T) {
+	snap := newSnapshot()
+	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
+	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 4, Owner: 12, Op: opWait}] = aggVal{Count: 1, TotalNS: 1000}
+	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Op: opLockPI}] = aggVal{Count: 9, TotalNS: 90}
+	snap.waits[waitKey{Addr: 0xdef, TID: 13, StackID: stackLost, Op: opFutexWait}] = aggVal{Count: 1, TotalNS: 20000}
+	snap.wakes[wakeKey{Addr: 0xabc, TID: 12, StackID: 3}] = wakeVal{Wakes: 4, Woken: 4}
+	snap.wakes[wakeKey{Addr: 0xabc, TID: 12, StackID: stackNone}] = wakeVal{Wakes: 6}
+	snap.offcpu[offcpuKey{TID: 11, StackID: 3, State: 1}] = offcpuVal{Count: 3, TotalNS: 7000, RunqNS: 100}
+	snap.edges[edgeKey{Waker: 12, Wakee: 11, StackID: 3}] = 4
+	snap.edges[edgeKey{Wakee: 11, StackID: stackNone, Ctx: 1}] = 2
+	snap.oncpu[oncpuKey{TID: 14, UStack: 5, KStack: 9}] = oncpuVal{Count: 2, PeriodNS: 20202020}
+	snap.oncpu[oncpuKey{TID: 14, UStack: 5, KStack: stackNone}] = oncpuVal{Count: 5, PeriodNS: 50505050}
+	snap.io[ioKey{TID: 15, NR: 74, StackID: 3}] = aggVal{Count: 1, TotalNS: 400000}
+	snap.io[ioKey{TID: 15, NR: 1, StackID: stackNone}] = aggVal{Count: 50, TotalNS: 5000}
+
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	views := buildViews(viewInput{snap: snap, stacks: testSource(), start: start, dur: 2 * time.Second, onCPUHz: 99, probes: allProbes(), exe: "app"})
+	if len(views) != len(recording.LiveViews) {
+		t.Fatalf("%d views, want %d", len(views), len(recording.LiveViews))
+	}
+	for v, p := range views {
+		if err := p.CheckValid(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+		var buf bytes.Buffer
+		if err := p.Write(&buf); err != nil {
+			t.Fatalf("%s: write: %v", v, err)
+		}
+		back, err := profile.Parse(&buf)
+		if err != nil {
+			t.Fatalf("%s: parse: %v", v, err)
+		}
+		if len(back.Sample) != len(p.Sample) || back.Mapping[0].File != "app" {
+			t.Errorf("%s: round trip %d samples (want %d), first mapping %q", v, len(back.Sample), len(p.Sample), back.Mapping[0].File)
+		}
+		if p.TimeNanos != start.UnixNano() || p.DurationNanos != int64(2*time.Second) {
+			t.Errorf("%s: time %d duration %d", v, p.TimeNanos, p.DurationNanos)
+		}
+	}
+
+	fw := views[recording.ViewFutexWait]
+	if got := []string{fw.SampleType[0].Type, fw.SampleType[0].Unit, fw.SampleType[1].Type, fw.SampleType[1].Unit}; !cmp.Equal(got, []string{"waits", "count", "delay", "nanoseconds"}) {
+		t.Errorf("futex-wait sample types %v", got)
+	}
+	// Stacks 3 and 4 name the same frames with the same labels: one sample.
+	long := sampleBy(fw, "lock_inline")
+	if len(long) != 1 || !cmp.Equal(long[0].Value, []int64{3, 4000}) {
+		t.Fatalf("merged long waits: %v", long)
+	}
+	s := long[0]
+	if len(s.Location) != 2 || len(s.Location[0].Line) != 2 || s.Location[0].Line[1].Function.Name != "locker" {
+		t.Errorf("inlined frame not folded into its caller's location: %+v", s.Location[0])
+	}
+	wantStr := map[string][]string{"lock": {"0xabc"}, "lock_name": {"big_lock (app)"}, "op": {"wait"}}
+	wantNum := map[string][]int64{"tid": {11}, "owner": {12}}
+	if !cmp.Equal(s.Label, wantStr) || !cmp.Equal(s.NumLabel, wantNum) {
+		t.Errorf("labels %v %v, want %v %v", s.Label, s.NumLabel, wantStr, wantNum)
+	}
+	short := sampleBy(fw, frameShortWaits)
+	if len(short) != 1 || short[0].NumLabel["owner"] != nil || short[0].Label["op"][0] != "lock_pi" {
+		t.Errorf("short waits: %+v", short)
+	}
+	if lost := sampleBy(fw, frameStackLost); len(lost) != 1 || lost[0].Label["lock_name"] != nil {
+		t.Errorf("lost-stack wait: %+v", lost)
+	}
+
+	if nobody := sampleBy(views[recording.ViewFutexWake], frameWokeNobody); len(nobody) != 1 || nobody[0].Value[0] != 6 {
+		t.Errorf("wakes that woke nobody: %+v", nobody)
+	}
+	off := views[recording.ViewOffCPU]
+	if len(off.SampleType) != 3 || off.SampleType[2].Type != "runqueue" || off.Sample[0].Label["state"][0] != "sleeping" || off.Sample[0].Value[2] != 100 {
+		t.Errorf("offcpu: %v %+v", off.SampleType, off.Sample[0])
+	}
+	irq := sampleBy(views[recording.ViewWakes], "[hardirq]")
+	if len(irq) != 1 || irq[0].NumLabel["tid"] != nil || irq[0].Label["context"][0] != "hardirq" || irq[0].NumLabel["wakee"][0] != 11 {
+		t.Errorf("interrupt wake edge: %+v", irq)
+	}
+	on := views[recording.ViewOnCPU]
+	if on.Period != 10101010 || on.PeriodType.Type != "cpu" {
+		t.Errorf("oncpu period %d %v", on.Period, on.PeriodType)
+	}
+	if k := sampleBy(on, "do_syscall_64"); len(k) != 1 || len(k[0].Location) != 3 || k[0].Location[1].Line[0].Function.Name != "spin" || k[0].Location[0].Mapping.File != "[kernel]" {
+		t.Errorf("kernel+user sample: %+v", k)
+	}
+	io := views[recording.ViewIO]
+	if fs := sampleBy(io, "lock_inline"); len(fs) != 1 || fs[0].Label["syscall"][0] != "fsync" {
+		t.Errorf("fsync sample: %+v", fs)
+	}
+	if w := sampleBy(io, frameShortCalls); len(w) != 1 || w[0].Label["syscall"][0] != "write" || w[0].Value[0] != 50 {
+		t.Errorf("short writes: %+v", w)
+	}
+
+	only := buildViews(viewInput{snap: snap, stacks: testSource(), probes: map[string]bool{ProbeSched: true}})
+	if len(only) != 2 || only[recording.ViewOffCPU] == nil || only[recording.ViewWakes] == nil {
+		t.Errorf("sched only: views %v", only)
+	}
+}
+
+func TestBuildLocks(t *testing.T) {
+	snap := newSnapshot()
+	var hot lockVal
+	hot.Waits, hot.Blocked, hot.TotalNS, hot.MaxNS, hot.Wakes, hot.Woken = 5, 4, 9000, 5000, 3, 3
+	hot.Hist[3], hot.Hist[12] = 4, 1
+	snap.locks[0xabc] = hot
+	snap.locks[0x123] = lockVal{Wakes: 7} // wakes only
+	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12}] = aggVal{Count: 3}
+	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Owner: 12}] = aggVal{Count: 1}
+	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Owner: 11}] = aggVal{Count: 1}
+	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: stackNone}] = aggVal{Count: 1}
+	snap.wakes[wakeKey{Addr: 0xabc, TID: 12}] = wakeVal{Wakes: 3}
+	locks := buildLocks(snap, testSource())
+	want := []recording.LockStat{
+		{
+			Addr: 0xabc, Name: "big_lock (app)", Waits: 5, Blocked: 4, WaitNS: 9000, MaxNS: 5000,
+			Hist:  []uint64{0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+			Wakes: 3, Woken: 3,
+			Waiters: []int{11, 13}, Wakers: []int{12},
+			Owners: map[int]uint64{12: 4, 11: 1},
+		},
+		{Addr: 0x123, Wakes: 7, Hist: []uint64{}},
+	}
+	if diff := cmp.Diff(want, locks); diff != "" {
+		t.Errorf("locks (-want +got):\n%s", diff)
+	}
+
+	many := newSnapshot()
+	many.locks[1] = lockVal{Waits: maxLockThreads + 5}
+	for tid := uint32(1); tid <= maxLockThreads+5; tid++ {
+		many.waits[waitKey{Addr: 1, TID: tid}] = aggVal{Count: 1}
+	}
+	l := buildLocks(many, testSource())[0]
+	if len(l.Waiters) != maxLockThreads || !l.WaitersTruncated || l.Waiters[0] != 1 {
+		t.Errorf("%d waiters, truncated %v", len(l.Waiters), l.WaitersTruncated)
+	}
+}
