@@ -54,8 +54,13 @@ generate:
 check-generate: generate
 	git diff --exit-code -- bpf collector/probes
 
+# bench: probe overhead against perf and bpftrace on the same workloads
+# (needs root), then contend analyze against go tool pprof -top on one
+# large profile. Every figure is a ratio or difference against a baseline
+# taken in the same run.
 bench: build fixtures
 	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
+	$(GO) test -run '^$$' -bench AnalyzeVsPprof -benchtime 5x ./cmd/contend
 
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:

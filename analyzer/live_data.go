@@ -31,6 +31,9 @@ func detectLive(a *analysis) {
 	liveRows(a, ld, locks)
 }
 
+// kernelModule is the mapping name of kernel frames in the live views.
+const kernelModule = "[kernel]"
+
 // liveSample is one sample of a live view: its thread, labels, values and
 // frames (leaf first, copied out of the profile).
 type liveSample struct {
@@ -228,6 +231,13 @@ func readLiveView(p *profile.Profile, ps *profStacks) []*liveSample {
 	for _, s := range p.Sample {
 		ls := &liveSample{values: s.Value}
 		ls.frames = append([]recording.Frame(nil), ps.sampleFrames(p, s)...)
+		for i := range ls.frames {
+			// The collector files kernel frames under one "[kernel]"
+			// mapping; pprof has no other way to mark them.
+			if ls.frames[i].Module == kernelModule {
+				ls.frames[i].Kernel = true
+			}
+		}
 		ls.tid = numLabel(s, recording.LabelTID)
 		ls.owner = numLabel(s, recording.LabelOwner)
 		ls.wakee = numLabel(s, recording.LabelWakee)

@@ -129,6 +129,24 @@ func (x *eventIndex) waker(tid int, from, to int64) int {
 	return 0
 }
 
+// releasedAt returns when holder released a lock (its first wake on one of
+// the lock's words in [from, to]), or to when the log holds none: the
+// release was sampled out, or needed no wake.
+func (x *eventIndex) releasedAt(addrs []uint64, holder int, from, to int64) int64 {
+	end := to
+	for _, a := range addrs {
+		wk := x.wakes[a]
+		i := sort.Search(len(wk), func(i int) bool { return wk[i].T >= from })
+		for ; i < len(wk) && wk[i].T < end; i++ {
+			if wk[i].TID == holder {
+				end = wk[i].T
+				break
+			}
+		}
+	}
+	return end
+}
+
 // stack returns the frames of an event's stack, nil when it has none.
 func (x *eventIndex) stack(e recording.Event) []recording.Frame {
 	if e.Stack < 0 || e.Stack >= len(x.stacks) {

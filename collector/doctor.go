@@ -16,7 +16,6 @@ import (
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 
-	"github.com/contend-dev/contend/collector/probes"
 )
 
 // CheckStatus is the outcome of one doctor check.
@@ -143,13 +142,6 @@ type doctorFamily struct {
 	load func() (*ebpf.CollectionSpec, error)
 }
 
-// doctorFamilies lists the compiled probe objects in display order. Keep
-// it in step with collector/probes: one entry per generated Load function.
-var doctorFamilies = []doctorFamily{
-	{"syscalls", "futex waits and wakes per lock and stack, I/O syscall durations", probes.LoadSyscalls},
-	{"sched", "off-CPU time by state, wake edges", probes.LoadSched},
-	{"oncpu", "on-CPU samples (perf cpu-clock)", probes.LoadOncpu},
-}
 
 // Doctor inspects the kernel and the privileges of this process and says
 // what contend can do here and what to change. It never fails: what it

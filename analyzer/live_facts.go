@@ -1,0 +1,317 @@
+package analyzer
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// This file measures what the lock verdicts rest on: where a lock's
+// waiters and wakers are, how often it is handed over, how long its waits
+// are, what its holders did while others waited, and where its waiters
+// spend their CPU.
+
+// pointAgg is a program point with the weight of the samples there.
+type pointAgg struct {
+	key   pointKey
+	point ProgramPoint
+	// weight is delay, wakes or CPU in the view's unit; top the weight of
+	// the heaviest stack, whose frames the point keeps.
+	weight, top int64
+	tids        map[int]bool
+}
+
+// pointsOf groups samples by program point (livePointIndex), weighting each
+// by value vi, heaviest first. Placeholder-only samples are left out.
+func pointsOf(samples []*liveSample, vi int) []*pointAgg {
+	by := map[pointKey]*pointAgg{}
+	var out []*pointAgg
+	for _, s := range samples {
+		if s.synthetic() {
+			continue
+		}
+		fr := s.userFrames()
+		if len(fr) == 0 {
+			continue
+		}
+		pi := livePointIndex(fr)
+		k := keyOf(fr, pi)
+		p := by[k]
+		if p == nil {
+			p = &pointAgg{key: k, tids: map[int]bool{}}
+			by[k] = p
+			out = append(out, p)
+		}
+		v := value(s, vi)
+		p.weight += v
+		p.tids[s.tid] = true
+		if v > p.top || p.point.Stack == nil {
+			p.top = v
+			p.point = newPoint(fr, pi)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].weight != out[j].weight {
+			return out[i].weight > out[j].weight
+		}
+		return out[i].key.String() < out[j].key.String()
+	})
+	return out
+}
+
+// lockFacts are the measured figures of one lock.
+type lockFacts struct {
+	g *lockGroup
+	// mean is the average number of threads waiting (Little's law).
+	mean float64
+	// waitPoints and wakePoints are where the lock is waited for and where
+	// waiters are woken (its release sites), heaviest first.
+	waitPoints, wakePoints []*pointAgg
+	// handoffs per second: wakes that woke a waiter.
+	handoffRate float64
+	// holdBound bounds the mean hold of the holds that ended in a hand-off:
+	// those holds do not overlap, so together they fit in the duration.
+	holdBound time.Duration
+
+	// From the event log: waits that slept at least the stack threshold.
+	evWaits  int
+	evWaitNS int64
+	p50, p99 time.Duration
+	// quantFrom says where p50 and p99 come from.
+	quantFrom string
+	// contended is the share of the log's span during which at least one
+	// thread was blocked on the lock.
+	contended float64
+
+	// I/O and uninterruptible sleep of the holders (owner at wait time, or
+	// the thread that woke the waiter) during the logged waits.
+	ioNS      int64
+	ioBySys   map[string]int64
+	ioStacks  map[int]int64 // event stack index → overlap
+	ioHolders map[int]bool
+	// Holder preemption: the owner runnable without a CPU during waits.
+	preemptNS    int64
+	preemptWaits int
+	preemptOwner map[int]bool
+
+	// CPU of the waiters (on-CPU samples): all of it, in lock machinery
+	// and the kernel paths of waiting and waking, inside the functions
+	// that take the lock (the critical section, upper bound), and outside.
+	cpuNS, machNS, csNS, outsideNS int64
+}
+
+// facts measures a lock.
+func (ld *liveData) facts(g *lockGroup) *lockFacts {
+	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}, preemptOwner: map[int]bool{}}
+	if ld.dur > 0 {
+		lf.mean = float64(g.waitNS) / float64(ld.dur)
+		lf.handoffRate = float64(g.woken) / ld.dur.Seconds()
+		if g.woken > 0 {
+			lf.holdBound = ld.dur / time.Duration(g.woken)
+		}
+	}
+	lf.waitPoints = pointsOf(g.waitSamples(), 1)
+	var wokeSamples []*liveSample
+	for _, s := range g.wakeSamples() {
+		if value(s, 1) > 0 {
+			wokeSamples = append(wokeSamples, s)
+		}
+	}
+	lf.wakePoints = pointsOf(wokeSamples, 1)
+	ld.eventFacts(lf)
+	ld.cpuFacts(lf)
+	return lf
+}
+
+// minLoggedWaits is how many logged waits the quantiles need to come from
+// the event log: with fewer, p99 is the maximum of a handful, so the
+// in-kernel histogram (every wait, log2 buckets) answers instead.
+const minLoggedWaits = 20
+
+// eventFacts correlates the lock's logged waits with its holders' I/O,
+// uninterruptible sleep and preemption.
+func (ld *liveData) eventFacts(lf *lockFacts) {
+	g := lf.g
+	x := ld.ev
+	var durs []int64
+	var spans []span
+	for _, w := range g.words {
+		for _, e := range x.waits[w.addr] {
+			durs = append(durs, e.Dur)
+			spans = append(spans, span{e.T, e.End()})
+			lf.evWaitNS += e.Dur
+			// The holder during the wait: the owner read beside the
+			// lock word when it began (glibc mutexes), else the thread
+			// that woke the waiter. A holder holds until it releases the
+			// lock, which wakes a waiter: its next wake on the lock ends
+			// the interval its I/O can explain.
+			holder := 0
+			if w.role != roleCond && ld.isTarget(e.Peer) && e.Peer != e.TID {
+				holder = e.Peer
+			} else if wk := x.waker(e.TID, e.T, e.End()); wk > 0 && wk != e.TID {
+				holder = wk
+			}
+			if holder == 0 {
+				continue
+			}
+			end := x.releasedAt(g.addrs(), holder, e.T, e.End())
+			if holder == e.Peer {
+				lf.holderPreempted(x, e.T, end, holder)
+			}
+			te := x.thread(holder)
+			if te == nil {
+				continue
+			}
+			var cover []span
+			te.io.each(e.T, end, func(io recording.Event, ov int64) {
+				cover = append(cover, span{max(io.T, e.T), min(io.End(), end)})
+				lf.ioBySys[io.Syscall] += ov
+				lf.ioStacks[io.Stack] += ov
+				lf.ioHolders[holder] = true
+			})
+			te.dsleep.each(e.T, end, func(d recording.Event, _ int64) {
+				cover = append(cover, span{max(d.T, e.T), min(d.End(), end)})
+				lf.ioHolders[holder] = true
+			})
+			lf.ioNS += unionLength(cover)
+		}
+	}
+	lf.evWaits = len(durs)
+	if span := x.last - x.first; span > 0 && len(spans) > 0 {
+		lf.contended = float64(unionLength(spans)) / float64(span)
+	}
+	if len(durs) >= minLoggedWaits {
+		sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+		lf.p50 = time.Duration(quantile(durs, 0.5))
+		lf.p99 = time.Duration(quantile(durs, 0.99))
+		lf.quantFrom = "event log"
+		return
+	}
+	lf.p50 = time.Duration(histQuantile(g.hist, 0.5))
+	lf.p99 = time.Duration(histQuantile(g.hist, 0.99))
+	lf.quantFrom = "histogram"
+}
+
+// holderPreempted adds the time the owner of a wait sat runnable without a
+// CPU in [from, to), while it held the lock.
+func (lf *lockFacts) holderPreempted(x *eventIndex, from, to int64, owner int) {
+	te := x.thread(owner)
+	if te == nil {
+		return
+	}
+	hit := false
+	te.runq.each(from, to, func(_ recording.Event, ov int64) {
+		lf.preemptNS += ov
+		hit = true
+	})
+	if hit {
+		lf.preemptWaits++
+		lf.preemptOwner[owner] = true
+	}
+}
+
+// quantile returns the q-quantile of sorted values (nearest rank).
+func quantile(sorted []int64, q float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted)-1) + 0.5)
+	return sorted[min(i, len(sorted)-1)]
+}
+
+// histQuantile returns the q-quantile of a log2 histogram (Hist[i] counts
+// values in [2^i, 2^(i+1))), interpolated linearly inside the bucket.
+func histQuantile(hist []uint64, q float64) int64 {
+	var total uint64
+	for _, n := range hist {
+		total += n
+	}
+	if total == 0 {
+		return 0
+	}
+	want := q * float64(total)
+	var seen float64
+	for i, n := range hist {
+		if n == 0 {
+			continue
+		}
+		if seen+float64(n) >= want {
+			lo := float64(uint64(1) << i)
+			if i == 0 {
+				lo = 0
+			}
+			hi := float64(uint64(1) << (i + 1))
+			return int64(lo + (hi-lo)*(want-seen)/float64(n))
+		}
+		seen += float64(n)
+	}
+	return int64(uint64(1) << len(hist))
+}
+
+// cpuFacts splits the waiters' CPU: lock machinery (spinning in the lock,
+// the futex calls and the context switches of hand-offs), the functions
+// that take the lock (an upper bound of the critical section: they may do
+// other work too), and the rest. Release sites are not used: a function
+// that ends in an unlock often tail-calls it, and its caller, the thread's
+// main loop, then stands as the release site.
+func (ld *liveData) cpuFacts(lf *lockFacts) {
+	inLock := map[string]bool{}
+	for _, p := range lf.waitPoints {
+		inLock[p.key.fn] = true
+	}
+	for _, s := range ld.oncpu {
+		if !lf.g.waiters[s.tid] {
+			continue
+		}
+		ns := value(s, 1)
+		lf.cpuNS += ns
+		fr := s.userFrames()
+		switch {
+		case inFutex(s.frames), len(fr) > 0 && isLockPath(fr[0]):
+			// Spinning in the lock, the futex calls, and the context
+			// switches of a thread that sleeps or wakes in one.
+			lf.machNS += ns
+		case callsAny(fr, inLock):
+			lf.csNS += ns
+		default:
+			lf.outsideNS += ns
+		}
+	}
+}
+
+// kernelFutexPrefixes name the kernel's futex code.
+var kernelFutexPrefixes = []string{"futex_", "__futex", "do_futex", "__x64_sys_futex", "__arm64_sys_futex"}
+
+// inFutex reports whether a sample's kernel frames are in a futex call.
+func inFutex(frames []recording.Frame) bool {
+	for _, f := range frames {
+		if !f.Kernel {
+			return false
+		}
+		for _, p := range kernelFutexPrefixes {
+			if strings.HasPrefix(f.Func, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isLockPath reports whether a user frame is lock machinery of the C
+// library or a language runtime (taking, releasing or waiting for a lock,
+// or the futex call below it).
+func isLockPath(f recording.Frame) bool {
+	return isLockMachinery(f) || goPackage(f.Func) == "" && liveMachineryFuncs[normNative(f.Func)]
+}
+
+// callsAny reports whether a user stack passes through a function of set.
+func callsAny(frames []recording.Frame, set map[string]bool) bool {
+	for _, f := range frames {
+		if set[f.Func] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,595 @@
+package analyzer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// This file turns the futex words of a live recording into locks: it
+// judges what each word is from the stacks that wait on and wake it (a
+// mutex, a condition variable's sequence word, an idle runtime wait),
+// folds the words of one lock structure into one lock, names it by the
+// data symbol that holds it, and tells idle waits from contention.
+
+// foldWindow bounds how far apart (in bytes) two futex words may lie and
+// still belong to one lock structure. A glibc pthread_cond_t is 48 bytes
+// and a pthread_mutex_t 40 on x86-64; a structure that pairs a condition
+// variable with its mutex, or two such pairs as CPython's global
+// interpreter lock does (about 200 bytes), fits in 256, while the next
+// unrelated global is usually further away. Words inside the window must
+// also share their threads (foldMinShared) and one of them must be a
+// condition variable's: an array of mutexes (a striped lock) is never
+// folded, however close its elements lie.
+const foldWindow = 256
+
+// foldMinShared is the share of the smaller of two words' thread sets
+// (waiters and wakers) that must use both for them to be one lock. The
+// words of one condition variable and its mutex are touched by the same
+// threads, every one of them; half allows for threads seen on one word only
+// in a short recording, while two unrelated locks that happen to lie close
+// together are used by different threads.
+const foldMinShared = 0.5
+
+// wordRole is what a futex word is, judged from its stacks.
+type wordRole uint8
+
+const (
+	roleUnknown wordRole = iota
+	roleMutex            // a lock word: waiters in pthread_mutex_lock, __lll_lock_wait
+	roleCond             // a condition variable's sequence word
+	roleIdle             // an idle wait: a Go idle thread, a thread join
+)
+
+// Native functions that mark a futex word's role, by normalised name.
+var (
+	condWaitFuncs = map[string]bool{
+		"pthread_cond_wait": true, "pthread_cond_timedwait": true, "pthread_cond_clockwait": true,
+		"pthread_cond_wait_common": true, "condvar_dec_grefs": true, "condvar_quiesce_and_switch_g1": true,
+		"pthread_cond_signal": true, "pthread_cond_broadcast": true,
+		"std::condition_variable::wait": true, "std::__1::condition_variable::wait": true,
+		"std::condition_variable::notify_one": true, "std::condition_variable::notify_all": true,
+	}
+	mutexFuncs = map[string]bool{
+		"lll_lock_wait": true, "lll_lock_wait_private": true, "lll_lock_wake": true, "lll_lock_wake_private": true,
+		"lll_mutex_lock_optimized": true, "lll_mutex_unlock_optimized": true,
+		"pthread_mutex_lock": true, "pthread_mutex_timedlock": true, "pthread_mutex_clocklock": true,
+		"pthread_mutex_lock_full": true, "pthread_mutex_cond_lock": true, "pthread_mutex_unlock": true,
+		"pthread_mutex_unlock_usercnt": true, "pthread_mutex_unlock_full": true,
+		"pthread_rwlock_rdlock": true, "pthread_rwlock_wrlock": true, "pthread_rwlock_unlock": true,
+		"pthread_rwlock_rdlock_full": true, "pthread_rwlock_wrlock_full": true,
+		"futex_lock_pi": true, "futex_lock_pi64": true, "futex_unlock_pi": true,
+		"std::mutex::lock": true, "std::__1::mutex::lock": true,
+	}
+	// joinFuncs wait for another thread to exit: never contention.
+	joinFuncs = map[string]bool{
+		"pthread_join": true, "pthread_clockjoin_ex": true, "pthread_timedjoin_np": true,
+		"pthread_clockjoin_np": true, "pthread_tryjoin_np": true,
+	}
+	// liveMachineryFuncs are C library internals of locking, waiting and
+	// cancellation that frames.go's nativeLockFuncs does not list; they are
+	// machinery for the live detectors' program points too.
+	liveMachineryFuncs = map[string]bool{
+		"lll_mutex_lock_optimized": true, "lll_mutex_unlock_optimized": true,
+		"pthread_mutex_unlock_usercnt": true, "pthread_mutex_unlock_full": true,
+		"futex_wait_simple": true, "futex_wait_cancelable": true, "futex_abstimed_wait_cancelable": true,
+		"condvar_dec_grefs": true, "condvar_quiesce_and_switch_g1": true, "condvar_confirm_wakeup": true,
+		"condvar_cancel_waiting": true, "pthread_disable_asynccancel": true, "pthread_enable_asynccancel": true,
+		"GI___pthread_disable_asynccancel": true, "pthread_clockjoin_ex": true, "pthread_join": true,
+		"pthread_timedjoin_np": true, "futex_wake": true, "lll_lock_wake": true,
+	}
+)
+
+// liveMachinery reports whether a program point may not be at f in a live
+// stack: frames.go's machinery plus C library internals it does not list,
+// and the collector's placeholder frames.
+func liveMachinery(f recording.Frame) bool {
+	if isMachinery(f) || isSyntheticFrame(f) {
+		return true
+	}
+	if goPackage(f.Func) != "" {
+		return false
+	}
+	return liveMachineryFuncs[normNative(f.Func)]
+}
+
+// livePointIndex is pointIndex with liveMachinery: the first frame outside
+// lock machinery and system-call plumbing, -1 when there is none.
+func livePointIndex(frames []recording.Frame) int {
+	for i, f := range frames {
+		if !liveMachinery(f) {
+			return i
+		}
+	}
+	return -1
+}
+
+// roleOf judges a stack: the leaf-most frame that marks a role decides (a
+// thread in pthread_cond_wait that re-takes the mutex waits on the mutex
+// word, and its leaf-most marker is __lll_lock_wait).
+func roleOf(frames []recording.Frame) (wordRole, string) {
+	for _, f := range frames {
+		if f.Kernel {
+			continue
+		}
+		n := f.Func
+		if goPackage(n) == "" {
+			n = normNative(n)
+		}
+		switch {
+		case mutexFuncs[n]:
+			return roleMutex, ""
+		case condWaitFuncs[n]:
+			return roleCond, ""
+		case joinFuncs[n]:
+			return roleIdle, "waiting for a thread to exit (pthread_join)"
+		}
+	}
+	if sc := classifyFrames(frames, -1); sc.class == classIdle && strings.HasPrefix(sc.machinery, "runtime.") {
+		return roleIdle, sc.reason
+	}
+	return roleUnknown, ""
+}
+
+// futexWord is one futex address of the recording.
+type futexWord struct {
+	addr uint64
+	name string
+	stat recording.LockStat
+	role wordRole
+	// idleReason says why an idle word is not contention.
+	idleReason string
+	// waiters and wakers are the threads that waited on and woke the
+	// word; wokeWaiters those whose wakes woke somebody.
+	waiters, wakers, wokeWaiters map[int]bool
+	waitS, wakeS                 []*liveSample
+}
+
+// users returns the threads that waited on or woke the word.
+func (w *futexWord) users() map[int]bool {
+	u := map[int]bool{}
+	for t := range w.waiters {
+		u[t] = true
+	}
+	for t := range w.wakers {
+		u[t] = true
+	}
+	return u
+}
+
+// futexWords gathers every futex address of the recording with its role.
+func (ld *liveData) futexWords() []*futexWord {
+	words := map[uint64]*futexWord{}
+	get := func(addr uint64) *futexWord {
+		w := words[addr]
+		if w == nil {
+			w = &futexWord{addr: addr, waiters: map[int]bool{}, wakers: map[int]bool{}, wokeWaiters: map[int]bool{}}
+			words[addr] = w
+		}
+		return w
+	}
+	for _, st := range ld.rec.Locks {
+		w := get(st.Addr)
+		w.stat, w.name = st, st.Name
+		for _, t := range st.Waiters {
+			w.waiters[t] = true
+		}
+		for _, t := range st.Wakers {
+			w.wakers[t] = true
+		}
+	}
+	for _, s := range ld.waits {
+		w := get(s.addr)
+		w.waitS = append(w.waitS, s)
+		w.waiters[s.tid] = true
+		if w.name == "" {
+			w.name = s.lockName
+		}
+	}
+	for _, s := range ld.wakes {
+		w := get(s.addr)
+		w.wakeS = append(w.wakeS, s)
+		w.wakers[s.tid] = true
+		if value(s, 1) > 0 {
+			w.wokeWaiters[s.tid] = true
+		}
+		if w.name == "" {
+			w.name = s.lockName
+		}
+	}
+	out := make([]*futexWord, 0, len(words))
+	for _, w := range words {
+		w.role, w.idleReason = w.judgeRole()
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
+	return out
+}
+
+// judgeRole weighs the roles of the word's wait stacks by their delay
+// (and its wake stacks by their wakes): the heaviest role wins.
+func (w *futexWord) judgeRole() (wordRole, string) {
+	weight := map[wordRole]int64{}
+	reasons := map[string]int64{}
+	for _, s := range w.waitS {
+		if s.synthetic() {
+			continue
+		}
+		r, why := roleOf(s.userFrames())
+		weight[r] += value(s, 1) + 1
+		if why != "" {
+			reasons[why] += value(s, 1) + 1
+		}
+	}
+	for _, s := range w.wakeS {
+		if s.synthetic() {
+			continue
+		}
+		r, why := roleOf(s.userFrames())
+		if r == roleIdle && why != "" {
+			reasons[why]++
+		}
+		weight[r] += value(s, 0)
+	}
+	best, bestW := roleUnknown, int64(0)
+	for _, r := range []wordRole{roleMutex, roleCond, roleIdle} {
+		if weight[r] > bestW {
+			best, bestW = r, weight[r]
+		}
+	}
+	reason := ""
+	if best == roleIdle {
+		for _, k := range byCount(reasons) {
+			reason = k
+			break
+		}
+	}
+	return best, reason
+}
+
+// symbolModule splits a data symbol name "sym+0x10 (module)" into the
+// symbol and the module; "" parts when absent.
+func symbolModule(name string) (sym, module string) {
+	if i := strings.LastIndex(name, " ("); i >= 0 && strings.HasSuffix(name, ")") {
+		module = name[i+2 : len(name)-1]
+		name = name[:i]
+	}
+	if i := strings.IndexByte(name, '+'); i >= 0 {
+		name = name[:i]
+	}
+	return name, module
+}
+
+// sameObject reports whether two words may lie in one structure: both in
+// the same module's data (named by a symbol of that module) or both
+// unnamed (heap or stack memory).
+func sameObject(a, b *futexWord) bool {
+	if a.name == "" || b.name == "" {
+		return a.name == b.name
+	}
+	_, ma := symbolModule(a.name)
+	_, mb := symbolModule(b.name)
+	return ma == mb
+}
+
+// shared returns the share of the smaller thread set that is in both.
+func shared(a, b map[int]bool) float64 {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if len(a) == 0 {
+		return 0
+	}
+	n := 0
+	for t := range a {
+		if b[t] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(a))
+}
+
+// lockGroup is one lock: a futex word, or the words of one lock structure
+// folded together.
+type lockGroup struct {
+	words []*futexWord
+	role  wordRole
+	// idle is set for waits that are not contention; idleReason says why.
+	idle       bool
+	idleReason string
+	// turns is set for a condition variable that its own waiters wake:
+	// threads taking turns on a lock built from it (an interpreter's
+	// global lock).
+	turns bool
+
+	waits, blocked, timeouts, woken uint64
+	waitNS                          int64
+	maxNS                           uint64
+	hist                            []uint64
+	waiters, wakers                 map[int]bool
+	truncated                       bool
+	owners                          map[int]uint64
+}
+
+// addrs returns the group's addresses.
+func (g *lockGroup) addrs() []uint64 {
+	out := make([]uint64, len(g.words))
+	for i, w := range g.words {
+		out[i] = w.addr
+	}
+	return out
+}
+
+// name names the lock: the data symbol of its lowest word, or of each
+// symbol its words span ("pool_cv + pool_mu (idle)"), or its address.
+func (g *lockGroup) name() string {
+	var syms []string
+	module := ""
+	seen := map[string]bool{}
+	for _, w := range g.words {
+		if w.name == "" {
+			continue
+		}
+		s, m := symbolModule(w.name)
+		module = m
+		if !seen[s] {
+			seen[s] = true
+			syms = append(syms, s)
+		}
+	}
+	switch {
+	case len(syms) == 0:
+		return fmt.Sprintf("0x%x", g.words[0].addr)
+	case len(syms) == 1:
+		for _, w := range g.words {
+			if w.name != "" {
+				return w.name
+			}
+		}
+	}
+	if module != "" {
+		return strings.Join(syms, " + ") + " (" + module + ")"
+	}
+	return strings.Join(syms, " + ")
+}
+
+// id returns the LockID of the group.
+func (g *lockGroup) id(ld *liveData) LockID {
+	id := LockID{Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
+	if id.Name == id.Address {
+		id.Name = ""
+	}
+	if len(g.words) > 1 {
+		for _, w := range g.words {
+			id.Words = append(id.Words, fmt.Sprintf("0x%x", w.addr))
+		}
+	}
+	if o, n := g.topOwner(); o > 0 && n*2 >= g.ownerSeen() {
+		id.Owner = o
+	}
+	return id
+}
+
+// topOwner returns the owner seen most often at wait time and how often.
+func (g *lockGroup) topOwner() (int, uint64) {
+	best, bestN := 0, uint64(0)
+	for o, n := range g.owners {
+		if n > bestN || n == bestN && o < best {
+			best, bestN = o, n
+		}
+	}
+	return best, bestN
+}
+
+func (g *lockGroup) ownerSeen() uint64 {
+	var n uint64
+	for _, c := range g.owners {
+		n += c
+	}
+	return n
+}
+
+// waitSamples returns the futex-wait samples of every word.
+func (g *lockGroup) waitSamples() []*liveSample {
+	var out []*liveSample
+	for _, w := range g.words {
+		out = append(out, w.waitS...)
+	}
+	return out
+}
+
+// wakeSamples returns the futex-wake samples of every word.
+func (g *lockGroup) wakeSamples() []*liveSample {
+	var out []*liveSample
+	for _, w := range g.words {
+		out = append(out, w.wakeS...)
+	}
+	return out
+}
+
+// lockGroups folds the recording's futex words into locks and judges each
+// idle or not.
+func (ld *liveData) lockGroups() []*lockGroup {
+	words := ld.futexWords()
+	parent := make([]int, len(words))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	users := make([]map[int]bool, len(words))
+	for i, w := range words {
+		users[i] = w.users()
+	}
+	for i := range words {
+		for j := i + 1; j < len(words) && words[j].addr-words[i].addr < foldWindow; j++ {
+			a, b := words[i], words[j]
+			if a.role != roleCond && b.role != roleCond {
+				continue
+			}
+			if a.role == roleIdle || b.role == roleIdle || !sameObject(a, b) || shared(users[i], users[j]) < foldMinShared {
+				continue
+			}
+			parent[find(j)] = find(i)
+		}
+	}
+	byRoot := map[int]*lockGroup{}
+	var out []*lockGroup
+	for i, w := range words {
+		r := find(i)
+		g := byRoot[r]
+		if g == nil {
+			g = &lockGroup{waiters: map[int]bool{}, wakers: map[int]bool{}, owners: map[int]uint64{}}
+			byRoot[r] = g
+			out = append(out, g)
+		}
+		g.words = append(g.words, w)
+	}
+	for _, g := range out {
+		ld.sumGroup(g)
+	}
+	return out
+}
+
+// sumGroup adds up a group's figures and judges whether it is idle.
+func (ld *liveData) sumGroup(g *lockGroup) {
+	roles := map[wordRole]int{}
+	for _, w := range g.words {
+		roles[w.role]++
+		st := w.stat
+		g.waits += st.Waits
+		g.blocked += st.Blocked
+		g.timeouts += st.Timeouts
+		g.woken += st.Woken
+		g.waitNS += int64(st.WaitNS)
+		g.maxNS = max(g.maxNS, st.MaxNS)
+		g.truncated = g.truncated || st.WaitersTruncated
+		for i, n := range st.Hist {
+			for len(g.hist) <= i {
+				g.hist = append(g.hist, 0)
+			}
+			g.hist[i] += n
+		}
+		for o, n := range st.Owners {
+			if w.role != roleCond && ld.isTarget(o) {
+				g.owners[o] += n
+			}
+		}
+		if st.Waits == 0 && st.Addr == 0 {
+			// No locks.json entry: fall back to the views.
+			for _, s := range w.waitS {
+				g.waits += uint64(value(s, 0))
+				g.waitNS += value(s, 1)
+			}
+			for _, s := range w.wakeS {
+				g.woken += uint64(value(s, 1))
+			}
+		}
+		for t := range w.waiters {
+			g.waiters[t] = true
+		}
+		for t := range w.wakers {
+			g.wakers[t] = true
+		}
+	}
+	switch {
+	case roles[roleCond] > 0:
+		g.role = roleCond
+	case roles[roleMutex] > 0:
+		g.role = roleMutex
+	case roles[roleIdle] > 0 && roles[roleIdle] == len(g.words):
+		g.role = roleIdle
+	default:
+		g.role = roleUnknown
+	}
+	switch g.role {
+	case roleIdle:
+		g.idle = true
+		for _, w := range g.words {
+			if w.idleReason != "" {
+				g.idleReason = w.idleReason
+				break
+			}
+		}
+	case roleCond:
+		g.turns = ld.takesTurns(g)
+		if !g.turns {
+			g.idle = true
+			g.idleReason = "idle threads parked on a condition variable, woken by a producer's signal"
+		}
+	}
+}
+
+// Thresholds that tell a condition variable of an idle pool from one that
+// threads take turns on.
+const (
+	// turnMinSelfWake is the share of a condition variable's waiters that
+	// must also be the ones waking it for it to be a lock the threads take
+	// turns on. Workers of an idle pool are woken by a producer that never
+	// waits there itself; threads taking turns on a lock built from a
+	// condition variable (an interpreter's global lock) wake each other, so
+	// each waiter is also a waker. Half leaves room for a thread seen only
+	// waiting in a short recording.
+	turnMinSelfWake = 0.5
+	// turnMinBusy is the share of their wall time the waiters must spend on
+	// a CPU, taken together, to be taking turns rather than idling. Pool
+	// workers run microseconds per job and stay under 1%; threads that hand
+	// a global lock around run whenever they hold it, which is most of the
+	// time the lock is not being handed over. A tenth separates the two by
+	// an order of magnitude either way.
+	turnMinBusy = 0.1
+)
+
+// takesTurns reports whether a condition-variable lock is one that its
+// waiters take turns on (the waiters wake each other and run between
+// waits), rather than an idle pool's.
+func (ld *liveData) takesTurns(g *lockGroup) bool {
+	condWaiters, condWakers := map[int]bool{}, map[int]bool{}
+	for _, w := range g.words {
+		if w.role != roleCond {
+			continue
+		}
+		for t := range w.waiters {
+			condWaiters[t] = true
+		}
+		for t := range w.wokeWaiters {
+			condWakers[t] = true
+		}
+	}
+	if len(condWaiters) < 2 {
+		return false
+	}
+	self := 0
+	for t := range condWaiters {
+		if condWakers[t] {
+			self++
+		}
+	}
+	if float64(self) < turnMinSelfWake*float64(len(condWaiters)) {
+		return false
+	}
+	return ld.busyShare(condWaiters) >= turnMinBusy
+}
+
+// busyShare returns the CPU time of a set of threads divided by their
+// combined wall time over the recording.
+func (ld *liveData) busyShare(tids map[int]bool) float64 {
+	if ld.dur <= 0 || len(tids) == 0 {
+		return 0
+	}
+	var cpu float64
+	for t := range tids {
+		if th := ld.threads[t]; th != nil {
+			cpu += th.cpu()
+		}
+	}
+	return cpu / (ld.dur.Seconds() * float64(len(tids)))
+}
