@@ -3,6 +3,7 @@ package analyzer
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -129,6 +130,8 @@ type liveData struct {
 	meanRunnable float64
 
 	ev *eventIndex
+	// perWaiter caches the one-waiter futex words by waiter point.
+	perWaiter map[pointKey][]*lockGroup
 }
 
 // buildLiveData reads every part of a live recording.
@@ -230,7 +233,7 @@ func readLiveView(p *profile.Profile, ps *profStacks) []*liveSample {
 	out := make([]*liveSample, 0, len(p.Sample))
 	for _, s := range p.Sample {
 		ls := &liveSample{values: s.Value}
-		ls.frames = append([]recording.Frame(nil), ps.sampleFrames(p, s)...)
+		ls.frames = cutJunk(append([]recording.Frame(nil), ps.sampleFrames(p, s)...))
 		for i := range ls.frames {
 			// The collector files kernel frames under one "[kernel]"
 			// mapping; pprof has no other way to mark them.
@@ -252,6 +255,19 @@ func readLiveView(p *profile.Profile, ps *profStacks) []*liveSample {
 		out = append(out, ls)
 	}
 	return out
+}
+
+// cutJunk cuts a stack at its first junk frame: an address that lies in no
+// mapped object ("0x11da0", no module). An unwinder that reads such a
+// value as a return address has left the real stack, and every frame
+// after it is noise.
+func cutJunk(frames []recording.Frame) []recording.Frame {
+	for i, f := range frames {
+		if i > 0 && f.Module == "" && !f.Kernel && strings.HasPrefix(f.Func, "0x") {
+			return frames[:i]
+		}
+	}
+	return frames
 }
 
 func numLabel(s *profile.Sample, key string) int {

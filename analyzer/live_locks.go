@@ -127,8 +127,22 @@ func roleOf(frames []recording.Frame) (wordRole, string) {
 			return roleIdle, "waiting for a thread to exit (pthread_join)"
 		}
 	}
-	if sc := classifyFrames(frames, -1); sc.class == classIdle && strings.HasPrefix(sc.machinery, "runtime.") {
-		return roleIdle, sc.reason
+	// Go calls futex only inside its runtime: a thread parked with no
+	// goroutine to run (notesleep, stopm), the profiler's reader, the
+	// signal loop. Goroutines waiting for a sync.Mutex park in the runtime
+	// without a futex call of their own, and show in the Go profiles.
+	goFrames := false
+	for _, f := range frames {
+		if !f.Kernel && goPackage(f.Func) != "" {
+			goFrames = true
+			break
+		}
+	}
+	if goFrames {
+		if sc := classifyFrames(frames, -1); sc.class == classIdle {
+			return roleIdle, sc.reason
+		}
+		return roleIdle, "Go runtime-internal wait (a thread of the Go runtime, not a user lock)"
 	}
 	return roleUnknown, ""
 }
@@ -311,6 +325,9 @@ type lockGroup struct {
 	waiters, wakers                 map[int]bool
 	truncated                       bool
 	owners                          map[int]uint64
+
+	// facts caches the lock's measured figures (liveData.factsOf).
+	facts *lockFacts
 }
 
 // addrs returns the group's addresses.

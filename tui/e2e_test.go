@@ -122,9 +122,10 @@ func (p *tmuxPane) format(name string) string {
 
 // walkViews moves through every view and quits; it checks what each view
 // shows and that the terminal is restored. With a finding named, it opens
-// the first finding and checks it is that one; with openLock, it opens the
-// first lock.
-func walkViews(t *testing.T, p *tmuxPane, finding string, openLock bool) {
+// the first finding, checks it is that one, and scrolls to its stack where
+// point (the program point frame) must be marked; with openLock, it opens
+// the first lock.
+func walkViews(t *testing.T, p *tmuxPane, finding, point string, openLock bool) {
 	t.Helper()
 	if got := p.format("alternate_on"); got != "1" {
 		t.Errorf("contend runs outside the alternate screen (alternate_on=%s)", got)
@@ -134,6 +135,8 @@ func walkViews(t *testing.T, p *tmuxPane, finding string, openLock bool) {
 		p.waitFor("Finding #1", finding, "Suggestion")
 		p.keys("PageDown")
 		p.waitFor("Evidence")
+		p.keys("End")
+		p.waitFor("  > " + point)
 		// Escape then a key at once reads as alt+key in a terminal: wait
 		// for the escape to land first, as a person's typing does.
 		p.keys("Escape")
@@ -207,21 +210,32 @@ func TestEndToEndTUI(t *testing.T) {
 	bin := goBuild(t, "cmd/contend", dir)
 	p := newTmux(t, 80, 24, fmt.Sprintf("%s tui %s; echo EXIT=$?", bin, stripeBadDir(t, dir)))
 	p.waitFor("lock-convoy", "stripe.(*subscription)")
-	walkViews(t, p, "lock-convoy", true)
+	walkViews(t, p, "lock-convoy", "stripe.(*subscription).onIncomingMessage", true)
 }
 
-// liveFixture builds contend and the Go fixtures (root only) and starts
-// the spin fixture's bad variant for d; it is killed when the test ends.
-func liveFixture(t *testing.T, d time.Duration) (bin string, pid int) {
+// liveFixture builds contend and the native spin fixture (root only) and
+// starts the fixture's bad variant for secs seconds: eight relay threads
+// busy-waiting on one flag on a 2-core machine, the design's spin convoy.
+// It is killed when the test ends.
+func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds contend and a fixture")
 	}
 	needEnv(t, os.Geteuid() == 0, "contend top needs root for its BPF probes")
+	_, err := exec.LookPath("gcc")
+	needEnv(t, err == nil, "gcc is not installed (it builds the native fixture)")
 	dir := t.TempDir()
 	bin = goBuild(t, "cmd/contend", dir)
-	fix := goBuild(t, "fixtures/cmd/gofixture", dir)
-	target := exec.Command(fix, "spin", "-variant", "bad", "-duration", d.String())
+	fix := filepath.Join(dir, "spin")
+	// The Makefile's fixture flags: optimised, with symbols and line
+	// numbers for the program point.
+	cc := exec.Command("gcc", "-O2", "-g", "-pthread", "-Wall", "-o", fix, "fixtures/c/spin.c")
+	cc.Dir = moduleRoot(t)
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("gcc spin.c: %v\n%s", err, b)
+	}
+	target := exec.Command(fix, "-variant", "bad", "-duration", strconv.Itoa(secs))
 	stdout, err := target.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -237,15 +251,25 @@ func liveFixture(t *testing.T, d time.Duration) (bin string, pid int) {
 	return bin, target.Process.Pid
 }
 
+// startTop starts the spin fixture for secs seconds and `contend top` on
+// it (with extra flags) in an 80x24 tmux pane, and waits for the live
+// header.
+func startTop(t *testing.T, secs int, flags string) (*tmuxPane, int) {
+	t.Helper()
+	bin, pid := liveFixture(t, secs)
+	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d %s; echo EXIT=$?", bin, pid, flags))
+	p.waitFor("contend top", fmt.Sprintf("pid %d spin", pid), "LIVE")
+	return p, pid
+}
+
 // TestEndToEndTopScreen runs `contend top` on the spin fixture in tmux and
 // works every key of a live session: the header names the target, w
 // switches the window, p pauses and resumes, e exports a recording that
 // reads back, every view shows, q restores the terminal.
 func TestEndToEndTopScreen(t *testing.T) {
-	bin, pid := liveFixture(t, 5*time.Minute)
 	export := t.TempDir()
-	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d --export-dir %s; echo EXIT=$?", bin, pid, export))
-	p.waitFor("contend top", fmt.Sprintf("pid %d gofixture", pid), "LIVE", "probes ")
+	p, pid := startTop(t, 300, "--export-dir "+export)
+	p.waitFor("probes ")
 	p.keys("w")
 	p.waitFor("whole run")
 	p.keys("p")
@@ -254,7 +278,7 @@ func TestEndToEndTopScreen(t *testing.T) {
 	p.waitFor("LIVE", "resumed")
 	p.keys("e")
 	p.waitFor("exported to " + export)
-	dirs, _ := filepath.Glob(filepath.Join(export, fmt.Sprintf("contend-gofixture-%d-*", pid)))
+	dirs, _ := filepath.Glob(filepath.Join(export, fmt.Sprintf("contend-spin-%d-*", pid)))
 	if len(dirs) != 1 {
 		t.Fatalf("export wrote %v, want one recording", dirs)
 	}
@@ -265,35 +289,25 @@ func TestEndToEndTopScreen(t *testing.T) {
 	if rec.Meta.PID != pid || rec.Threads == nil || len(rec.Threads.Threads) == 0 {
 		t.Errorf("exported recording: pid %d, timeline %v", rec.Meta.PID, rec.Threads)
 	}
-	walkViews(t, p, "", false)
+	walkViews(t, p, "", "", false)
 }
 
 // TestEndToEndTop watches the spin fixture live with `contend top` in
 // tmux: the spin convoy is named within the refreshes, opens with its
-// suggestion, every view shows, q restores the terminal.
+// suggestion and its stack, every view shows, q restores the terminal.
 func TestEndToEndTop(t *testing.T) {
-	bin, pid := liveFixture(t, 5*time.Minute)
-	// The convoy is named by the live detectors; until they are in, a
-	// short recording of the same fixture names nothing, and this test
-	// has nothing to wait for.
-	out, err := exec.Command(bin, "record", "-p", strconv.Itoa(pid), "-d", "3s", "-o", filepath.Join(t.TempDir(), "rec")).CombinedOutput()
-	needEnv(t, err == nil && strings.Contains(string(out), "spin-convoy"),
-		fmt.Sprintf("contend record names no spin convoy in the spin fixture (err %v):\n%s", err, out))
-	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d; echo EXIT=$?", bin, pid))
-	p.waitFor("contend top", fmt.Sprintf("pid %d", pid), "LIVE")
-	p.waitFor("spin-convoy")
-	walkViews(t, p, "spin-convoy", false)
+	p, _ := startTop(t, 300, "")
+	p.waitFor("spin-convoy", "spin_acquire")
+	walkViews(t, p, "spin-convoy", "spin_acquire", false)
 }
 
 // TestEndToEndTopTargetExit watches a fixture that ends by itself: the
 // screen says the target exited, keeps its data and still answers keys.
 func TestEndToEndTopTargetExit(t *testing.T) {
-	bin, pid := liveFixture(t, 4*time.Second)
-	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d; echo EXIT=$?", bin, pid))
-	p.waitFor("contend top", fmt.Sprintf("pid %d gofixture", pid), "LIVE")
+	p, pid := startTop(t, 4, "")
 	p.waitFor("EXITED", "target exited after")
 	p.keys("3")
-	p.waitFor("[3 Locks", fmt.Sprintf("pid %d gofixture", pid), "EXITED")
+	p.waitFor("[3 Locks", fmt.Sprintf("pid %d spin", pid), "EXITED")
 	p.quit()
 }
 

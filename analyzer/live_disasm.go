@@ -1,0 +1,389 @@
+package analyzer
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/contend-dev/contend/symbolize"
+)
+
+// This file confirms a busy-wait by reading the machine code of the loop
+// the CPU samples fall in: a spin loop is a handful of instructions that
+// re-read one memory address (or exchange it atomically) until it
+// changes, with no call and no system call; a work loop computes in
+// registers or walks memory.
+
+// maxSpinLoopInsns bounds the size of a busy-wait loop. A test-and-set or
+// test-and-test-and-set wait compiles to 2–6 instructions (load, test,
+// branch; a pause; an exchange), and a relaxed load through a Go atomic
+// adds none after inlining. Twelve leaves room for a backoff counter while
+// keeping out any loop that does real work per iteration.
+const maxSpinLoopInsns = 12
+
+// binaryCode gives the machine code of the functions of one ELF file, by
+// name, with the load bias resolved from sampled addresses.
+type binaryCode struct {
+	file *symbolize.File
+	syms map[string]elf.Symbol
+}
+
+var (
+	codeMu    sync.Mutex
+	codeCache = map[string]*binaryCode{}
+)
+
+// openBinary opens path for disassembly, nil when it cannot be read (gone,
+// no permission, not ELF). Opened files are kept for the process's
+// lifetime: an analysis that disassembles one binary usually disassembles
+// it again (the TUI re-analyzes every window).
+func openBinary(path string) *binaryCode {
+	codeMu.Lock()
+	defer codeMu.Unlock()
+	if b, ok := codeCache[path]; ok {
+		return b
+	}
+	b := loadBinary(path)
+	codeCache[path] = b
+	return b
+}
+
+func loadBinary(path string) *binaryCode {
+	ef, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer ef.Close()
+	if ef.Machine != elf.EM_X86_64 {
+		return nil
+	}
+	syms := map[string]elf.Symbol{}
+	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
+		list, _ := get()
+		for _, s := range list {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+				if _, dup := syms[s.Name]; !dup {
+					syms[s.Name] = s
+				}
+			}
+		}
+	}
+	f, err := symbolize.OpenFile(path, symbolize.Options{})
+	if err != nil {
+		return nil
+	}
+	return &binaryCode{file: f, syms: syms}
+}
+
+// pageSize is the granularity of load biases: an object is mapped at a
+// page-aligned offset from its link-time addresses, so an address keeps
+// its offset within a page.
+const pageSize = 4096
+
+// loopReport is what the disassembly says about the sampled addresses of
+// one function.
+type loopReport struct {
+	// busy maps each sampled runtime address to whether it lies in a
+	// busy-wait loop.
+	busy map[uint64]bool
+	// insns is the size of the hottest busy-wait loop, start its ELF
+	// address, and text its instructions for the evidence.
+	insns int
+	start uint64
+	text  string
+	// pause is set when the loop executes PAUSE (a spin hint).
+	pause bool
+}
+
+// loops disassembles function fn and classifies the loops that contain
+// the runtime addresses in addrs (with their sample weights). line maps a
+// runtime address to the source line its sample was symbolized to, used
+// to pick the load bias when the function spans pages. ok is false when
+// the code cannot be read.
+func (b *binaryCode) loops(fn string, addrs map[uint64]int64, line map[uint64]int) (loopReport, bool) {
+	rep := loopReport{busy: map[uint64]bool{}}
+	sym, ok := b.syms[fn]
+	if !ok {
+		return rep, false
+	}
+	f, code, ok := b.file.FunctionAt(sym.Value)
+	if !ok || len(code) == 0 {
+		return rep, false
+	}
+	insts := decodeAll(code, f.Start)
+	if len(insts) == 0 {
+		return rep, false
+	}
+	// Pick the load bias that puts the hottest address inside the
+	// function on the line its sample names.
+	hot := hottest(addrs)
+	bias, ok := b.bias(f.Start, f.End, hot, line[hot])
+	if !ok {
+		return rep, false
+	}
+	var best *loop
+	var bestW int64
+	for a, w := range addrs {
+		l := innermostLoop(insts, a-bias)
+		if l == nil || !l.busyWait() {
+			continue
+		}
+		rep.busy[a] = true
+		if w > bestW {
+			best, bestW = l, w
+		}
+	}
+	if best != nil {
+		rep.insns, rep.start, rep.pause = len(best.insts), best.insts[0].addr, best.pause()
+		rep.text = best.String()
+	}
+	return rep, true
+}
+
+// bias returns the load bias (runtime minus ELF address) that puts the
+// runtime address a inside [start, end) of a function, on source line
+// want when several page offsets fit.
+func (b *binaryCode) bias(start, end, a uint64, want int) (uint64, bool) {
+	var cands []uint64
+	for v := start + (a-start)%pageSize; v < end; v += pageSize {
+		cands = append(cands, v)
+	}
+	switch {
+	case len(cands) == 0:
+		return 0, false
+	case len(cands) == 1 || want == 0:
+		return a - cands[0], true
+	}
+	for _, v := range cands {
+		for _, fr := range b.file.Frames(v, true) {
+			if fr.Line == want {
+				return a - v, true
+			}
+		}
+	}
+	return a - cands[0], true
+}
+
+// hottest returns the address with the largest weight (the lowest on a
+// tie).
+func hottest(addrs map[uint64]int64) uint64 {
+	var best uint64
+	var bw int64 = -1
+	for a, w := range addrs {
+		if w > bw || w == bw && a < best {
+			best, bw = a, w
+		}
+	}
+	return best
+}
+
+// inst is one decoded instruction at its ELF address.
+type inst struct {
+	addr uint64
+	x86asm.Inst
+}
+
+func decodeAll(code []byte, start uint64) []inst {
+	var out []inst
+	for off := 0; off < len(code); {
+		in, err := x86asm.Decode(code[off:], 64)
+		if err != nil || in.Len == 0 {
+			off++
+			continue
+		}
+		out = append(out, inst{addr: start + uint64(off), Inst: in})
+		off += in.Len
+	}
+	return out
+}
+
+// loop is the instructions from a backward branch's target to the branch.
+type loop struct{ insts []inst }
+
+// innermostLoop returns the smallest loop (a backward branch and its
+// target) that contains ELF address a, nil when none does.
+func innermostLoop(insts []inst, a uint64) *loop {
+	var best *loop
+	for i, in := range insts {
+		target, ok := branchTarget(in)
+		if !ok || target > in.addr || a < target || a > in.addr {
+			continue
+		}
+		j := sort.Search(len(insts), func(j int) bool { return insts[j].addr >= target })
+		if j > i || insts[j].addr != target {
+			continue
+		}
+		if best == nil || i-j+1 < len(best.insts) {
+			best = &loop{insts: insts[j : i+1]}
+		}
+	}
+	return best
+}
+
+// branchTarget returns the ELF address a direct jump goes to.
+func branchTarget(in inst) (uint64, bool) {
+	if !isJump(in.Op) {
+		return 0, false
+	}
+	rel, ok := in.Args[0].(x86asm.Rel)
+	if !ok {
+		return 0, false
+	}
+	return uint64(int64(in.addr) + int64(in.Len) + int64(rel)), true
+}
+
+func isJump(op x86asm.Op) bool {
+	switch op {
+	case x86asm.JMP, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JCXZ, x86asm.JE, x86asm.JECXZ,
+		x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE, x86asm.JNE, x86asm.JNO, x86asm.JNP, x86asm.JNS,
+		x86asm.JO, x86asm.JP, x86asm.JRCXZ, x86asm.JS, x86asm.LOOP, x86asm.LOOPE, x86asm.LOOPNE:
+		return true
+	}
+	return false
+}
+
+// busyWait reports whether the loop is a busy-wait: small, no calls or
+// system calls, and it re-reads (or atomically exchanges) a memory word
+// whose address does not change in the loop and that the loop never
+// plainly stores to. A work loop either computes in registers or walks
+// memory with an index that changes every iteration; a loop that loads
+// and stores the same local (unoptimized code's counter) is not waiting
+// for anyone.
+func (l *loop) busyWait() bool {
+	if len(l.insts) > maxSpinLoopInsns {
+		return false
+	}
+	written := map[int]bool{}
+	for _, in := range l.insts {
+		switch in.Op {
+		case x86asm.CALL, x86asm.LCALL, x86asm.SYSCALL, x86asm.SYSENTER, x86asm.INT, x86asm.RET, x86asm.LRET, x86asm.HLT:
+			return false
+		}
+		for _, r := range writtenRegs(in.Inst) {
+			written[r] = true
+		}
+	}
+	stored := map[x86asm.Mem]bool{}
+	for _, in := range l.insts {
+		if in.Op == x86asm.MOV || in.Op == x86asm.MOVNTI {
+			if m, ok := in.Args[0].(x86asm.Mem); ok {
+				stored[m] = true
+			}
+		}
+	}
+	for _, in := range l.insts {
+		if in.Op == x86asm.LEA || in.Op == x86asm.NOP {
+			continue
+		}
+		for _, a := range in.Args {
+			m, ok := a.(x86asm.Mem)
+			if !ok || stored[m] {
+				continue
+			}
+			if (m.Base == 0 || m.Base == x86asm.RIP || !written[regFamily(m.Base)]) && (m.Index == 0 || !written[regFamily(m.Index)]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pause reports whether the loop executes PAUSE.
+func (l *loop) pause() bool {
+	for _, in := range l.insts {
+		if in.Op == x86asm.PAUSE {
+			return true
+		}
+	}
+	return false
+}
+
+// String renders the loop in Intel syntax, one instruction per "; ".
+func (l *loop) String() string {
+	s := ""
+	for i, in := range l.insts {
+		if i > 0 {
+			s += "; "
+		}
+		s += x86asm.IntelSyntax(in.Inst, in.addr, nil)
+	}
+	return s
+}
+
+// writtenRegs returns the register families an instruction writes
+// (conservatively: the first operand of anything that is not a compare,
+// a test or a branch, plus the implicit accumulator of CMPXCHG and the
+// second operand of exchanges).
+func writtenRegs(in x86asm.Inst) []int {
+	var out []int
+	add := func(a x86asm.Arg) {
+		if r, ok := a.(x86asm.Reg); ok {
+			if f := regFamily(r); f >= 0 {
+				out = append(out, f)
+			}
+		}
+	}
+	switch in.Op {
+	case x86asm.CMP, x86asm.TEST, x86asm.BT, x86asm.NOP, x86asm.PAUSE, x86asm.PUSH:
+		return nil
+	case x86asm.XCHG, x86asm.XADD:
+		add(in.Args[0])
+		add(in.Args[1])
+	case x86asm.CMPXCHG, x86asm.CMPXCHG8B, x86asm.CMPXCHG16B:
+		add(in.Args[0])
+		out = append(out, regFamily(x86asm.RAX), regFamily(x86asm.RDX))
+	case x86asm.POP:
+		add(in.Args[0])
+		out = append(out, regFamily(x86asm.RSP))
+	default:
+		if !isJump(in.Op) {
+			add(in.Args[0])
+		}
+	}
+	return out
+}
+
+// regFamily maps a general-purpose register of any width to the index of
+// its 64-bit register (AL, AX, EAX → RAX), -1 for other registers.
+func regFamily(r x86asm.Reg) int {
+	switch {
+	case r >= x86asm.AL && r <= x86asm.R15B:
+		i := int(r - x86asm.AL)
+		if i >= 4 && i < 8 { // AH, CH, DH, BH
+			return i - 4
+		}
+		if i >= 8 { // SPB, BPB, SIB, DIB, R8B…
+			return i - 4
+		}
+		return i
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return int(r - x86asm.AX)
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return int(r - x86asm.EAX)
+	case r >= x86asm.RAX && r <= x86asm.R15:
+		return int(r - x86asm.RAX)
+	}
+	return -1
+}
+
+// binaryFor returns the path of the object a module name refers to, when
+// the recording names it: the target's executable.
+func binaryFor(exe, module string) string {
+	if exe != "" && module != "" && filepath.Base(exe) == module {
+		return exe
+	}
+	return ""
+}
+
+// describeLoop renders a loop report for the evidence.
+func describeLoop(rep loopReport) string {
+	s := fmt.Sprintf("%d-instruction loop at 0x%x re-reads one memory word until it changes, with no call or system call", rep.insns, rep.start)
+	if rep.pause {
+		s += " (it executes PAUSE, a spin-wait hint)"
+	}
+	return s + ": " + rep.text
+}

@@ -1,0 +1,239 @@
+package analyzer
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// The live rows: program points where the target's threads run and wait,
+// per-lock statistics, per-thread figures, and the idle groups (waits that
+// are not contention), for the renderers and the TUI.
+
+// liveTarget fills what the recording says about the target's threads.
+func liveTarget(a *analysis, ld *liveData) {
+	t := &a.res.Target
+	if t.Population == 0 && ld.population > 0 {
+		t.Population, t.Unit = ld.population, "threads"
+	}
+	if t.NumCPU == 0 {
+		t.NumCPU = ld.numCPU
+	}
+	if ld.rec.Threads == nil {
+		a.note("no /proc timeline in the recording: thread states, CPU times and context switches are unknown, and the spin detector cannot tell runnable threads from running ones")
+	}
+	if len(ld.oncpu) == 0 && ld.rec.Profile(recording.ViewOnCPU) != nil {
+		a.note("no on-CPU samples: busy-waits cannot be seen")
+	}
+}
+
+func liveRows(a *analysis, ld *liveData, locks []*lockGroup) {
+	idlePoints := map[pointKey]bool{}
+	for _, g := range locks {
+		if g.waits == 0 && g.woken == 0 {
+			continue
+		}
+		lf := ld.factsOf(g)
+		row := LockRow{
+			Lock:            g.id(ld),
+			Waits:           g.waits,
+			DistinctWaiters: len(g.waiters),
+			WaitSeconds:     seconds(g.waitNS),
+			P50:             lf.p50,
+			P99:             lf.p99,
+			Max:             time.Duration(g.maxNS),
+			Hist:            trimHist(g.hist),
+			Idle:            g.idle,
+		}
+		if len(lf.waitPoints) > 0 {
+			p := lf.waitPoints[0].point
+			row.Waiter = &p
+		}
+		if len(lf.wakePoints) > 0 {
+			p := lf.wakePoints[0].point
+			row.Waker = &p
+		}
+		a.res.Locks = append(a.res.Locks, row)
+		if g.idle && len(lf.waitPoints) > 0 {
+			p := lf.waitPoints[0]
+			idlePoints[p.key] = true
+			a.res.Idle = append(a.res.Idle, IdleGroup{
+				Reason:      g.idleReason,
+				Point:       p.point,
+				Count:       len(g.waiters),
+				Unit:        "threads",
+				WaitSeconds: seconds(g.waitNS),
+			})
+		}
+	}
+	a.res.Idle = append(a.res.Idle, ld.idleSleeps(idlePoints)...)
+	a.res.Points = append(a.res.Points, ld.pointRows(idlePoints)...)
+	a.res.Threads = append(a.res.Threads, ld.threadRows()...)
+}
+
+// trimHist drops the empty top of a histogram.
+func trimHist(h []uint64) []uint64 {
+	n := len(h)
+	for n > 0 && h[n-1] == 0 {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	return append([]uint64(nil), h[:n]...)
+}
+
+// futexFrames reports whether a stack waits in a futex (the lock rows
+// account for those sleeps).
+func futexFrames(frames []recording.Frame) bool {
+	for _, f := range frames {
+		if !f.Kernel && strings.Contains(strings.ToLower(f.Func), "futex") {
+			return true
+		}
+	}
+	r, _ := roleOf(frames)
+	return r != roleUnknown
+}
+
+// idleSleeps groups the off-CPU sleeps that are not contention and are
+// not futex waits (epoll, poll, nanosleep, accept…) by reason and point.
+func (ld *liveData) idleSleeps(done map[pointKey]bool) []IdleGroup {
+	type key struct {
+		reason string
+		pk     pointKey
+	}
+	groups := map[key]*IdleGroup{}
+	tids := map[key]map[int]bool{}
+	var order []key
+	for _, s := range ld.offcpu {
+		if s.state != recording.StateSleeping || s.synthetic() {
+			continue
+		}
+		fr := s.userFrames()
+		if len(fr) == 0 || futexFrames(fr) {
+			continue
+		}
+		sc := classifyFrames(fr, -1)
+		if sc.class != classIdle {
+			continue
+		}
+		pi := livePointIndex(fr)
+		k := key{sc.reason, keyOf(fr, pi)}
+		if done[k.pk] {
+			continue
+		}
+		g := groups[k]
+		if g == nil {
+			g = &IdleGroup{Reason: sc.reason, Point: newPoint(fr, pi), Unit: "threads"}
+			groups[k] = g
+			tids[k] = map[int]bool{}
+			order = append(order, k)
+		}
+		g.WaitSeconds += seconds(value(s, 1))
+		tids[k][s.tid] = true
+	}
+	out := make([]IdleGroup, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		g.Count = len(tids[k])
+		out = append(out, *g)
+	}
+	return out
+}
+
+// pointRows builds one row per program point that holds at least
+// pointRowShare of the sampled CPU or of the off-CPU time.
+func (ld *liveData) pointRows(idle map[pointKey]bool) []PointRow {
+	type acc struct {
+		row    PointRow
+		tids   map[int]bool
+		states map[string]map[int]bool
+		top    int64
+	}
+	rows := map[pointKey]*acc{}
+	var order []pointKey
+	add := func(s *liveSample, state string, ns int64, cpu bool) {
+		fr := s.userFrames()
+		if len(fr) == 0 || s.synthetic() {
+			return
+		}
+		pi := livePointIndex(fr)
+		k := keyOf(fr, pi)
+		r := rows[k]
+		if r == nil {
+			r = &acc{row: PointRow{Unit: "threads"}, tids: map[int]bool{}, states: map[string]map[int]bool{}}
+			rows[k] = r
+			order = append(order, k)
+		}
+		if ns > r.top || r.row.Point.Stack == nil {
+			r.top = ns
+			r.row.Point = newPoint(fr, pi)
+		}
+		r.tids[s.tid] = true
+		if r.states[state] == nil {
+			r.states[state] = map[int]bool{}
+		}
+		r.states[state][s.tid] = true
+		if cpu {
+			r.row.CPUSeconds += seconds(ns)
+		} else {
+			r.row.WaitSeconds += seconds(ns)
+		}
+		if !idle[k] && classifyFrames(fr, -1).class == classIdle && !futexFrames(fr) {
+			idle[k] = true
+		}
+	}
+	var offTotal int64
+	for _, s := range ld.offcpu {
+		offTotal += value(s, 1)
+		add(s, s.state, value(s, 1), false)
+	}
+	for _, s := range ld.oncpu {
+		add(s, recording.StateRunning, value(s, 1), true)
+	}
+	var out []PointRow
+	for _, k := range order {
+		r := rows[k]
+		cpuOK := ld.cpuTotalNS > 0 && r.row.CPUSeconds >= pointRowShare*seconds(ld.cpuTotalNS)
+		offOK := offTotal > 0 && r.row.WaitSeconds >= pointRowShare*seconds(offTotal)
+		if !cpuOK && !offOK {
+			continue
+		}
+		r.row.Count = len(r.tids)
+		r.row.States = map[string]int{}
+		for st, ts := range r.states {
+			r.row.States[st] = len(ts)
+		}
+		r.row.Idle = idle[k]
+		out = append(out, r.row)
+	}
+	return out
+}
+
+// threadRows builds one row per thread, busiest first.
+func (ld *liveData) threadRows() []ThreadRow {
+	out := make([]ThreadRow, 0, len(ld.threads))
+	for _, t := range ld.threads {
+		out = append(out, ThreadRow{
+			TID:         t.tid,
+			Comm:        t.comm,
+			States:      t.states,
+			CPUSeconds:  t.cpu(),
+			UserSeconds: t.user,
+			SysSeconds:  t.sys,
+			Voluntary:   t.vol,
+			Involuntary: t.invol,
+			WaitSeconds: seconds(t.futexNS),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].CPUSeconds+out[i].WaitSeconds, out[j].CPUSeconds+out[j].WaitSeconds
+		if a != b {
+			return a > b
+		}
+		return out[i].TID < out[j].TID
+	})
+	return out
+}

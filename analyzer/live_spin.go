@@ -1,0 +1,335 @@
+package analyzer
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// The live spin detector: on-CPU samples of many threads concentrated in a
+// tight loop that re-reads one memory word (confirmed in the machine code
+// where the binary is readable), those threads runnable in /proc, more of
+// them runnable than there are CPUs, and no futex waits where they spin.
+
+// spinTopAddrs is how many instruction addresses may hold a busy-wait's
+// samples when the machine code cannot be read: a spin loop is 2–6
+// instructions and its samples pile on the load and the branch after it,
+// while a work loop spreads its samples over its whole body.
+const spinTopAddrs = 4
+
+// minRunnableShare is the share of its /proc samples a thread must spend in
+// state R to count as runnable in the headline: a spinner never sleeps, so
+// it is R at every sample; half allows for the instants it was descheduled
+// by something else.
+const minRunnableShare = 0.5
+
+// spinCand is the CPU of one function (its physical frame) as seen by the
+// cpu-clock samples.
+type spinCand struct {
+	fn, module string
+	cpuNS      int64
+	addrs      map[uint64]int64
+	line       map[uint64]int
+	tids       map[int]int64
+	atomicNS   int64
+	point      ProgramPoint
+	top        int64
+	inlinedIn  string
+}
+
+func liveSpin(a *analysis, ld *liveData) {
+	if ld.cpuTotalNS == 0 {
+		return
+	}
+	cands := ld.spinCandidates()
+	for _, c := range cands {
+		if f, ok := ld.judgeSpin(a, c); ok {
+			a.res.Findings = append(a.res.Findings, f)
+		}
+	}
+}
+
+// userSpace reports whether a cpu-clock sample interrupted user code (its
+// kernel frames, if any, are an interrupt's, not a system call's).
+func userSpace(frames []recording.Frame) bool {
+	for _, f := range frames {
+		if !f.Kernel {
+			return true
+		}
+		if strings.HasPrefix(f.Func, "entry_SYSCALL") || strings.HasPrefix(f.Func, "do_syscall") {
+			return false
+		}
+	}
+	return false
+}
+
+// spinCandidates groups the on-CPU samples taken in user space by the
+// physical function of their leaf frame, heaviest first, and keeps those
+// that burn enough CPU to matter.
+func (ld *liveData) spinCandidates() []*spinCand {
+	by := map[string]*spinCand{}
+	for _, s := range ld.oncpu {
+		if !userSpace(s.frames) {
+			continue
+		}
+		fr := s.userFrames()
+		if len(fr) == 0 || isSyntheticFrame(fr[0]) {
+			continue
+		}
+		if sc := classifyFrames(fr, -1); sc.class == classIdle || sc.class == classRuntimeWait {
+			continue // the Go scheduler looking for work, GC workers
+		}
+		pi := physical(fr, 0)
+		phys := fr[pi]
+		if pkg := goPackage(phys.Func); pkg != "" && (lockPackages[pkg] || hasPrefixAny(pkg, lockPackagePrefixes)) {
+			continue // the Go runtime's own spinning (lock2, procyield)
+		}
+		key := phys.Module + "\x00" + phys.Func
+		c := by[key]
+		if c == nil {
+			c = &spinCand{fn: phys.Func, module: phys.Module, addrs: map[uint64]int64{}, line: map[uint64]int{}, tids: map[int]int64{}}
+			by[key] = c
+		}
+		ns := value(s, 1)
+		c.cpuNS += ns
+		c.addrs[fr[0].Addr] += ns
+		c.line[fr[0].Addr] = fr[0].Line
+		c.tids[s.tid] += ns
+		if isAtomicFrame(fr[0]) {
+			c.atomicNS += ns
+		}
+		if ns > c.top {
+			c.top = ns
+			idx := livePointIndex(fr)
+			if idx < 0 || idx > pi {
+				idx = pi
+			}
+			c.point = newPoint(fr, idx)
+			if idx < pi {
+				c.inlinedIn = phys.Func
+			} else {
+				c.inlinedIn = ""
+			}
+		}
+	}
+	var out []*spinCand
+	for _, c := range by {
+		if float64(c.cpuNS) >= spinMinCPUShare*float64(ld.cpuTotalNS) {
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].cpuNS != out[j].cpuNS {
+			return out[i].cpuNS > out[j].cpuNS
+		}
+		return out[i].fn < out[j].fn
+	})
+	return out
+}
+
+func hasPrefixAny(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeSpin decides whether a hot function is a busy-wait convoy.
+func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
+	// A Go function's busy-wait is the Go detector's when the recording
+	// carries the runtime's CPU profile and goroutine dumps: it sees the
+	// goroutines, which the threads below them hide.
+	if goPackage(c.fn) != "" && a.rec.Profile(recording.ViewGoCPU) != nil {
+		return Finding{}, false
+	}
+	var ev []Evidence
+	sources := 0
+
+	// The loop: the machine code where it can be read, else how few
+	// addresses hold the samples.
+	spinAddrs := map[uint64]bool{}
+	disasm := false
+	var rep loopReport
+	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil {
+		if r, ok := b.loops(c.fn, c.addrs, c.line); ok {
+			disasm, rep = true, r
+			spinAddrs = r.busy
+		}
+	}
+	var spinNS int64
+	if disasm {
+		for addr := range spinAddrs {
+			spinNS += c.addrs[addr]
+		}
+	} else {
+		top := topAddrs(c.addrs, spinTopAddrs)
+		for _, addr := range top {
+			spinNS += c.addrs[addr]
+		}
+		tight := float64(spinNS) >= spinMinLoopShare*float64(c.cpuNS)
+		if !tight && c.atomicNS < c.cpuNS/2 {
+			return Finding{}, false
+		}
+		for _, addr := range top {
+			spinAddrs[addr] = true
+		}
+	}
+	if spinNS == 0 || float64(spinNS) < spinMinCPUShare*float64(ld.cpuTotalNS) {
+		return Finding{}, false
+	}
+
+	// Who spins, and are they oversubscribed?
+	spinners := map[int]bool{}
+	for _, s := range ld.oncpu {
+		fr := s.userFrames()
+		if len(fr) > 0 && spinAddrs[fr[0].Addr] && fr[physical(fr, 0)].Func == c.fn {
+			spinners[s.tid] = true
+		}
+	}
+	if len(spinners) < minSpinners {
+		return Finding{}, false
+	}
+	runnable, runnableSpinners := 0, 0
+	var invol uint64
+	rShare := 0.0
+	for _, t := range ld.threads {
+		if t.sampled > 0 && t.runnableShare() >= minRunnableShare {
+			runnable++
+			if spinners[t.tid] {
+				runnableSpinners++
+			}
+		}
+		if spinners[t.tid] {
+			invol += t.invol
+			rShare += t.runnableShare()
+		}
+	}
+	rShare /= float64(len(spinners))
+	oversubscribed := ld.numCPU > 0 && (ld.meanRunnable > float64(ld.numCPU) || len(spinners) > ld.numCPU)
+	if ld.numCPU > 0 && !oversubscribed {
+		// Spinning only pays when the holder cannot be descheduled; with
+		// no more runnable threads than CPUs it is wasteful but no
+		// convoy, and a hot loop of as many threads as cores is the more
+		// likely reading.
+		return Finding{}, false
+	}
+	// A lock that spins a while and then parks shows futex waits where it
+	// spins: that is an adaptive mutex doing its job.
+	var parkNS int64
+	for _, s := range ld.waits {
+		if !spinners[s.tid] || s.synthetic() {
+			continue
+		}
+		if callsAny(s.userFrames(), map[string]bool{c.fn: true}) {
+			parkNS += value(s, 1)
+		}
+	}
+	if parkNS >= spinNS {
+		return Finding{}, false
+	}
+	var runqNS int64
+	for _, s := range ld.offcpu {
+		if s.state != recording.StateRunnable || !spinners[s.tid] {
+			continue
+		}
+		fr := s.userFrames()
+		if len(fr) > 0 && fr[physical(fr, 0)].Func == c.fn {
+			runqNS += max(value(s, 2), 0)
+			if len(s.values) < 3 {
+				runqNS += value(s, 1)
+			}
+		}
+	}
+
+	f := Finding{
+		Kind:         KindSpinConvoy,
+		Point:        c.point,
+		Participants: len(spinners),
+		Population:   ld.population,
+		Unit:         "threads",
+		CPUSeconds:   seconds(spinNS),
+		WaitSeconds:  seconds(runqNS),
+	}
+	where := pointString(c.point)
+	if c.inlinedIn != "" {
+		where += " (inlined in " + shortFunc(c.inlinedIn) + ")"
+	}
+	who := participants(len(spinners), ld.population, "threads", true, 0)
+	if runnable > 0 && runnableSpinners > 0 {
+		who = fmt.Sprintf("%d of %d runnable threads", runnableSpinners, runnable)
+	}
+	f.Headline = fmt.Sprintf("%s sit at ONE program point: busy-wait in %s", who, where)
+
+	share := float64(spinNS) / float64(ld.cpuTotalNS)
+	t := fmt.Sprintf("%s of %s sampled CPU (%s) falls on the spin loop's instructions in %s, from %d threads", fmtSeconds(seconds(spinNS)), fmtSeconds(seconds(ld.cpuTotalNS)), fmtPercent(share), shortFunc(c.fn), len(spinners))
+	if ld.dur > 0 {
+		t += fmt.Sprintf(": %s CPUs busy-waiting on average over %s", fmtFloat(float64(spinNS)/float64(ld.dur)), fmtDuration(ld.dur))
+	}
+	ev = append(ev, Evidence{Source: "oncpu", Text: t})
+	sources++
+	if disasm {
+		ev = append(ev, Evidence{Source: "disasm", Text: "the " + describeLoop(rep)})
+		sources++
+	} else {
+		t := fmt.Sprintf("%s of the function's samples fall on %d instruction addresses: a tight loop (its machine code could not be read to confirm the shape)", fmtPercent(float64(spinNS)/float64(c.cpuNS)), len(spinAddrs))
+		if c.atomicNS > 0 {
+			t += fmt.Sprintf("; %s of them execute an atomic operation", fmtPercent(float64(c.atomicNS)/float64(c.cpuNS)))
+		}
+		ev = append(ev, Evidence{Source: "oncpu", Text: t})
+	}
+	if ld.rec.Threads != nil {
+		t := fmt.Sprintf("the spinning threads were runnable (R) at %s of the /proc samples and were preempted %s times (involuntary context switches)", fmtPercent(rShare), fmtCount(int64(invol)))
+		if ld.numCPU > 0 {
+			t += fmt.Sprintf("; on average %s of the process's threads were runnable, on %d CPUs", fmtFloat(ld.meanRunnable), ld.numCPU)
+		}
+		ev = append(ev, Evidence{Source: "proc", Text: t})
+		sources++
+	}
+	if runqNS > 0 {
+		ev = append(ev, Evidence{Source: "sched", Text: fmt.Sprintf("they also sat %s runnable without a CPU inside %s: time slices queued behind other spinners while the thread that holds the flag may itself be waiting for a CPU", fmtSeconds(seconds(runqNS)), shortFunc(c.fn))})
+	}
+	if parkNS == 0 {
+		ev = append(ev, Evidence{Source: "futex", Text: "no futex wait was seen from " + shortFunc(c.fn) + ": the waiters never park"})
+	} else {
+		ev = append(ev, Evidence{Source: "futex", Text: fmt.Sprintf("only %s of futex waits from %s against %s spinning: the waiters hardly ever park", fmtSeconds(seconds(parkNS)), shortFunc(c.fn), fmtSeconds(seconds(spinNS)))})
+	}
+
+	cpus := "the CPUs"
+	if ld.numCPU > 0 {
+		cpus = fmt.Sprintf("the %d CPUs", ld.numCPU)
+	}
+	lockName := "a parking lock (pthread_mutex_t, a futex-based lock, std::mutex)"
+	if goPackage(c.fn) != "" {
+		lockName = "a parking lock (sync.Mutex)"
+	}
+	f.Suggestion = Suggestion{
+		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", shortFunc(c.fn), lockName),
+		Reasoning: fmt.Sprintf("%d threads burn CPU re-reading one memory word in %s without parking or yielding, and more threads are runnable than %s, so the thread that holds the flag is preempted and its waiters spend whole time slices spinning instead of letting it finish. "+
+			"Spinning only pays when the holder cannot be descheduled, which is never true of an ordinary thread.", len(spinners), shortFunc(c.fn), cpus),
+		ExpectedGain: fmt.Sprintf("up to %s of CPU freed (%s of the process's samples); if the lock is still contended once it parks, stripe it by key", fmtSeconds(f.CPUSeconds), fmtPercent(share)),
+	}
+	f.Evidence = ev
+	f.Confidence = confidenceOf(sources, !disasm && c.atomicNS == 0)
+	finish(&f, ld.dur, true)
+	return f, true
+}
+
+// topAddrs returns the n heaviest addresses.
+func topAddrs(addrs map[uint64]int64, n int) []uint64 {
+	out := make([]uint64, 0, len(addrs))
+	for a := range addrs {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if addrs[out[i]] != addrs[out[j]] {
+			return addrs[out[i]] > addrs[out[j]]
+		}
+		return out[i] < out[j]
+	})
+	return out[:int(math.Min(float64(n), float64(len(out))))]
+}
