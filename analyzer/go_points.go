@@ -47,10 +47,10 @@ func goNotes(a *analysis, g *goData) {
 		return false
 	}
 	if g.mutexGiven && !g.mutexSamples && !has("mutex profile") {
-		a.note("mutex profile has no samples: the program probably never called runtime.SetMutexProfileFraction; lock release sites are unknown")
+		a.note("mutex profile has no samples: either the program never called runtime.SetMutexProfileFraction or it saw no contention while profiled; lock release sites are unknown")
 	}
 	if g.blockGiven && !g.blockSamples && !has("block profile") {
-		a.note("block profile has no samples: the program probably never called runtime.SetBlockProfileRate; waits come from goroutine dumps only")
+		a.note("block profile has no samples: either the program never called runtime.SetBlockProfileRate or it saw no contention while profiled; waits come from goroutine dumps only")
 	}
 	if !g.mutexSamples && !g.blockSamples && len(g.groups) > 0 {
 		a.note(fmt.Sprintf("no mutex or block samples: lock waits are judged from one %s, a snapshot without durations", g.gorSource))

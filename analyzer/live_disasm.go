@@ -3,6 +3,7 @@ package analyzer
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -42,6 +43,9 @@ var (
 // lifetime: an analysis that disassembles one binary usually disassembles
 // it again (the TUI re-analyzes every window).
 func openBinary(path string) *binaryCode {
+	if path == "" {
+		return nil
+	}
 	codeMu.Lock()
 	defer codeMu.Unlock()
 	if b, ok := codeCache[path]; ok {
@@ -370,13 +374,43 @@ func regFamily(r x86asm.Reg) int {
 	return -1
 }
 
-// binaryFor returns the path of the object a module name refers to, when
-// the recording names it: the target's executable.
+// libDirs are where shared libraries are looked for when the recording
+// names only their base name: beside the executable and in its ../lib (a
+// private installation, a pyenv interpreter), then the system's library
+// directories.
+var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib", "/lib"}
+
+// binaryFor returns the path of the object a module name refers to: the
+// target's executable, or a shared library of that name found beside it
+// or in a library directory; "" when none is found. The recording holds
+// base names only, so a library found this way is checked before use: the
+// function must be in its symbol table (has), and the sampled addresses
+// must fall on the lines the samples name (bias).
 func binaryFor(exe, module string) string {
-	if exe != "" && module != "" && filepath.Base(exe) == module {
+	if module == "" || module == kernelModule {
+		return ""
+	}
+	if exe != "" && filepath.Base(exe) == module {
 		return exe
 	}
+	var dirs []string
+	if exe != "" {
+		d := filepath.Dir(exe)
+		dirs = append(dirs, d, filepath.Join(d, "..", "lib"))
+	}
+	for _, d := range append(dirs, libDirs...) {
+		p := filepath.Join(d, module)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p
+		}
+	}
 	return ""
+}
+
+// has reports whether the binary's symbol tables hold function fn.
+func (b *binaryCode) has(fn string) bool {
+	_, ok := b.syms[fn]
+	return ok
 }
 
 // describeLoop renders a loop report for the evidence.

@@ -120,6 +120,9 @@ func (ld *liveData) idleSleeps(done map[pointKey]bool) []IdleGroup {
 			continue
 		}
 		pi := livePointIndex(fr)
+		if pi < 0 {
+			continue // a stack cut short inside the C library: no place to name
+		}
 		k := key{sc.reason, keyOf(fr, pi)}
 		if done[k.pk] {
 			continue

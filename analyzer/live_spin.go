@@ -35,6 +35,9 @@ type spinCand struct {
 	line       map[uint64]int
 	tids       map[int]int64
 	atomicNS   int64
+	// waitOps marks addresses whose samples execute an atomic load,
+	// swap or compare-and-swap: the operations a busy-wait repeats.
+	waitOps map[uint64]bool
 	point      ProgramPoint
 	top        int64
 	inlinedIn  string
@@ -90,7 +93,7 @@ func (ld *liveData) spinCandidates() []*spinCand {
 		key := phys.Module + "\x00" + phys.Func
 		c := by[key]
 		if c == nil {
-			c = &spinCand{fn: phys.Func, module: phys.Module, addrs: map[uint64]int64{}, line: map[uint64]int{}, tids: map[int]int64{}}
+			c = &spinCand{fn: phys.Func, module: phys.Module, addrs: map[uint64]int64{}, line: map[uint64]int{}, tids: map[int]int64{}, waitOps: map[uint64]bool{}}
 			by[key] = c
 		}
 		ns := value(s, 1)
@@ -100,6 +103,9 @@ func (ld *liveData) spinCandidates() []*spinCand {
 		c.tids[s.tid] += ns
 		if isAtomicFrame(fr[0]) {
 			c.atomicNS += ns
+			if isWaitOp(fr[0].Func) {
+				c.waitOps[fr[0].Addr] = true
+			}
 		}
 		if ns > c.top {
 			c.top = ns
@@ -155,7 +161,7 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 	spinAddrs := map[uint64]bool{}
 	disasm := false
 	var rep loopReport
-	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil {
+	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil && b.has(c.fn) {
 		if r, ok := b.loops(c.fn, c.addrs, c.line); ok {
 			disasm, rep = true, r
 			spinAddrs = r.busy
@@ -167,12 +173,24 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 			spinNS += c.addrs[addr]
 		}
 	} else {
+		// Without the machine code a tight work loop (a hash, a checksum)
+		// looks the same as a spin loop: few hot addresses. Only an atomic
+		// load, swap or compare-and-swap at one of them, seen in the
+		// stacks (Go's inlined sync/atomic frames), tells a busy-wait
+		// apart; anything else is left unjudged, and said so.
 		top := topAddrs(c.addrs, spinTopAddrs)
 		for _, addr := range top {
 			spinNS += c.addrs[addr]
 		}
 		tight := float64(spinNS) >= spinMinLoopShare*float64(c.cpuNS)
-		if !tight && c.atomicNS < c.cpuNS/2 {
+		waits := false
+		for _, addr := range top {
+			waits = waits || c.waitOps[addr]
+		}
+		if !tight || !waits {
+			if tight && ld.numCPU > 0 && ld.meanRunnable > float64(ld.numCPU) {
+				a.note(fmt.Sprintf("%s burns %s of the sampled CPU in a tight loop while more threads are runnable than CPUs, but its machine code (%s) could not be read to tell a busy-wait from work", shortFunc(c.fn), fmtPercent(float64(c.cpuNS)/float64(ld.cpuTotalNS)), c.module))
+			}
 			return Finding{}, false
 		}
 		for _, addr := range top {
@@ -210,12 +228,12 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 		}
 	}
 	rShare /= float64(len(spinners))
-	oversubscribed := ld.numCPU > 0 && (ld.meanRunnable > float64(ld.numCPU) || len(spinners) > ld.numCPU)
-	if ld.numCPU > 0 && !oversubscribed {
-		// Spinning only pays when the holder cannot be descheduled; with
-		// no more runnable threads than CPUs it is wasteful but no
-		// convoy, and a hot loop of as many threads as cores is the more
-		// likely reading.
+	if ld.numCPU > 0 && ld.rec.Threads != nil && ld.meanRunnable <= float64(ld.numCPU) {
+		// A convoy needs more runnable threads than CPUs, so that the
+		// holder is descheduled while the others spin. With fewer, a
+		// tight loop is at worst wasteful, and threads that take turns
+		// through one hot function (behind a global lock) are the more
+		// likely reading: they never run it at the same time.
 		return Finding{}, false
 	}
 	// A lock that spins a while and then parks shows futex waits where it
@@ -314,9 +332,21 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 		ExpectedGain: fmt.Sprintf("up to %s of CPU freed (%s of the process's samples); if the lock is still contended once it parks, stripe it by key", fmtSeconds(f.CPUSeconds), fmtPercent(share)),
 	}
 	f.Evidence = ev
-	f.Confidence = confidenceOf(sources, !disasm && c.atomicNS == 0)
+	f.Confidence = confidenceOf(sources, !disasm)
 	finish(&f, ld.dur, true)
 	return f, true
+}
+
+// isWaitOp reports whether an atomic function is one a busy-wait repeats
+// (a load, a swap, a compare-and-swap), not a counter's add or a store.
+func isWaitOp(fn string) bool {
+	name := fn[strings.LastIndexByte(fn, '.')+1:]
+	for _, p := range []string{"Load", "Swap", "CompareAndSwap", "Cas", "Xchg"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // topAddrs returns the n heaviest addresses.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -204,9 +205,23 @@ func ClassifyProfile(p *profile.Profile) (Kind, error) {
 		}
 		return "", badf("heap profile: not a contention input")
 	case len(types) == 1 && strings.HasSuffix(types[0], "/count"):
-		return "", badf("%s profile: not a contention input", strings.TrimSuffix(types[0], "/count"))
+		return "", badf("%s profile: not a contention input", printable(strings.TrimSuffix(types[0], "/count")))
+	}
+	for i, t := range types {
+		types[i] = printable(t)
 	}
 	return "", badf("profile with sample types %s: not a Go contention, CPU or goroutine profile", strings.Join(types, ", "))
+}
+
+// printable returns s as is when it has no control character, else
+// Go-quoted, so that names read from a file keep an error on one line.
+func printable(s string) string {
+	for _, r := range s {
+		if r < ' ' || r == 0x7f {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func sampleTypes(p *profile.Profile) []string {

@@ -219,11 +219,11 @@ func emptyWarning(f *goprof.File, haveDumps bool) string {
 	}
 	switch f.Kind {
 	case goprof.KindMutex:
-		return fmt.Sprintf("%s: mutex profile has no samples: the program probably never called runtime.SetMutexProfileFraction; %s", f.Path, fallback)
+		return fmt.Sprintf("%s: mutex profile has no samples: either the program never called runtime.SetMutexProfileFraction or it saw no contention while profiled; %s", f.Path, fallback)
 	case goprof.KindBlock:
-		return fmt.Sprintf("%s: block profile has no samples: the program probably never called runtime.SetBlockProfileRate; %s", f.Path, fallback)
+		return fmt.Sprintf("%s: block profile has no samples: either the program never called runtime.SetBlockProfileRate or it saw no contention while profiled; %s", f.Path, fallback)
 	case goprof.KindContention:
-		return fmt.Sprintf("%s: mutex or block profile has no samples: the program probably never called runtime.SetMutexProfileFraction or runtime.SetBlockProfileRate; %s", f.Path, fallback)
+		return fmt.Sprintf("%s: mutex or block profile has no samples: either the program never called runtime.SetMutexProfileFraction or runtime.SetBlockProfileRate, or it saw no contention while profiled; %s", f.Path, fallback)
 	case goprof.KindCPU:
 		return fmt.Sprintf("%s: cpu profile has no samples: the program was idle or profiled too briefly", f.Path)
 	}

@@ -193,8 +193,8 @@ func TestOpenEmptyAndUndecided(t *testing.T) {
 	}
 	want := []string{
 		odd + ": contention profile whose stacks end neither at an Unlock nor at a wait: read as a block profile",
-		empty + ": mutex or block profile has no samples: the program probably never called runtime.SetMutexProfileFraction or runtime.SetBlockProfileRate; falling back to goroutine dumps",
-		legacyEmpty + ": mutex profile has no samples: the program probably never called runtime.SetMutexProfileFraction; falling back to goroutine dumps",
+		empty + ": mutex or block profile has no samples: either the program never called runtime.SetMutexProfileFraction or runtime.SetBlockProfileRate, or it saw no contention while profiled; falling back to goroutine dumps",
+		legacyEmpty + ": mutex profile has no samples: either the program never called runtime.SetMutexProfileFraction or it saw no contention while profiled; falling back to goroutine dumps",
 	}
 	if len(r.Meta.Warnings) != len(want) {
 		t.Fatalf("warnings %q, want %d", r.Meta.Warnings, len(want))
@@ -213,7 +213,7 @@ func TestOpenEmptyBlockWithoutDumps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Meta.Warnings) != 1 || !strings.Contains(r.Meta.Warnings[0], "block profile has no samples: the program probably never called runtime.SetBlockProfileRate; a goroutine dump (debug=2) would show") {
+	if len(r.Meta.Warnings) != 1 || !strings.Contains(r.Meta.Warnings[0], "block profile has no samples: either the program never called runtime.SetBlockProfileRate or it saw no contention while profiled; a goroutine dump (debug=2) would show") {
 		t.Errorf("warnings %q", r.Meta.Warnings)
 	}
 	if r.Meta.Duration != 0 {
