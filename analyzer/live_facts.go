@@ -20,7 +20,6 @@ type pointAgg struct {
 	// weight is delay, wakes or CPU in the view's unit; top the weight of
 	// the heaviest stack, whose frames the point keeps.
 	weight, top int64
-	tids        map[int]bool
 }
 
 // pointsOf groups samples by program point (livePointIndex), weighting each
@@ -40,13 +39,12 @@ func pointsOf(samples []*liveSample, vi int) []*pointAgg {
 		k := keyOf(fr, pi)
 		p := by[k]
 		if p == nil {
-			p = &pointAgg{key: k, tids: map[int]bool{}}
+			p = &pointAgg{key: k}
 			by[k] = p
 			out = append(out, p)
 		}
 		v := value(s, vi)
 		p.weight += v
-		p.tids[s.tid] = true
 		if v > p.top || p.point.Stack == nil {
 			p.top = v
 			p.point = newPoint(fr, pi)
@@ -94,7 +92,6 @@ type lockFacts struct {
 	// Holder preemption: the owner runnable without a CPU during waits.
 	preemptNS    int64
 	preemptWaits int
-	preemptOwner map[int]bool
 
 	// CPU of the waiters (on-CPU samples): all of it, in lock machinery
 	// and the kernel paths of waiting and waking, inside the functions
@@ -104,7 +101,7 @@ type lockFacts struct {
 
 // facts measures a lock.
 func (ld *liveData) facts(g *lockGroup) *lockFacts {
-	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}, preemptOwner: map[int]bool{}}
+	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}}
 	if ld.dur > 0 {
 		lf.mean = float64(g.waitNS) / float64(ld.dur)
 		lf.handoffRate = float64(g.woken) / ld.dur.Seconds()
@@ -208,7 +205,6 @@ func (lf *lockFacts) holderPreempted(x *eventIndex, from, to int64, owner int) {
 	})
 	if hit {
 		lf.preemptWaits++
-		lf.preemptOwner[owner] = true
 	}
 }
 

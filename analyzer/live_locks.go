@@ -79,6 +79,10 @@ var (
 		"condvar_cancel_waiting": true, "pthread_disable_asynccancel": true, "pthread_enable_asynccancel": true,
 		"GI___pthread_disable_asynccancel": true, "pthread_clockjoin_ex": true, "pthread_join": true,
 		"pthread_timedjoin_np": true, "futex_wake": true, "lll_lock_wake": true,
+		// CPython's wrappers of its condition variables and mutexes
+		// (Python/condvar.h), inlined into the code that takes the GIL.
+		"PyCOND_WAIT": true, "PyCOND_TIMEDWAIT": true, "PyCOND_SIGNAL": true, "PyCOND_BROADCAST": true,
+		"PyMUTEX_LOCK": true, "PyMUTEX_UNLOCK": true,
 	}
 )
 
@@ -537,8 +541,14 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 			}
 		}
 	case roleCond:
-		g.turns = ld.takesTurns(g)
-		if !g.turns {
+		selfWoken, busy := ld.condUse(g)
+		g.turns = selfWoken && busy
+		switch {
+		case g.turns:
+		case selfWoken:
+			g.idle = true
+			g.idleReason = "threads that wake each other on a condition variable but barely run between waits (they wait mostly for something else)"
+		default:
 			g.idle = true
 			g.idleReason = "idle threads parked on a condition variable, woken by a producer's signal"
 		}
@@ -565,10 +575,11 @@ const (
 	turnMinBusy = 0.1
 )
 
-// takesTurns reports whether a condition-variable lock is one that its
-// waiters take turns on (the waiters wake each other and run between
-// waits), rather than an idle pool's.
-func (ld *liveData) takesTurns(g *lockGroup) bool {
+// condUse tells how a condition-variable lock is used: selfWoken when its
+// waiters are also the ones waking it (turnMinSelfWake), busy when they run
+// between waits (turnMinBusy). Threads taking turns on a lock built from
+// it are both; an idle pool's workers are neither.
+func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
 	condWaiters, condWakers := map[int]bool{}, map[int]bool{}
 	for _, w := range g.words {
 		if w.role != roleCond {
@@ -582,7 +593,7 @@ func (ld *liveData) takesTurns(g *lockGroup) bool {
 		}
 	}
 	if len(condWaiters) < 2 {
-		return false
+		return false, false
 	}
 	self := 0
 	for t := range condWaiters {
@@ -590,10 +601,8 @@ func (ld *liveData) takesTurns(g *lockGroup) bool {
 			self++
 		}
 	}
-	if float64(self) < turnMinSelfWake*float64(len(condWaiters)) {
-		return false
-	}
-	return ld.busyShare(condWaiters) >= turnMinBusy
+	selfWoken = float64(self) >= turnMinSelfWake*float64(len(condWaiters))
+	return selfWoken, ld.busyShare(condWaiters) >= turnMinBusy
 }
 
 // busyShare returns the CPU time of a set of threads divided by their

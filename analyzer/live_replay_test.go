@@ -98,7 +98,7 @@ func TestLiveReplay(t *testing.T) {
 			if f.Kind != want.kind {
 				t.Errorf("first finding %s (%s), want %s", f.Kind, f.Headline, want.kind)
 			}
-			if want.fn != "" && !pointIn(f.Point, want.fn) {
+			if want.fn != "" && !PointInFunction(f.Point, want.fn) {
 				t.Errorf("first finding at %s, want %s", f.Point.Function, want.fn)
 			}
 			if want.lock != "" && (f.Lock == nil || !strings.HasPrefix(f.Lock.Name, want.lock)) {
@@ -115,23 +115,6 @@ func TestLiveReplay(t *testing.T) {
 			t.Errorf("liveCases names %s, which testdata/live lacks", name)
 		}
 	}
-}
-
-// pointIn reports whether fn is the point's function or one it is inlined
-// in.
-func pointIn(p ProgramPoint, fn string) bool {
-	if strings.Contains(p.Function, fn) {
-		return true
-	}
-	for i := p.PointIndex; i >= 0 && i < len(p.Stack); i++ {
-		if strings.Contains(p.Stack[i].Func, fn) {
-			return true
-		}
-		if !p.Stack[i].Inlined {
-			break
-		}
-	}
-	return false
 }
 
 // checkFinding checks that a live finding fills every field.

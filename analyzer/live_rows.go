@@ -240,3 +240,32 @@ func (ld *liveData) threadRows() []ThreadRow {
 	})
 	return out
 }
+
+// PointInFunction reports whether program point p is in function fn (a
+// substring of the name): its own function, or a function it is inlined
+// into. A busy-wait inlined into its caller sits in both.
+func PointInFunction(p ProgramPoint, fn string) bool {
+	if strings.Contains(p.Function, fn) {
+		return true
+	}
+	for i := p.PointIndex; i >= 0 && i < len(p.Stack); i++ {
+		if strings.Contains(p.Stack[i].Func, fn) {
+			return true
+		}
+		if !p.Stack[i].Inlined {
+			break
+		}
+	}
+	return false
+}
+
+// PhysicalFunction returns the function program point p's code is
+// compiled into: its own, or the one it is inlined in.
+func PhysicalFunction(p ProgramPoint) string {
+	for i := p.PointIndex; i >= 0 && i < len(p.Stack); i++ {
+		if !p.Stack[i].Inlined {
+			return p.Stack[i].Func
+		}
+	}
+	return p.Function
+}

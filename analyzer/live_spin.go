@@ -33,14 +33,13 @@ type spinCand struct {
 	cpuNS      int64
 	addrs      map[uint64]int64
 	line       map[uint64]int
-	tids       map[int]int64
 	atomicNS   int64
 	// waitOps marks addresses whose samples execute an atomic load,
 	// swap or compare-and-swap: the operations a busy-wait repeats.
-	waitOps map[uint64]bool
-	point      ProgramPoint
-	top        int64
-	inlinedIn  string
+	waitOps   map[uint64]bool
+	point     ProgramPoint
+	top       int64
+	inlinedIn string
 }
 
 func liveSpin(a *analysis, ld *liveData) {
@@ -93,14 +92,13 @@ func (ld *liveData) spinCandidates() []*spinCand {
 		key := phys.Module + "\x00" + phys.Func
 		c := by[key]
 		if c == nil {
-			c = &spinCand{fn: phys.Func, module: phys.Module, addrs: map[uint64]int64{}, line: map[uint64]int{}, tids: map[int]int64{}, waitOps: map[uint64]bool{}}
+			c = &spinCand{fn: phys.Func, module: phys.Module, addrs: map[uint64]int64{}, line: map[uint64]int{}, waitOps: map[uint64]bool{}}
 			by[key] = c
 		}
 		ns := value(s, 1)
 		c.cpuNS += ns
 		c.addrs[fr[0].Addr] += ns
 		c.line[fr[0].Addr] = fr[0].Line
-		c.tids[s.tid] += ns
 		if isAtomicFrame(fr[0]) {
 			c.atomicNS += ns
 			if isWaitOp(fr[0].Func) {

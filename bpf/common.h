@@ -46,6 +46,7 @@ enum ct_counter {
 	CT_INFO_WINDOW_SKIPPED,    // window not taken: its stack id is already named
 	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
 	CT_INFO_NO_START,          // syscall exit or switch-in without a start entry
+	CT_INFO_STACK_CACHED,      // user stack id taken from the per-thread cache
 	CT_NR_COUNTERS,
 };
 

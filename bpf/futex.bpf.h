@@ -44,9 +44,16 @@
 // Waits at least this long carry a stack and an event; set by the collector.
 const volatile __u64 stack_threshold_ns = 10000;
 
-// ct_futex_start: key pid_tgid (one entry per waiting thread), value struct
-// ct_futex_start, from sys_enter to sys_exit of a wait. LRU so entries of
-// threads killed mid-wait do not pile up. Reader: ct_futex_exit only.
+// ct_futex_start: key pid_tgid (one entry per thread), value struct
+// ct_futex_start: the thread's wait in progress from sys_enter to sys_exit,
+// or ts 0 once it ended. Entries are reused in place rather than deleted
+// at every exit (an LRU update allocates a node, a delete frees one: both
+// cost more than the rest of the probe); LRU so that entries of threads
+// gone do not pile up. Readers: ct_futex_exit, and the collector, which
+// reads the waits still in progress (ts != 0) when it takes a snapshot
+// and seeds the waits already in progress when it attaches (from
+// /proc/PID/task/TID/syscall, with ts the start of the recording). A
+// reader may see an entry being rewritten; ct_start_put writes ts last.
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -82,6 +89,11 @@ struct {
 	__type(key, struct ct_wake_key);
 	__type(value, struct ct_wake_val);
 } ct_futex_wakes SEC(".maps");
+
+// ct_ucache_wait and ct_ucache_wake: the user-stack caches of long waits
+// and of wakes that woke someone (see CT_UCACHE in helpers.bpf.h).
+CT_UCACHE(ct_ucache_wait);
+CT_UCACHE(ct_ucache_wake);
 
 // ct_wait_op maps a futex(2) command to a wait op, 0 when it is not a wait.
 static __always_inline __u8 ct_wait_op(__u32 cmd)
@@ -151,12 +163,12 @@ static __always_inline __u8 ct_decode(struct pt_regs *regs, long nr, __u64 *addr
 static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 pid_tgid, long ret)
 {
 	struct ct_futex_start *sp = bpf_map_lookup_elem(&ct_futex_start, &pid_tgid);
-	if (!sp) {
+	if (!sp || !sp->ts) {
 		ct_count(CT_INFO_NO_START);
 		return;
 	}
 	struct ct_futex_start s = *sp;
-	bpf_map_delete_elem(&ct_futex_start, &pid_tgid);
+	ct_start_done(&sp->ts);
 	ct_count(CT_EV_FUTEX_WAIT);
 
 	__u64 now = bpf_ktime_get_ns();
@@ -187,7 +199,7 @@ static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 
 	k.stack_id = CT_STACK_NONE;
 	bool long_wait = dur >= stack_threshold_ns;
 	if (long_wait)
-		k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+		k.stack_id = ct_regs_stack(ctx, &ct_ucache_wait, regs);
 
 	struct ct_agg *v = CT_LOOKUP_OR_INIT(&ct_futex_waits, &k, struct ct_agg,
 					     CT_DROP_MAP_FULL_FUTEX_WAIT);
@@ -240,7 +252,7 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 	k.tid = tid;
 	k.stack_id = CT_STACK_NONE;
 	if (woken)
-		k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+		k.stack_id = ct_regs_stack(ctx, &ct_ucache_wake, regs);
 	struct ct_wake_val *v = CT_LOOKUP_OR_INIT(&ct_futex_wakes, &k, struct ct_wake_val,
 						  CT_DROP_MAP_FULL_FUTEX_WAKE);
 	if (v) {
@@ -290,8 +302,16 @@ static __always_inline void ct_futex_enter(struct pt_regs *regs, long nr, __u64 
 	}
 	s.owner = owner;
 	s.ts = bpf_ktime_get_ns();
-	if (bpf_map_update_elem(&ct_futex_start, &pid_tgid, &s, BPF_ANY))
+	struct ct_futex_start *sp = bpf_map_lookup_elem(&ct_futex_start, &pid_tgid);
+	if (sp) {
+		ct_start_done(&sp->ts);
+		sp->addr = s.addr;
+		sp->owner = s.owner;
+		sp->op = s.op;
+		ct_start_set(&sp->ts, s.ts);
+	} else if (bpf_map_update_elem(&ct_futex_start, &pid_tgid, &s, BPF_NOEXIST)) {
 		ct_count(CT_DROP_START_UPDATE);
+	}
 }
 
 // ct_futex_exit accounts a finished wait or wake: called at every target

@@ -135,6 +135,163 @@ static __always_inline __s32 ct_stack_id(void *ctx, __u64 flags)
 	return CT_STACK_LOST;
 }
 
+// User-stack cache. bpf_get_stackid costs more than a microsecond here
+// for a user stack (the frame-pointer walk ends in a faulting read of
+// whatever the last frame pointer holds, then the stack is hashed and
+// compared with its bucket), and a blocking thread takes one at every
+// switch-out. A thread that blocks, wakes others or calls the kernel from
+// the same place again walks the same frames again, so each call site
+// keeps, per thread, the last walk: the user registers it started from,
+// every 16-byte frame record (saved frame pointer, return address) it
+// read, and the stack id it produced.
+//
+// Why a hit can never name another stack: the kernel's walk (x86
+// perf_callchain_user) is a function of ip, bp and the frame records it
+// reads, nothing else: it stores ip, then follows bp through frame
+// records until a read fails or CT_STACK_DEPTH entries are stored (it may
+// also stop earlier on its own checks, which look only at these same
+// values and sp). A hit requires ip, sp and bp equal and every frame
+// record re-read now equal, word for word, to the records of the cached
+// walk, up to where that walk stopped, so the kernel would store the same
+// return addresses and, hashing them, find the same id. A different
+// caller at any depth differs in a return address or a saved frame
+// pointer of some record on the walk, and misses. The one read not
+// repeated is the last, failed one: the address it tried is the same (it
+// is the saved frame pointer just compared), and reading it is skipped
+// because that fault is most of the cost. Only if that page has been
+// mapped since could a new walk go further, and then it would append
+// frames after the cached ones, never change them. Two further limits:
+// a program writing into the frames of its own thread while that thread
+// sits in the kernel could make the cached records and the kernel's walk
+// read different words (the walk itself would be reading torn frames),
+// and 32-bit tasks, whose walk differs, are never cached.
+//
+// The chain is recorded only when the same registers come back: a thread
+// preempted at ever-changing places (a spinner) pays one compare, not a
+// second walk.
+#define CT_UCACHE_FRAMES (CT_STACK_DEPTH - 1)
+#define CT_USER_CS 0x33  // x86_64 __USER_CS: a 64-bit user task
+
+enum ct_ucache_state {
+	CT_UC_EMPTY = 0,  // nothing cached (or the last walk failed)
+	CT_UC_REGS = 1,   // registers and id of the last walk, no frame records
+	CT_UC_CHAIN = 2,  // registers, id and the frame records of the walk
+};
+
+// ct_ucache is one call site's cache for one thread (BPF-only: the
+// collector never reads it).
+struct ct_ucache {
+	__u64 ip, sp, bp;
+	__s32 stack_id;
+	__u32 n;       // frame records read before the walk stopped
+	__u8 state;    // enum ct_ucache_state
+	__u8 _pad[7];
+	__u64 chain[CT_UCACHE_FRAMES][2];  // (saved frame pointer, return address)
+};
+
+// CT_UCACHE declares a call site's cache: key a task (task storage, freed
+// with the task), value struct ct_ucache, about 1 KiB per thread that
+// reaches the site. Reader and writer: ct_user_stack only. Task storage
+// is lock-free for the owner's own lookups; a lookup that would nest
+// inside another on the same CPU returns NULL, and the site then takes
+// the stack uncached.
+#define CT_UCACHE(name)                                   \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_TASK_STORAGE);  \
+		__uint(map_flags, BPF_F_NO_PREALLOC);     \
+		__type(key, int);                         \
+		__type(value, struct ct_ucache);          \
+	} name SEC(".maps")
+
+// ct_chain_walk reads the frame records from bp on, as the kernel's walk
+// does. With record set it stores them in c (and their number in c->n);
+// otherwise it compares them with c's and reports whether all matched up
+// to where c's walk stopped.
+static __always_inline bool ct_chain_walk(struct ct_ucache *c, __u64 bp, bool record)
+{
+	__u64 fp = bp;
+	__u32 n = record ? CT_UCACHE_FRAMES : c->n;
+#pragma clang loop unroll(disable)
+	for (__u32 i = 0; i < CT_UCACHE_FRAMES; i++) {
+		if (i >= n)
+			break;
+		__u64 rec[2];
+		if (bpf_probe_read_user(rec, sizeof(rec), (void *)fp)) {
+			if (!record)
+				return false;
+			c->n = i;
+			return true;
+		}
+		if (record) {
+			c->chain[i][0] = rec[0];
+			c->chain[i][1] = rec[1];
+		} else if (rec[0] != c->chain[i][0] || rec[1] != c->chain[i][1]) {
+			return false;
+		}
+		fp = rec[0];
+	}
+	if (record)
+		c->n = CT_UCACHE_FRAMES;
+	return true;
+}
+
+// ct_user_stack returns the user stack id of the current task, whose user
+// registers are ip, sp, bp and cs, through the call site's cache (a
+// CT_UCACHE map); task is the current task. Hits are counted in
+// CT_INFO_STACK_CACHED.
+static __always_inline __s32 ct_user_stack(void *ctx, void *cache, struct task_struct *task,
+					   __u64 ip, __u64 sp, __u64 bp, __u64 cs)
+{
+	struct ct_ucache *c = NULL;
+	if (cs == CT_USER_CS)
+		c = bpf_task_storage_get(cache, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!c)
+		return ct_stack_id(ctx, BPF_F_USER_STACK);
+	bool same = c->state != CT_UC_EMPTY && c->ip == ip && c->sp == sp && c->bp == bp;
+	if (same && c->state == CT_UC_CHAIN && ct_chain_walk(c, bp, false)) {
+		ct_count(CT_INFO_STACK_CACHED);
+		return c->stack_id;
+	}
+	__s32 id = ct_stack_id(ctx, BPF_F_USER_STACK);
+	if (id < 0) {
+		c->state = CT_UC_EMPTY;
+		return id;
+	}
+	c->ip = ip;
+	c->sp = sp;
+	c->bp = bp;
+	c->stack_id = id;
+	c->state = CT_UC_REGS;
+	if (same) {
+		ct_chain_walk(c, bp, true);
+		c->state = CT_UC_CHAIN;
+	}
+	return id;
+}
+
+// ct_regs_stack is ct_user_stack for the current task at a syscall
+// tracepoint, whose regs are the user registers saved at kernel entry.
+static __always_inline __s32 ct_regs_stack(void *ctx, void *cache, struct pt_regs *regs)
+{
+	return ct_user_stack(ctx, cache, bpf_get_current_task_btf(), regs->ip, regs->sp, regs->bp,
+			     regs->cs);
+}
+
+// ct_start_done and ct_start_set end and begin a reused start entry (see
+// ct_futex_start): the entry is marked done (ts 0) before its other fields
+// are rewritten and gets its new ts last, with volatile stores the
+// compiler keeps in order (x86 keeps stores in order), so that a reader
+// that sees ts != 0 sees the fields written before it.
+static __always_inline void ct_start_done(__u64 *ts)
+{
+	*(volatile __u64 *)ts = 0;
+}
+
+static __always_inline void ct_start_set(__u64 *ts, __u64 v)
+{
+	*(volatile __u64 *)ts = v;
+}
+
 // ct_emit sends e to the event log if the event bucket has a token.
 static __always_inline void ct_emit(struct ct_event *e, __u64 now)
 {

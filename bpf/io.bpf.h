@@ -26,9 +26,9 @@
 // Calls at least this long carry a stack and an event; set by the collector.
 const volatile __u64 io_threshold_ns = 10000;
 
-// ct_io_start: key pid_tgid, value struct ct_io_start, from sys_enter to
-// sys_exit. LRU so that entries of threads killed mid-call do not pile up.
-// Reader: ct_io_exit only.
+// ct_io_start: key pid_tgid, value struct ct_io_start: the thread's I/O
+// call in progress, or ts 0 once it ended. Reused in place and read by the
+// collector as ct_futex_start is (see there).
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 16384);
@@ -44,6 +44,10 @@ struct {
 	__type(key, struct ct_io_key);
 	__type(value, struct ct_agg);
 } ct_io SEC(".maps");
+
+// ct_ucache_io: the user-stack cache of slow I/O calls (see CT_UCACHE in
+// helpers.bpf.h).
+CT_UCACHE(ct_ucache_io);
 
 static __always_inline bool ct_is_io(long nr)
 {
@@ -74,8 +78,14 @@ static __always_inline void ct_io_enter(long nr, __u64 pid_tgid)
 	struct ct_io_start s = {};
 	s.ts = bpf_ktime_get_ns();
 	s.nr = nr;
-	if (bpf_map_update_elem(&ct_io_start, &pid_tgid, &s, BPF_ANY))
+	struct ct_io_start *sp = bpf_map_lookup_elem(&ct_io_start, &pid_tgid);
+	if (sp) {
+		ct_start_done(&sp->ts);
+		sp->nr = s.nr;
+		ct_start_set(&sp->ts, s.ts);
+	} else if (bpf_map_update_elem(&ct_io_start, &pid_tgid, &s, BPF_NOEXIST)) {
 		ct_count(CT_DROP_START_UPDATE);
+	}
 }
 
 // ct_io_exit accounts a finished I/O call: called at every target syscall
@@ -85,12 +95,12 @@ static __always_inline void ct_io_exit(void *ctx, struct pt_regs *regs, long nr,
 	if (!ct_is_io(nr))
 		return;
 	struct ct_io_start *sp = bpf_map_lookup_elem(&ct_io_start, &pid_tgid);
-	if (!sp) {
+	if (!sp || !sp->ts) {
 		ct_count(CT_INFO_NO_START);
 		return;
 	}
 	struct ct_io_start s = *sp;
-	bpf_map_delete_elem(&ct_io_start, &pid_tgid);
+	ct_start_done(&sp->ts);
 	if (s.nr != nr)
 		return;
 	ct_count(CT_EV_IO);
@@ -104,7 +114,7 @@ static __always_inline void ct_io_exit(void *ctx, struct pt_regs *regs, long nr,
 	k.stack_id = CT_STACK_NONE;
 	bool slow = dur >= io_threshold_ns;
 	if (slow)
-		k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+		k.stack_id = ct_regs_stack(ctx, &ct_ucache_io, regs);
 	struct ct_agg *v = CT_LOOKUP_OR_INIT(&ct_io, &k, struct ct_agg, CT_DROP_MAP_FULL_IO);
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);

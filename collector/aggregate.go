@@ -20,6 +20,10 @@ type snapshot struct {
 	// counters holds the kernel counters (summed over CPUs) and the
 	// collector's own, by name.
 	counters map[string]uint64
+	// open lists the futex waits and I/O calls in progress at the
+	// snapshot. They are a state, not a cumulative count: an interval's
+	// are those of its end.
+	open []openCall
 }
 
 func newSnapshot() *snapshot {
@@ -53,6 +57,7 @@ func (s *snapshot) minus(base *snapshot) *snapshot {
 		oncpu:    subMap(s.oncpu, base.oncpu, subOncpu),
 		io:       subMap(s.io, base.io, subAgg),
 		counters: map[string]uint64{},
+		open:     s.open,
 	}
 	for k, v := range s.counters {
 		d.counters[k] = sat(v, base.counters[k])

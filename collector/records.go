@@ -223,6 +223,24 @@ type ioKey struct {
 	_       uint32
 }
 
+// futexStart mirrors struct ct_futex_start: a thread's futex wait in
+// progress, TS 0 once it ended.
+type futexStart struct {
+	TS    uint64
+	Addr  uint64
+	Owner uint32
+	Op    uint8
+	_     [3]uint8
+}
+
+// ioStart mirrors struct ct_io_start: a thread's I/O call in progress, TS
+// 0 once it ended.
+type ioStart struct {
+	TS uint64
+	NR uint32
+	_  uint32
+}
+
 // rawEvent mirrors struct ct_event.
 type rawEvent struct {
 	Kind    uint8

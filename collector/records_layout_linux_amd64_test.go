@@ -50,6 +50,8 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_oncpu_val", oncpuVal{}},
 		{"ct_io_key", ioKey{}},
 		{"ct_window_hdr", windowHdr{}},
+		{"ct_futex_start", futexStart{}},
+		{"ct_io_start", ioStart{}},
 	} {
 		s := find(tc.c)
 		if s == nil {

@@ -501,22 +501,8 @@ func (s *Session) Stats() Stats {
 	if s.endKind != endNone {
 		st.Elapsed = s.endAt
 	}
-	st.Events, st.Drops = SumCounters(s.latest.counters)
+	st.Events, st.Drops = recording.Meta{Counters: s.latest.counters}.CounterTotals()
 	return st
-}
-
-// SumCounters adds up the event counters (ev_*) and the drop counters
-// (drop_*) of Meta.Counters, as Stats reports them.
-func SumCounters(c map[string]uint64) (events, drops uint64) {
-	for k, v := range c {
-		switch {
-		case strings.HasPrefix(k, "ev_"):
-			events += v
-		case strings.HasPrefix(k, "drop_"):
-			drops += v
-		}
-	}
-	return events, drops
 }
 
 // Snapshot returns a recording of the last window of the session (0: the

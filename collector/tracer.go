@@ -67,4 +67,10 @@ type tracer interface {
 	close() error
 	// counterNames lists the kernel counters drain reports.
 	counterNames() []string
+	// seed stores a start entry for a call of process pid already in
+	// progress when the probes attached, unless the thread has one; it
+	// reports whether it stored it.
+	seed(pid int, c openCall) (bool, error)
+	// unseed removes a seeded entry if it still holds c's start.
+	unseed(pid int, c openCall) error
 }

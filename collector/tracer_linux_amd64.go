@@ -273,6 +273,13 @@ func (t *bpfTracer) drain(s *snapshot) error {
 			return err
 		}
 	}
+	futex := map[uint64]futexStart{}
+	io := map[uint64]ioStart{}
+	if t.probes[ProbeFutex] {
+		if err := readMap(t.maps["ct_futex_start"], futex); err != nil {
+			return err
+		}
+	}
 	if t.probes[ProbeSched] {
 		if err := readMap(t.maps["ct_offcpu"], s.offcpu); err != nil {
 			return err
@@ -290,7 +297,11 @@ func (t *bpfTracer) drain(s *snapshot) error {
 		if err := readMap(t.maps["ct_io"], s.io); err != nil {
 			return err
 		}
+		if err := readMap(t.maps["ct_io_start"], io); err != nil {
+			return err
+		}
 	}
+	s.open = openCalls(futex, io)
 	// The kernel skips a program that would run while it already runs on
 	// that CPU (a tracepoint hit from an interrupt inside it); each skip
 	// is an event lost.
@@ -331,6 +342,60 @@ func readMap[K comparable, V any](m *ebpf.Map, into map[K]V) error {
 	}
 	if err := it.Err(); err != nil {
 		return fmt.Errorf("read map: %w", err)
+	}
+	return nil
+}
+
+// startKey is the key of the start maps: pid_tgid.
+func startKey(pid int, tid uint32) uint64 { return uint64(pid)<<32 | uint64(tid) }
+
+func (t *bpfTracer) seed(pid int, c openCall) (bool, error) {
+	var err error
+	switch {
+	case c.io && t.probes[ProbeIO]:
+		err = t.maps["ct_io_start"].Update(startKey(pid, c.tid), ioStart{TS: c.ts, NR: c.nr}, ebpf.UpdateNoExist)
+	case !c.io && t.probes[ProbeFutex]:
+		err = t.maps["ct_futex_start"].Update(startKey(pid, c.tid), futexStart{TS: c.ts, Addr: c.addr, Owner: c.owner, Op: c.op}, ebpf.UpdateNoExist)
+	default:
+		return false, nil
+	}
+	if errors.Is(err, ebpf.ErrKeyExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (t *bpfTracer) unseed(pid int, c openCall) error {
+	name := "ct_futex_start"
+	if c.io {
+		name = "ct_io_start"
+	}
+	m := t.maps[name]
+	if m == nil {
+		return nil
+	}
+	key := startKey(pid, c.tid)
+	// Both start structs begin with ts; remove the entry only while it is
+	// the seeded one (a call entered since rewrote it).
+	var ts uint64
+	if c.io {
+		var v ioStart
+		if err := m.Lookup(key, &v); err != nil {
+			return nil
+		}
+		ts = v.TS
+	} else {
+		var v futexStart
+		if err := m.Lookup(key, &v); err != nil {
+			return nil
+		}
+		ts = v.TS
+	}
+	if ts != c.ts {
+		return nil
+	}
+	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("remove seeded start of tid %d: %w", c.tid, err)
 	}
 	return nil
 }

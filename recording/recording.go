@@ -10,6 +10,7 @@
 package recording
 
 import (
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -157,8 +158,9 @@ type Meta struct {
 	// Settings holds thresholds and rates used, e.g. "stack_threshold":
 	// "10µs", "oncpu_hz": "99".
 	Settings map[string]string `json:"settings,omitempty"`
-	// Counters holds every drop and miss counter, always written even when
-	// zero, e.g. "ringbuf_lost", "stack_miss", "map_full_futex_wait".
+	// Counters holds every event, drop and miss counter, always written
+	// even when zero, e.g. "ev_futex_wait", "drop_ringbuf_event",
+	// "drop_stack_user", "info_window_skipped" (CounterTotals sums them).
 	Counters map[string]uint64 `json:"counters,omitempty"`
 	// Partial is true when the recording was cut short (target exited,
 	// signal, error) and holds less than was asked for.
@@ -168,6 +170,30 @@ type Meta struct {
 	// Warnings are human-readable notes about missing data ("mutex profile
 	// empty: the program never called runtime.SetMutexProfileFraction").
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Prefixes of the counter names in Meta.Counters: "ev_" counters count
+// events the probes saw, "drop_" counters count data lost (events, stacks,
+// map entries), "info_" counters are neither (how often a cache answered,
+// windows skipped because their stack was already named).
+const (
+	CounterEventPrefix = "ev_"
+	CounterDropPrefix  = "drop_"
+	CounterInfoPrefix  = "info_"
+)
+
+// CounterTotals sums the event counters (ev_*) and the drop counters
+// (drop_*) of m.Counters; info_* counters are in neither sum.
+func (m Meta) CounterTotals() (events, drops uint64) {
+	for k, v := range m.Counters {
+		switch {
+		case strings.HasPrefix(k, CounterEventPrefix):
+			events += v
+		case strings.HasPrefix(k, CounterDropPrefix):
+			drops += v
+		}
+	}
+	return events, drops
 }
 
 // Input is one file an offline recording was built from.

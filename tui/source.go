@@ -73,7 +73,7 @@ func (s *RecordingSource) Stats() Stats {
 	if s.rec == nil {
 		return Stats{}
 	}
-	events, drops := counterTotals(s.rec.Meta.Counters)
+	events, drops := s.rec.Meta.CounterTotals()
 	return Stats{Elapsed: s.rec.Meta.Duration, Events: events, Drops: drops}
 }
 

@@ -183,18 +183,6 @@ func durationOf(r sideRec) float64 {
 	return r.rec.Meta.Duration.Seconds()
 }
 
-// pointKeyOf names a finding's place for matching across sides: the
-// physical function its program point is in (a busy-wait inlined into a
-// function and the mutex that replaces it sit in the same one).
-func pointKeyOf(p analyzer.ProgramPoint) string {
-	for i := p.PointIndex; i >= 0 && i < len(p.Stack); i++ {
-		if !p.Stack[i].Inlined {
-			return p.Stack[i].Func
-		}
-	}
-	return p.Function
-}
-
 // sideFigures are the per-recording values of one side, by figure name.
 type sideFigures struct {
 	values map[string][]float64
@@ -233,7 +221,7 @@ func collect(side []sideRec, window time.Duration) *sideFigures {
 		for _, f := range r.res.Findings {
 			wait += f.WaitSeconds
 			cpu += f.CPUSeconds
-			k := pointKeyOf(f.Point)
+			k := analyzer.PhysicalFunction(f.Point)
 			if _, seen := best[k]; !seen || f.Score > best[k] {
 				best[k] = f.Score
 				sf.kind[k], sf.parts[k] = string(f.Kind), f.Participants
@@ -267,7 +255,7 @@ func collect(side []sideRec, window time.Duration) *sideFigures {
 					continue
 				}
 				if s := analyzer.LockSeries(r.rec, analyzer.LockAddrs(*f.Lock), f.WaitSeconds, window); len(s) > 0 {
-					sf.windows["wait "+pointKeyOf(f.Point)] = s
+					sf.windows["wait "+analyzer.PhysicalFunction(f.Point)] = s
 				}
 			}
 		}

@@ -129,7 +129,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
 	fmt.Fprintln(stderr, summary+")")
-	if events, drops := collector.SumCounters(rec.Meta.Counters); drops > 0 {
+	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
 		fmt.Fprintf(stderr, "contend: %d events seen, %d dropped or sampled out (see meta.json counters)\n", events, drops)
 	}
 	if err != nil {

@@ -25,6 +25,8 @@ const (
 	SchedMapCtSchedStart             = "ct_sched_start"
 	SchedMapCtScratch                = "ct_scratch"
 	SchedMapCtStacks                 = "ct_stacks"
+	SchedMapCtUcacheSwitch           = "ct_ucache_switch"
+	SchedMapCtUcacheWaking           = "ct_ucache_waking"
 	SchedMapCtWakes                  = "ct_wakes"
 	SchedProgCtCallFunctionIn        = "ct_call_function_in"
 	SchedProgCtCallFunctionOut       = "ct_call_function_out"
@@ -36,7 +38,6 @@ const (
 	SchedProgCtIrqWorkOut            = "ct_irq_work_out"
 	SchedProgCtLocalTimerIn          = "ct_local_timer_in"
 	SchedProgCtLocalTimerOut         = "ct_local_timer_out"
-	SchedProgCtSchedExit             = "ct_sched_exit"
 	SchedProgCtSchedSwitch           = "ct_sched_switch"
 	SchedProgCtSchedWaking           = "ct_sched_waking"
 	SchedProgCtSoftirqIn             = "ct_softirq_in"
@@ -103,7 +104,6 @@ type SchedProgramSpecs struct {
 	CtIrqWorkOut            *ebpf.ProgramSpec `ebpf:"ct_irq_work_out"`
 	CtLocalTimerIn          *ebpf.ProgramSpec `ebpf:"ct_local_timer_in"`
 	CtLocalTimerOut         *ebpf.ProgramSpec `ebpf:"ct_local_timer_out"`
-	CtSchedExit             *ebpf.ProgramSpec `ebpf:"ct_sched_exit"`
 	CtSchedSwitch           *ebpf.ProgramSpec `ebpf:"ct_sched_switch"`
 	CtSchedWaking           *ebpf.ProgramSpec `ebpf:"ct_sched_waking"`
 	CtSoftirqIn             *ebpf.ProgramSpec `ebpf:"ct_softirq_in"`
@@ -114,16 +114,18 @@ type SchedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
-	CtBuckets    *ebpf.MapSpec `ebpf:"ct_buckets"`
-	CtCounters   *ebpf.MapSpec `ebpf:"ct_counters"`
-	CtEvents     *ebpf.MapSpec `ebpf:"ct_events"`
-	CtIrq        *ebpf.MapSpec `ebpf:"ct_irq"`
-	CtNamed      *ebpf.MapSpec `ebpf:"ct_named"`
-	CtOffcpu     *ebpf.MapSpec `ebpf:"ct_offcpu"`
-	CtSchedStart *ebpf.MapSpec `ebpf:"ct_sched_start"`
-	CtScratch    *ebpf.MapSpec `ebpf:"ct_scratch"`
-	CtStacks     *ebpf.MapSpec `ebpf:"ct_stacks"`
-	CtWakes      *ebpf.MapSpec `ebpf:"ct_wakes"`
+	CtBuckets      *ebpf.MapSpec `ebpf:"ct_buckets"`
+	CtCounters     *ebpf.MapSpec `ebpf:"ct_counters"`
+	CtEvents       *ebpf.MapSpec `ebpf:"ct_events"`
+	CtIrq          *ebpf.MapSpec `ebpf:"ct_irq"`
+	CtNamed        *ebpf.MapSpec `ebpf:"ct_named"`
+	CtOffcpu       *ebpf.MapSpec `ebpf:"ct_offcpu"`
+	CtSchedStart   *ebpf.MapSpec `ebpf:"ct_sched_start"`
+	CtScratch      *ebpf.MapSpec `ebpf:"ct_scratch"`
+	CtStacks       *ebpf.MapSpec `ebpf:"ct_stacks"`
+	CtUcacheSwitch *ebpf.MapSpec `ebpf:"ct_ucache_switch"`
+	CtUcacheWaking *ebpf.MapSpec `ebpf:"ct_ucache_waking"`
+	CtWakes        *ebpf.MapSpec `ebpf:"ct_wakes"`
 }
 
 // SchedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -160,16 +162,18 @@ func (o *SchedObjects) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
-	CtBuckets    *ebpf.Map `ebpf:"ct_buckets"`
-	CtCounters   *ebpf.Map `ebpf:"ct_counters"`
-	CtEvents     *ebpf.Map `ebpf:"ct_events"`
-	CtIrq        *ebpf.Map `ebpf:"ct_irq"`
-	CtNamed      *ebpf.Map `ebpf:"ct_named"`
-	CtOffcpu     *ebpf.Map `ebpf:"ct_offcpu"`
-	CtSchedStart *ebpf.Map `ebpf:"ct_sched_start"`
-	CtScratch    *ebpf.Map `ebpf:"ct_scratch"`
-	CtStacks     *ebpf.Map `ebpf:"ct_stacks"`
-	CtWakes      *ebpf.Map `ebpf:"ct_wakes"`
+	CtBuckets      *ebpf.Map `ebpf:"ct_buckets"`
+	CtCounters     *ebpf.Map `ebpf:"ct_counters"`
+	CtEvents       *ebpf.Map `ebpf:"ct_events"`
+	CtIrq          *ebpf.Map `ebpf:"ct_irq"`
+	CtNamed        *ebpf.Map `ebpf:"ct_named"`
+	CtOffcpu       *ebpf.Map `ebpf:"ct_offcpu"`
+	CtSchedStart   *ebpf.Map `ebpf:"ct_sched_start"`
+	CtScratch      *ebpf.Map `ebpf:"ct_scratch"`
+	CtStacks       *ebpf.Map `ebpf:"ct_stacks"`
+	CtUcacheSwitch *ebpf.Map `ebpf:"ct_ucache_switch"`
+	CtUcacheWaking *ebpf.Map `ebpf:"ct_ucache_waking"`
+	CtWakes        *ebpf.Map `ebpf:"ct_wakes"`
 }
 
 func (m *SchedMaps) Close() error {
@@ -183,6 +187,8 @@ func (m *SchedMaps) Close() error {
 		m.CtSchedStart,
 		m.CtScratch,
 		m.CtStacks,
+		m.CtUcacheSwitch,
+		m.CtUcacheWaking,
 		m.CtWakes,
 	)
 }
@@ -215,7 +221,6 @@ type SchedPrograms struct {
 	CtIrqWorkOut            *ebpf.Program `ebpf:"ct_irq_work_out"`
 	CtLocalTimerIn          *ebpf.Program `ebpf:"ct_local_timer_in"`
 	CtLocalTimerOut         *ebpf.Program `ebpf:"ct_local_timer_out"`
-	CtSchedExit             *ebpf.Program `ebpf:"ct_sched_exit"`
 	CtSchedSwitch           *ebpf.Program `ebpf:"ct_sched_switch"`
 	CtSchedWaking           *ebpf.Program `ebpf:"ct_sched_waking"`
 	CtSoftirqIn             *ebpf.Program `ebpf:"ct_softirq_in"`
@@ -234,7 +239,6 @@ func (p *SchedPrograms) Close() error {
 		p.CtIrqWorkOut,
 		p.CtLocalTimerIn,
 		p.CtLocalTimerOut,
-		p.CtSchedExit,
 		p.CtSchedSwitch,
 		p.CtSchedWaking,
 		p.CtSoftirqIn,

@@ -28,6 +28,9 @@ const (
 	SyscallsMapCtNamed           = "ct_named"
 	SyscallsMapCtScratch         = "ct_scratch"
 	SyscallsMapCtStacks          = "ct_stacks"
+	SyscallsMapCtUcacheIo        = "ct_ucache_io"
+	SyscallsMapCtUcacheWait      = "ct_ucache_wait"
+	SyscallsMapCtUcacheWake      = "ct_ucache_wake"
 	SyscallsProgCtSysEnter       = "ct_sys_enter"
 	SyscallsProgCtSysExit        = "ct_sys_exit"
 	SyscallsVarCtZero            = "ct_zero"
@@ -104,6 +107,9 @@ type SyscallsMapSpecs struct {
 	CtNamed      *ebpf.MapSpec `ebpf:"ct_named"`
 	CtScratch    *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStacks     *ebpf.MapSpec `ebpf:"ct_stacks"`
+	CtUcacheIo   *ebpf.MapSpec `ebpf:"ct_ucache_io"`
+	CtUcacheWait *ebpf.MapSpec `ebpf:"ct_ucache_wait"`
+	CtUcacheWake *ebpf.MapSpec `ebpf:"ct_ucache_wake"`
 }
 
 // SyscallsVariableSpecs contains global variables before they are loaded into the kernel.
@@ -154,6 +160,9 @@ type SyscallsMaps struct {
 	CtNamed      *ebpf.Map `ebpf:"ct_named"`
 	CtScratch    *ebpf.Map `ebpf:"ct_scratch"`
 	CtStacks     *ebpf.Map `ebpf:"ct_stacks"`
+	CtUcacheIo   *ebpf.Map `ebpf:"ct_ucache_io"`
+	CtUcacheWait *ebpf.Map `ebpf:"ct_ucache_wait"`
+	CtUcacheWake *ebpf.Map `ebpf:"ct_ucache_wake"`
 }
 
 func (m *SyscallsMaps) Close() error {
@@ -170,6 +179,9 @@ func (m *SyscallsMaps) Close() error {
 		m.CtNamed,
 		m.CtScratch,
 		m.CtStacks,
+		m.CtUcacheIo,
+		m.CtUcacheWait,
+		m.CtUcacheWake,
 	)
 }
 

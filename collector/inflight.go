@@ -1,0 +1,305 @@
+package collector
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Waits and I/O calls still in progress. The kernel aggregates a futex
+// wait or an I/O call at its syscall exit, so a thread blocked for the
+// whole recording would show only in the /proc timeline. The collector
+// therefore reads the per-thread start entries (ct_futex_start,
+// ct_io_start) at every snapshot and accounts the calls still in
+// progress up to the snapshot's end, without a stack: stacks are taken at
+// syscall exit. Calls already in progress when the probes attach have no
+// start entry; the collector seeds one from /proc/PID/task/TID/syscall,
+// timed from the start of the recording.
+
+// openCall is a futex wait or an I/O call in progress.
+type openCall struct {
+	tid uint32
+	// ts is the start (bpf_ktime_get_ns), the recording's start for a
+	// call already in progress when the probes attached.
+	ts uint64
+	// io is set for an I/O syscall (nr); otherwise a futex wait (addr,
+	// owner, op).
+	io    bool
+	nr    uint32
+	addr  uint64
+	owner uint32
+	op    uint8
+}
+
+// openSpan is an open call's part of an interval.
+type openSpan struct {
+	openCall
+	// dur is the time from the later of its start and the interval's
+	// start to the interval's end.
+	dur uint64
+}
+
+// openCalls lists the entries of the kernel's start maps that are in
+// progress (ts != 0), keyed by pid_tgid, ordered by thread.
+func openCalls(futex map[uint64]futexStart, io map[uint64]ioStart) []openCall {
+	var out []openCall
+	for k, v := range futex {
+		if v.TS != 0 {
+			out = append(out, openCall{tid: uint32(k), ts: v.TS, addr: v.Addr, owner: v.Owner, op: v.Op})
+		}
+	}
+	for k, v := range io {
+		if v.TS != 0 {
+			out = append(out, openCall{tid: uint32(k), ts: v.TS, io: true, nr: v.NR})
+		}
+	}
+	slices.SortFunc(out, compareOpen)
+	return out
+}
+
+func compareOpen(a, b openCall) int {
+	return cmp.Or(cmp.Compare(a.tid, b.tid), boolCompare(a.io, b.io), cmp.Compare(a.ts, b.ts))
+}
+
+// boolCompare orders false before true.
+func boolCompare(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// clipOpen returns the calls in progress at to (monotonic ns) with the
+// part of each that lies in [from, to). A call that started after to (an
+// entry written after the snapshot's instant) is left out.
+func clipOpen(calls []openCall, from, to uint64) []openSpan {
+	var out []openSpan
+	for _, c := range calls {
+		start := max(c.ts, from)
+		if start >= to {
+			continue
+		}
+		out = append(out, openSpan{openCall: c, dur: to - start})
+	}
+	return out
+}
+
+// Futex syscall numbers and commands on x86_64 (bpf/futex.bpf.h).
+const (
+	nrFutex      = 202
+	nrFutexWaitv = 449
+	nrFutexWait  = 455
+
+	futexCmdMask        = 0x7f
+	futexWait           = 0
+	futexLockPI         = 6
+	futexWaitBitset     = 9
+	futexWaitRequeuePI  = 11
+	futexLockPI2        = 13
+	futexTIDMask        = 0x3fffffff
+	glibcOwnerOffset    = 8
+	procSyscallRunning  = "running"
+	procSyscallNotInSys = -1
+)
+
+// procSyscall is what /proc/PID/task/TID/syscall says about a thread
+// blocked in the kernel: the syscall number, its six arguments, and the
+// user stack pointer and instruction pointer.
+type procSyscall struct {
+	nr     int64
+	args   [6]uint64
+	sp, pc uint64
+}
+
+// parseProcSyscall parses /proc/PID/task/TID/syscall. It reports false
+// for a thread that is running or blocked outside a syscall.
+func parseProcSyscall(b []byte) (procSyscall, bool, error) {
+	f := strings.Fields(string(bytes.TrimSpace(b)))
+	if len(f) == 0 {
+		return procSyscall{}, false, fmt.Errorf("empty syscall file")
+	}
+	if f[0] == procSyscallRunning {
+		return procSyscall{}, false, nil
+	}
+	nr, err := strconv.ParseInt(f[0], 10, 64)
+	if err != nil {
+		return procSyscall{}, false, fmt.Errorf("syscall number %q: %w", f[0], err)
+	}
+	if nr == procSyscallNotInSys {
+		return procSyscall{}, false, nil
+	}
+	if len(f) != 9 {
+		return procSyscall{}, false, fmt.Errorf("syscall file has %d fields, want 9", len(f))
+	}
+	ps := procSyscall{nr: nr}
+	vals := make([]uint64, 8)
+	for i, s := range f[1:] {
+		v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if err != nil {
+			return procSyscall{}, false, fmt.Errorf("syscall file field %d %q: %w", i+2, s, err)
+		}
+		vals[i] = v
+	}
+	copy(ps.args[:], vals[:6])
+	ps.sp, ps.pc = vals[6], vals[7]
+	return ps, true, nil
+}
+
+// waitOp returns the wait op (enum ct_futex_op) of a futex(2) command, 0
+// when it is not a wait.
+func waitOp(cmd uint64) uint8 {
+	switch cmd & futexCmdMask {
+	case futexWait:
+		return opWait
+	case futexWaitBitset:
+		return opWaitBitset
+	case futexLockPI:
+		return opLockPI
+	case futexLockPI2:
+		return opLockPI2
+	case futexWaitRequeuePI:
+		return opWaitRequeuePI
+	}
+	return 0
+}
+
+// memReader reads the target's memory (owner words, futex_waitv vectors).
+type memReader interface {
+	ReadAt(p []byte, off int64) (int, error)
+}
+
+// openFromSyscall returns the open call a thread blocked in syscall ps
+// stands for, as the probes would have recorded it at sys_enter, and
+// false when the syscall is neither a futex wait nor a traced I/O call.
+// The owner is read beside the futex word as the probe does (mem may be
+// nil: owner unknown).
+func openFromSyscall(tid uint32, ps procSyscall, ts uint64, mem memReader) (openCall, bool) {
+	c := openCall{tid: tid, ts: ts}
+	if _, ok := syscallNames[uint32(ps.nr)]; ok && ps.nr >= 0 {
+		c.io, c.nr = true, uint32(ps.nr)
+		return c, true
+	}
+	switch ps.nr {
+	case nrFutex:
+		c.op = waitOp(ps.args[1])
+		c.addr = ps.args[0]
+	case nrFutexWait:
+		c.op, c.addr = opFutexWait, ps.args[0]
+	case nrFutexWaitv:
+		c.op = opFutexWaitv
+		// struct futex_waitv { u64 val; u64 uaddr; ... }: the first
+		// entry's address, as the probe reads it.
+		if v, ok := readU64(mem, ps.args[0]+8); ok {
+			c.addr = v
+		}
+	}
+	if c.op == 0 {
+		return openCall{}, false
+	}
+	if c.op == opLockPI || c.op == opLockPI2 {
+		if v, ok := readU32(mem, c.addr); ok {
+			c.owner = v & futexTIDMask
+		}
+	} else if v, ok := readU32(mem, c.addr+glibcOwnerOffset); ok {
+		c.owner = v
+	}
+	return c, true
+}
+
+func readU32(mem memReader, addr uint64) (uint32, bool) {
+	var b [4]byte
+	if mem == nil || addr == 0 {
+		return 0, false
+	}
+	if n, err := mem.ReadAt(b[:], int64(addr)); err != nil || n != len(b) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b[:]), true
+}
+
+func readU64(mem memReader, addr uint64) (uint64, bool) {
+	var b [8]byte
+	if mem == nil || addr == 0 {
+		return 0, false
+	}
+	if n, err := mem.ReadAt(b[:], int64(addr)); err != nil || n != len(b) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// blockedCall reads the syscall one thread is blocked in; false when it
+// is not blocked in one (or the thread is gone).
+func blockedCall(taskDir string) (procSyscall, bool) {
+	b, err := os.ReadFile(filepath.Join(taskDir, "syscall"))
+	if err != nil {
+		return procSyscall{}, false
+	}
+	ps, ok, err := parseProcSyscall(b)
+	return ps, ok && err == nil
+}
+
+// seedOpen gives a start entry to every futex wait and I/O call the
+// target's threads are blocked in as the probes attach (none has one:
+// their sys_enter came before), timed from ts, the start of the recording.
+// It runs after the probes are attached, so a call entered since has its
+// own entry, which seeding never overwrites. A thread that left its call
+// between the read of /proc and the seed would keep a stale entry, so
+// each thread is read again after the seed and the seed taken back when
+// the thread is no longer in the same call. It returns how many calls it
+// seeded.
+func seedOpen(tr tracer, procRoot string, pid int, ts uint64) int {
+	dir := procPath(procRoot, strconv.Itoa(pid), "task")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	mem, err := os.Open(procPath(procRoot, strconv.Itoa(pid), "mem"))
+	var mr memReader
+	if err == nil {
+		defer mem.Close()
+		mr = mem
+	}
+	type seeded struct {
+		dir string
+		ps  procSyscall
+		c   openCall
+	}
+	var done []seeded
+	for _, e := range ents {
+		tid, err := strconv.ParseUint(e.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		td := filepath.Join(dir, e.Name())
+		ps, ok := blockedCall(td)
+		if !ok {
+			continue
+		}
+		c, ok := openFromSyscall(uint32(tid), ps, ts, mr)
+		if !ok {
+			continue
+		}
+		if stored, err := tr.seed(pid, c); err == nil && stored {
+			done = append(done, seeded{td, ps, c})
+		}
+	}
+	n := 0
+	for _, s := range done {
+		if now, ok := blockedCall(s.dir); ok && now == s.ps {
+			n++
+			continue
+		}
+		tr.unseed(pid, s.c)
+	}
+	return n
+}

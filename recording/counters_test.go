@@ -1,0 +1,21 @@
+package recording
+
+import "testing"
+
+func TestCounterTotals(t *testing.T) {
+	m := Meta{Counters: map[string]uint64{
+		"ev_futex_wait":       5,
+		"ev_switch":           7,
+		"drop_stack_user":     2,
+		"drop_ringbuf_event":  1,
+		"info_window_skipped": 100, // neither
+		"evicted":             50,  // no known prefix: neither
+	}}
+	events, drops := m.CounterTotals()
+	if events != 12 || drops != 3 {
+		t.Errorf("CounterTotals = %d events, %d drops; want 12, 3", events, drops)
+	}
+	if e, d := (Meta{}).CounterTotals(); e != 0 || d != 0 {
+		t.Errorf("no counters: %d, %d", e, d)
+	}
+}
