@@ -66,6 +66,33 @@ var plumbingPackages = map[string]bool{
 // nativeLockFuncs are native (C library) functions that implement locking
 // and waiting. Names are normalised by normNative first.
 var nativeLockFuncs = map[string]bool{
+	// glibc internals of locking, waiting and cancellation that appear in
+	// unwound stacks (inlined helpers named through DWARF).
+	"lll_mutex_lock_optimized":         true,
+	"lll_mutex_unlock_optimized":       true,
+	"pthread_mutex_unlock_usercnt":     true,
+	"pthread_mutex_unlock_full":        true,
+	"futex_wait_simple":                true,
+	"futex_wait_cancelable":            true,
+	"futex_abstimed_wait_cancelable":   true,
+	"condvar_dec_grefs":                true,
+	"condvar_quiesce_and_switch_g1":    true,
+	"condvar_confirm_wakeup":           true,
+	"condvar_cancel_waiting":           true,
+	"pthread_disable_asynccancel":      true,
+	"pthread_enable_asynccancel":       true,
+	"GI___pthread_disable_asynccancel": true,
+	"pthread_clockjoin_ex":             true,
+	"pthread_join":                     true,
+	"pthread_timedjoin_np":             true,
+	// CPython's wrappers of its condition variables and mutexes
+	// (Python/condvar.h), inlined into the code that takes the GIL.
+	"PyCOND_WAIT":                        true,
+	"PyCOND_TIMEDWAIT":                   true,
+	"PyCOND_SIGNAL":                      true,
+	"PyCOND_BROADCAST":                   true,
+	"PyMUTEX_LOCK":                       true,
+	"PyMUTEX_UNLOCK":                     true,
 	"pthread_mutex_lock":                 true,
 	"pthread_mutex_unlock":               true,
 	"pthread_mutex_trylock":              true,

@@ -223,6 +223,19 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 		Kind: KindSpinConvoy, Point: sf.point, Participants: n, Population: g.population,
 		Unit: "goroutines", CPUSeconds: seconds(sf.spinNS),
 	}
+	// The goroutines in the loop that are not on a CPU sit runnable,
+	// waiting for one: time lost as surely as a lock wait, and the part
+	// a parking lock gives back to the holder. The dump counts them at one
+	// instant, so the figure is an estimate over the profiled duration.
+	if counted && g.duration > 0 {
+		inLoop := float64(sf.running) * g.duration.Seconds()
+		if wait := inLoop - f.CPUSeconds; wait > 0 {
+			f.WaitSeconds = wait
+			ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf(
+				"about %s lost runnable but not running: %d goroutines in the loop over %s, less the %s of CPU they burned (estimated from one dump)",
+				fmtSeconds(wait), sf.running, fmtDuration(g.duration), fmtSeconds(f.CPUSeconds))})
+		}
+	}
 	who := participants(n, g.population, "goroutines", counted, 0)
 	if !counted && mean > 0 {
 		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, fmtFloat(mean))

@@ -299,7 +299,7 @@ func inFutex(frames []recording.Frame) bool {
 // library or a language runtime (taking, releasing or waiting for a lock,
 // or the futex call below it).
 func isLockPath(f recording.Frame) bool {
-	return isLockMachinery(f) || goPackage(f.Func) == "" && liveMachineryFuncs[normNative(f.Func)]
+	return isLockMachinery(f)
 }
 
 // callsAny reports whether a user stack passes through a function of set.

@@ -68,35 +68,12 @@ var (
 		"pthread_join": true, "pthread_clockjoin_ex": true, "pthread_timedjoin_np": true,
 		"pthread_clockjoin_np": true, "pthread_tryjoin_np": true,
 	}
-	// liveMachineryFuncs are C library internals of locking, waiting and
-	// cancellation that frames.go's nativeLockFuncs does not list; they are
-	// machinery for the live detectors' program points too.
-	liveMachineryFuncs = map[string]bool{
-		"lll_mutex_lock_optimized": true, "lll_mutex_unlock_optimized": true,
-		"pthread_mutex_unlock_usercnt": true, "pthread_mutex_unlock_full": true,
-		"futex_wait_simple": true, "futex_wait_cancelable": true, "futex_abstimed_wait_cancelable": true,
-		"condvar_dec_grefs": true, "condvar_quiesce_and_switch_g1": true, "condvar_confirm_wakeup": true,
-		"condvar_cancel_waiting": true, "pthread_disable_asynccancel": true, "pthread_enable_asynccancel": true,
-		"GI___pthread_disable_asynccancel": true, "pthread_clockjoin_ex": true, "pthread_join": true,
-		"pthread_timedjoin_np": true, "futex_wake": true, "lll_lock_wake": true,
-		// CPython's wrappers of its condition variables and mutexes
-		// (Python/condvar.h), inlined into the code that takes the GIL.
-		"PyCOND_WAIT": true, "PyCOND_TIMEDWAIT": true, "PyCOND_SIGNAL": true, "PyCOND_BROADCAST": true,
-		"PyMUTEX_LOCK": true, "PyMUTEX_UNLOCK": true,
-	}
 )
 
 // liveMachinery reports whether a program point may not be at f in a live
-// stack: frames.go's machinery plus C library internals it does not list,
-// and the collector's placeholder frames.
+// stack: frames.go's machinery and the collector's placeholder frames.
 func liveMachinery(f recording.Frame) bool {
-	if isMachinery(f) || isSyntheticFrame(f) {
-		return true
-	}
-	if goPackage(f.Func) != "" {
-		return false
-	}
-	return liveMachineryFuncs[normNative(f.Func)]
+	return isMachinery(f) || isSyntheticFrame(f)
 }
 
 // livePointIndex is pointIndex with liveMachinery: the first frame outside

@@ -301,11 +301,17 @@ static __always_inline void ct_futex_enter(struct pt_regs *regs, long nr, __u64 
 			owner = 0;
 	}
 	s.owner = owner;
+	s.ip = regs->ip;
+	s.sp = regs->sp;
+	s.bp = regs->bp;
 	s.ts = bpf_ktime_get_ns();
 	struct ct_futex_start *sp = bpf_map_lookup_elem(&ct_futex_start, &pid_tgid);
 	if (sp) {
 		ct_start_done(&sp->ts);
 		sp->addr = s.addr;
+		sp->ip = s.ip;
+		sp->sp = s.sp;
+		sp->bp = s.bp;
 		sp->owner = s.owner;
 		sp->op = s.op;
 		ct_start_set(&sp->ts, s.ts);

@@ -30,10 +30,16 @@ enum ct_futex_op {
 // 2^i <= ns < 2^(i+1); 40 slots reach 18 minutes.
 #define CT_HIST_SLOTS 40
 
-// ct_futex_start: a wait in progress, from sys_enter to sys_exit.
+// ct_futex_start: a wait in progress, from sys_enter to sys_exit (ts 0
+// once it ended). ip, sp and bp are the user registers at sys_enter: the
+// collector unwinds a copy of the stack of a wait still in progress from
+// them (stacks are otherwise taken at sys_exit).
 struct ct_futex_start {
 	__u64 ts;
 	__u64 addr;
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
 	__u32 owner;  // tid read beside the futex word at wait time, 0 if none
 	__u8 op;      // enum ct_futex_op
 	__u8 _pad[3];

@@ -71,17 +71,23 @@ static __always_inline bool ct_is_io(long nr)
 
 // ct_io_enter starts timing an I/O call: called at every target syscall
 // entry.
-static __always_inline void ct_io_enter(long nr, __u64 pid_tgid)
+static __always_inline void ct_io_enter(struct pt_regs *regs, long nr, __u64 pid_tgid)
 {
 	if (!ct_is_io(nr))
 		return;
 	struct ct_io_start s = {};
-	s.ts = bpf_ktime_get_ns();
 	s.nr = nr;
+	s.ip = regs->ip;
+	s.sp = regs->sp;
+	s.bp = regs->bp;
+	s.ts = bpf_ktime_get_ns();
 	struct ct_io_start *sp = bpf_map_lookup_elem(&ct_io_start, &pid_tgid);
 	if (sp) {
 		ct_start_done(&sp->ts);
 		sp->nr = s.nr;
+		sp->ip = s.ip;
+		sp->sp = s.sp;
+		sp->bp = s.bp;
 		ct_start_set(&sp->ts, s.ts);
 	} else if (bpf_map_update_elem(&ct_io_start, &pid_tgid, &s, BPF_NOEXIST)) {
 		ct_count(CT_DROP_START_UPDATE);

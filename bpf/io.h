@@ -4,9 +4,14 @@
 #ifndef CT_IO_H
 #define CT_IO_H
 
-// ct_io_start: an I/O syscall in progress, from sys_enter to sys_exit.
+// ct_io_start: an I/O syscall in progress, from sys_enter to sys_exit (ts
+// 0 once it ended), with the user registers at sys_enter (see
+// ct_futex_start).
 struct ct_io_start {
 	__u64 ts;
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
 	__u32 nr;
 	__u32 _pad;
 };

@@ -25,7 +25,7 @@ int BPF_PROG(ct_sys_enter, struct pt_regs *regs, long nr)
 	if (futex_enabled)
 		ct_futex_enter(regs, nr, pid_tgid);
 	if (io_enabled)
-		ct_io_enter(nr, pid_tgid);
+		ct_io_enter(regs, nr, pid_tgid);
 	return 0;
 }
 

@@ -72,6 +72,11 @@ type Options struct {
 	Probes []string
 	// ProcRoot is the /proc mount to read; "" means /proc.
 	ProcRoot string
+	// NoProbes records without eBPF probes: only the /proc thread
+	// timeline and, with PprofURL, the Go runtime profiles, which is what
+	// a user without CAP_BPF and CAP_PERFMON may read. The recording has
+	// no probe views, Meta.Probes is empty and Meta.Warnings says why.
+	NoProbes bool
 }
 
 // Stats is the progress of a recording, for the progress line and the TUI

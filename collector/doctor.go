@@ -15,7 +15,6 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
-
 )
 
 // CheckStatus is the outcome of one doctor check.
@@ -141,7 +140,6 @@ type doctorFamily struct {
 	what string
 	load func() (*ebpf.CollectionSpec, error)
 }
-
 
 // Doctor inspects the kernel and the privileges of this process and says
 // what contend can do here and what to change. It never fails: what it

@@ -1,13 +1,23 @@
 package collector
 
-import "github.com/contend-dev/contend/recording"
+import (
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/recording"
+)
 
 // fakeStacks is a stackSource with fixed answers.
 type fakeStacks struct {
 	user   map[int32][]recording.Frame
 	kernel map[int32][]recording.Frame
 	events map[evKey][]recording.Frame
+	open   map[evKey][]recording.Frame
 	locks  map[uint64]string
+}
+
+func (f *fakeStacks) openStack(tid uint32, ts uint64) (recording.Stack, bool) {
+	fr, ok := f.open[evKey{tid, ts}]
+	return recording.Stack{Frames: fr}, ok
 }
 
 func (f *fakeStacks) userStack(id int32) recording.Stack {
@@ -33,6 +43,18 @@ func frames(m string, names ...string) []recording.Frame {
 	out := make([]recording.Frame, len(names))
 	for i, n := range names {
 		out[i] = recording.Frame{Func: n, Module: m, Addr: uint64(0x1000 * (i + 1))}
+	}
+	return out
+}
+
+// funcs returns the function names of a sample, leaf first (inlined
+// frames included).
+func funcs(s *profile.Sample) []string {
+	var out []string
+	for _, loc := range s.Location {
+		for _, l := range loc.Line {
+			out = append(out, l.Function.Name)
+		}
 	}
 	return out
 }

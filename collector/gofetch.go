@@ -45,11 +45,28 @@ const (
 	// goroutine, so 64 MiB holds 30k–60k goroutines. A larger dump is
 	// skipped with a warning rather than read.
 	maxGoDumpBytes = 64 << 20
-	// goCPUChunk is the length of each CPU profile taken while recording
-	// until stopped (no duration): a chunk still running at the stop is
-	// lost, so a short chunk loses little; restarting the profiler every
-	// few seconds costs the target nothing measurable.
+	// goCPUChunk is the length of each CPU profile taken while
+	// recording (the last one of a known duration is cut to end with
+	// it): a chunk still running at a stop is lost, so a short chunk
+	// loses little, and live snapshots show the chunks completed so far;
+	// restarting the profiler every few seconds costs the target nothing
+	// measurable.
 	goCPUChunk = 5 * time.Second
+	// goLiveEvery is the period of the cumulative mutex and block
+	// profiles fetched once a session is watched live (Snapshot): a
+	// window's delta is the newest minus the one nearest the window's
+	// start, so a window is resolved to about this period. Each fetch
+	// makes the runtime symbolize and encode its whole profile, a few
+	// milliseconds for a service with thousands of contended stacks, so
+	// two profiles every two seconds cost the target well under 1% of a
+	// CPU; it stops no goroutine.
+	goLiveEvery = 2 * time.Second
+	// goLiveKeep bounds the cumulative profiles kept per view: two
+	// minutes at goLiveEvery, the session's own window history. Older
+	// windows start at the oldest kept (the profile's TimeNanos and
+	// DurationNanos say what a delta covers); the whole run starts at the
+	// profile fetched when the recording started, kept apart.
+	goLiveKeep = 60
 	// goDumpEvery is the goroutine dump period when recording until
 	// stopped, and goMaxDumps how many of the latest dumps are kept: each
 	// dump stops the target's world, so they stay few.
@@ -126,16 +143,39 @@ type GoFetch struct {
 	dumpLimit       int64
 	cpuChunk        time.Duration
 	dumpEvery       time.Duration
+	liveEvery       time.Duration
+
+	// liveOn is closed by Live.
+	liveOn   chan struct{}
+	liveOnce sync.Once
 
 	mu          sync.Mutex
 	warnings    []string
 	unreachable bool
 	cpuWarned   bool
-	baseProf    map[recording.View]*profile.Profile
-	delta       map[recording.View]*profile.Profile
-	cpuChunks   []*profile.Profile
-	dumps       []*goprof.Dump
-	result      *GoProfiles
+	// stopping is set by Stop before it waits: Live starts nothing then.
+	stopping bool
+	live     bool
+	baseProf map[recording.View]*profile.Profile
+	delta    map[recording.View]*profile.Profile
+	// hist holds the cumulative mutex and block profiles fetched live,
+	// oldest first (at most goLiveKeep); liveWarned notes a failed live
+	// fetch once per view.
+	hist       map[recording.View][]cumProfile
+	liveWarned map[recording.View]bool
+	// cpuChunks holds the latest CPU profile parts (at most goLiveKeep),
+	// for windows; cpuAll is every part merged as it arrives, the whole
+	// run's profile.
+	cpuChunks []*profile.Profile
+	cpuAll    *profile.Profile
+	dumps     []*goprof.Dump
+	result    *GoProfiles
+}
+
+// cumProfile is a cumulative profile and when it was fetched.
+type cumProfile struct {
+	at time.Time
+	p  *profile.Profile
 }
 
 // goProfileNames are the endpoint paths and the names warnings use.
@@ -182,8 +222,12 @@ func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 		dumpLimit:       maxGoDumpBytes,
 		cpuChunk:        goCPUChunk,
 		dumpEvery:       goDumpEvery,
+		liveEvery:       goLiveEvery,
+		liveOn:          make(chan struct{}),
 		baseProf:        map[recording.View]*profile.Profile{},
 		delta:           map[recording.View]*profile.Profile{},
+		hist:            map[recording.View][]cumProfile{},
+		liveWarned:      map[recording.View]bool{},
 	}
 	return g, nil
 }
@@ -249,6 +293,9 @@ func (g *GoFetch) Stop() *GoProfiles {
 		if g.dur == 0 || elapsed < g.dur-goEndSlack {
 			g.cancel()
 		}
+		g.mu.Lock()
+		g.stopping = true
+		g.mu.Unlock()
 		close(g.stop)
 		g.wg.Wait()
 		g.cancel()
@@ -283,23 +330,11 @@ func (g *GoFetch) finish(elapsed time.Duration) {
 		res.Profiles[v] = d
 		g.warnEmpty(v, d)
 	}
-	switch {
-	case len(g.cpuChunks) == 1:
-		res.Profiles[recording.ViewGoCPU] = g.cpuChunks[0]
-	case len(g.cpuChunks) > 1:
-		p, err := profile.Merge(g.cpuChunks)
-		if err != nil {
-			g.warnf("pprof endpoint: cpu profile: merge %d parts: %v", len(g.cpuChunks), err)
-		} else {
-			res.Profiles[recording.ViewGoCPU] = p
-		}
+	if g.cpuAll != nil {
+		res.Profiles[recording.ViewGoCPU] = g.cpuAll
 	}
 	if res.Profiles[recording.ViewGoCPU] == nil && !g.unreachable && !g.cpuWarned && elapsed >= time.Second {
-		if g.dur > 0 {
-			g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the %s profile completed", elapsed.Round(100*time.Millisecond), g.dur)
-		} else if elapsed < g.cpuChunk {
-			g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the first %s part completed", elapsed.Round(100*time.Millisecond), g.cpuChunk)
-		}
+		g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the first %s part completed", elapsed.Round(100*time.Millisecond), g.firstChunk())
 	}
 	res.Goroutines = g.dumps
 	res.Warnings = g.warnings
@@ -338,6 +373,26 @@ func (g *GoFetch) fetchBase(v recording.View) {
 	g.mu.Unlock()
 }
 
+// firstChunk is the length of the first CPU profile part.
+func (g *GoFetch) firstChunk() time.Duration {
+	return time.Duration(g.chunkSeconds(0)) * time.Second
+}
+
+// chunkSeconds returns the length in whole seconds of the CPU profile part
+// that starts elapsed into the recording, 0 when none should start: parts
+// of cpuChunk, the last one of a known duration cut to end with it.
+func (g *GoFetch) chunkSeconds(elapsed time.Duration) int {
+	n := wholeSeconds(g.cpuChunk)
+	if g.dur <= 0 {
+		return n
+	}
+	left := g.dur - elapsed
+	if left < time.Second/2 {
+		return 0
+	}
+	return min(n, wholeSeconds(left))
+}
+
 // fetchDelta asks the endpoint for the delta of v over the duration.
 func (g *GoFetch) fetchDelta(v recording.View) {
 	n := wholeSeconds(g.dur)
@@ -358,31 +413,54 @@ func (g *GoFetch) fetchDelta(v recording.View) {
 	g.mu.Unlock()
 }
 
-// fetchCPU takes the CPU profile: one of the recording's duration, or
-// consecutive chunks until Stop.
+// fetchCPU takes the CPU profile in consecutive parts of cpuChunk until
+// Stop or the end of a known duration (the last part cut to end with
+// it), so that a live snapshot has the parts completed so far and an
+// early stop loses at most one part.
 func (g *GoFetch) fetchCPU() {
-	n := wholeSeconds(g.cpuChunk)
-	if g.dur > 0 {
-		n = wholeSeconds(g.dur)
-	}
 	for {
 		select {
 		case <-g.stop:
 			return
 		default:
 		}
+		n := g.chunkSeconds(time.Since(g.start))
+		if n == 0 {
+			return
+		}
 		p, err := g.fetchProfile(g.ctx, "profile", time.Duration(n)*time.Second+g.deltaGrace, "seconds="+strconv.Itoa(n))
 		if err != nil {
 			g.cpuFailed(err)
 			return
 		}
-		g.mu.Lock()
-		g.cpuChunks = append(g.cpuChunks, p)
-		g.mu.Unlock()
-		if g.dur > 0 {
-			return
-		}
+		g.addCPUPart(p)
 	}
+}
+
+// addCPUPart keeps a completed CPU profile part and merges it into the
+// whole run's profile: merging as parts arrive keeps both the work of a
+// whole-run snapshot and the memory held constant however long the
+// recording runs.
+func (g *GoFetch) addCPUPart(p *profile.Profile) {
+	g.mu.Lock()
+	all := g.cpuAll
+	g.mu.Unlock()
+	merged := p
+	if all != nil {
+		m, err := profile.Merge([]*profile.Profile{all, p})
+		if err != nil {
+			g.warnf("pprof endpoint: cpu profile: merge a part: %v", err)
+			m = all
+		}
+		merged = m
+	}
+	g.mu.Lock()
+	g.cpuAll = merged
+	g.cpuChunks = append(g.cpuChunks, p)
+	if len(g.cpuChunks) > goLiveKeep {
+		g.cpuChunks = append(g.cpuChunks[:0:0], g.cpuChunks[len(g.cpuChunks)-goLiveKeep:]...)
+	}
+	g.mu.Unlock()
 }
 
 // cpuFailed reports a failed CPU profile fetch, unless an early stop
@@ -398,28 +476,58 @@ func (g *GoFetch) cpuFailed(err error) {
 }
 
 // fetchDumps takes debug=2 goroutine dumps: at a third and two thirds of a
-// known duration, or every dumpEvery keeping the latest goMaxDumps.
+// known duration, or every dumpEvery keeping the latest goMaxDumps; once
+// the session is watched live (Live), one at once and then every
+// dumpEvery, so that snapshots have a recent one.
 func (g *GoFetch) fetchDumps() {
 	var at []time.Duration
 	if g.dur > 0 {
 		at = []time.Duration{g.dur / 3, 2 * g.dur / 3}
 	}
-	for i := 0; ; i++ {
-		var when time.Duration
-		if g.dur > 0 {
-			if i >= len(at) {
-				return
-			}
-			when = at[i]
-		} else {
-			when = time.Duration(i+1) * g.dumpEvery
+	liveOn := g.liveOn
+	var lastLive time.Time
+	for i := 0; ; {
+		var due time.Time
+		switch {
+		case liveOn == nil && lastLive.IsZero():
+			due = time.Now()
+		case liveOn == nil:
+			due = lastLive.Add(g.dumpEvery)
+		case g.dur > 0 && i >= len(at):
+			due = time.Time{} // none scheduled: wait for Live or Stop
+		case g.dur > 0:
+			due = g.start.Add(at[i])
+		default:
+			due = g.start.Add(time.Duration(i+1) * g.dumpEvery)
 		}
-		t := time.NewTimer(time.Until(g.start.Add(when)))
+		var t *time.Timer
+		var tc <-chan time.Time
+		if !due.IsZero() {
+			t = time.NewTimer(time.Until(due))
+			tc = t.C
+		}
+		stopped, wentLive := false, false
 		select {
 		case <-g.stop:
+			stopped = true
+		case <-liveOn:
+			wentLive = true
+		case <-tc:
+		}
+		if t != nil {
 			t.Stop()
+		}
+		if stopped {
 			return
-		case <-t.C:
+		}
+		if wentLive {
+			liveOn = nil // from now on: the live schedule
+			continue
+		}
+		if liveOn == nil {
+			lastLive = time.Now()
+		} else {
+			i++
 		}
 		d, err := g.fetchDump()
 		if err != nil {
@@ -435,6 +543,154 @@ func (g *GoFetch) fetchDumps() {
 		}
 		g.mu.Unlock()
 	}
+}
+
+// Live switches the fetch to the live schedule, for a session whose
+// snapshots are read while it runs: cumulative mutex and block profiles
+// every liveEvery (kept for windows) and a goroutine dump at once, then
+// every dumpEvery. Calling it again, or after Stop, does nothing.
+func (g *GoFetch) Live() {
+	g.liveOnce.Do(func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.stopping {
+			return
+		}
+		g.live = true
+		close(g.liveOn)
+		g.spawn(g.fetchLive)
+	})
+}
+
+// fetchLive fetches the cumulative mutex and block profiles every
+// liveEvery until Stop.
+func (g *GoFetch) fetchLive() {
+	t := time.NewTicker(g.liveEvery)
+	defer t.Stop()
+	for {
+		for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+			p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], g.snapshotTimeout, "")
+			at := time.Now()
+			g.mu.Lock()
+			switch {
+			case err == nil:
+				h := append(g.hist[v], cumProfile{at: at, p: p})
+				if len(h) > goLiveKeep {
+					h = append(h[:0:0], h[len(h)-goLiveKeep:]...)
+				}
+				g.hist[v] = h
+				g.mu.Unlock()
+			case g.ctx.Err() != nil || g.liveWarned[v]:
+				g.mu.Unlock()
+			default:
+				g.liveWarned[v] = true
+				g.mu.Unlock()
+				g.warn(goProfileNames[v][1]+" (live)", err)
+			}
+		}
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Window returns what has been fetched so far for the interval [from,
+// to): the mutex and block deltas between the cumulative profiles
+// nearest its ends (from the profile fetched at the start for a window
+// that starts with the recording), the CPU profile parts that overlap it,
+// merged, the latest goroutine dump and the warnings so far. A delta or a
+// merged CPU profile covers its own span, recorded in its TimeNanos and
+// DurationNanos, which may differ from [from, to) by up to the fetch
+// periods (goLiveEvery, goCPUChunk). Profiles not fetched yet are
+// absent. Window may be called at any time, also after Stop.
+func (g *GoFetch) Window(from, to time.Time) *GoProfiles {
+	g.mu.Lock()
+	hist := map[recording.View][]cumProfile{}
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+		h := g.hist[v]
+		if b := g.baseProf[v]; b != nil {
+			h = append([]cumProfile{{at: g.start, p: b}}, h...)
+		}
+		hist[v] = h
+	}
+	chunks := append([]*profile.Profile(nil), g.cpuChunks...)
+	cpuAll := g.cpuAll
+	var dump *goprof.Dump
+	if len(g.dumps) > 0 {
+		dump = g.dumps[len(g.dumps)-1]
+	}
+	res := &GoProfiles{Profiles: map[recording.View]*profile.Profile{}, Warnings: append([]string(nil), g.warnings...)}
+	g.mu.Unlock()
+
+	for v, h := range hist {
+		base, end, ok := windowEnds(h, from, to, g.start)
+		if !ok {
+			continue
+		}
+		d, err := subtractProfile(end.p, base.p)
+		if err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("pprof endpoint: %s: delta over the window: %v", goProfileNames[v][1], err))
+			continue
+		}
+		// The fetch instants are what the delta covers, whatever the
+		// runtime wrote into the profiles.
+		d.TimeNanos, d.DurationNanos = base.at.UnixNano(), int64(end.at.Sub(base.at))
+		res.Profiles[v] = d
+	}
+	var parts []*profile.Profile
+	if !from.After(g.start) && cpuAll != nil {
+		// The whole run: every part, merged already.
+		chunks, parts = nil, []*profile.Profile{cpuAll}
+	}
+	for _, c := range chunks {
+		start := time.Unix(0, c.TimeNanos)
+		if start.Before(to) && start.Add(time.Duration(c.DurationNanos)).After(from) {
+			parts = append(parts, c)
+		}
+	}
+	switch len(parts) {
+	case 0:
+	case 1:
+		res.Profiles[recording.ViewGoCPU] = parts[0]
+	default:
+		if p, err := profile.Merge(parts); err == nil {
+			res.Profiles[recording.ViewGoCPU] = p
+		}
+	}
+	if dump != nil {
+		res.Goroutines = []*goprof.Dump{dump}
+	}
+	return res
+}
+
+// windowEnds picks, from cumulative profiles h (oldest first, h[0] fetched
+// at start when the base is known), the ones to subtract for [from, to):
+// the newest fetched by to, and the one fetched nearest from before it
+// (h[0] for a window starting at the recording's start). It reports false
+// when there are not two to subtract.
+func windowEnds(h []cumProfile, from, to, start time.Time) (base, end cumProfile, ok bool) {
+	if len(h) < 2 {
+		return base, end, false
+	}
+	ei := len(h) - 1
+	for ei > 0 && h[ei].at.After(to) {
+		ei--
+	}
+	if ei == 0 {
+		return base, end, false
+	}
+	bi := 0
+	if from.After(start) {
+		dist := func(t time.Time) time.Duration { return max(t.Sub(from), from.Sub(t)) }
+		for i := 1; i < ei; i++ {
+			if dist(h[i].at) < dist(h[bi].at) {
+				bi = i
+			}
+		}
+	}
+	return h[bi], h[ei], true
 }
 
 // fetchDump fetches and parses one debug=2 goroutine dump. A dump the

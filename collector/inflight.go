@@ -17,10 +17,12 @@ import (
 // whole recording would show only in the /proc timeline. The collector
 // therefore reads the per-thread start entries (ct_futex_start,
 // ct_io_start) at every snapshot and accounts the calls still in
-// progress up to the snapshot's end, without a stack: stacks are taken at
-// syscall exit. Calls already in progress when the probes attach have no
-// start entry; the collector seeds one from /proc/PID/task/TID/syscall,
-// timed from the start of the recording.
+// progress up to the snapshot's end. The kernel takes stacks at syscall
+// exit, so for these the collector copies the thread's user stack from
+// /proc/PID/mem while the call lasts and unwinds it from the registers
+// the entry holds (Session.unwindOpen). Calls already in progress when
+// the probes attach have no start entry; the collector seeds one from
+// /proc/PID/task/TID/syscall, timed from the start of the recording.
 
 // openCall is a futex wait or an I/O call in progress.
 type openCall struct {
@@ -35,6 +37,10 @@ type openCall struct {
 	addr  uint64
 	owner uint32
 	op    uint8
+	// ip, sp and bp are the user registers at its start (bp 0 when
+	// unknown: a call seeded from /proc); the collector unwinds a copy
+	// of the stack from them.
+	ip, sp, bp uint64
 }
 
 // openSpan is an open call's part of an interval.
@@ -51,12 +57,12 @@ func openCalls(futex map[uint64]futexStart, io map[uint64]ioStart) []openCall {
 	var out []openCall
 	for k, v := range futex {
 		if v.TS != 0 {
-			out = append(out, openCall{tid: uint32(k), ts: v.TS, addr: v.Addr, owner: v.Owner, op: v.Op})
+			out = append(out, openCall{tid: uint32(k), ts: v.TS, addr: v.Addr, owner: v.Owner, op: v.Op, ip: v.IP, sp: v.SP, bp: v.BP})
 		}
 	}
 	for k, v := range io {
 		if v.TS != 0 {
-			out = append(out, openCall{tid: uint32(k), ts: v.TS, io: true, nr: v.NR})
+			out = append(out, openCall{tid: uint32(k), ts: v.TS, io: true, nr: v.NR, ip: v.IP, sp: v.SP, bp: v.BP})
 		}
 	}
 	slices.SortFunc(out, compareOpen)
@@ -183,7 +189,9 @@ type memReader interface {
 // The owner is read beside the futex word as the probe does (mem may be
 // nil: owner unknown).
 func openFromSyscall(tid uint32, ps procSyscall, ts uint64, mem memReader) (openCall, bool) {
-	c := openCall{tid: tid, ts: ts}
+	// /proc gives the user sp and pc, not bp: frames whose unwind rule
+	// needs the frame pointer end the walk of such a call's stack.
+	c := openCall{tid: tid, ts: ts, ip: ps.pc, sp: ps.sp}
 	if _, ok := syscallNames[uint32(ps.nr)]; ok && ps.nr >= 0 {
 		c.io, c.nr = true, uint32(ps.nr)
 		return c, true
@@ -215,26 +223,42 @@ func openFromSyscall(tid uint32, ps procSyscall, ts uint64, mem memReader) (open
 	return c, true
 }
 
+// readU32 and readU64 read a little-endian word of the target's memory.
 func readU32(mem memReader, addr uint64) (uint32, bool) {
-	var b [4]byte
-	if mem == nil || addr == 0 {
-		return 0, false
-	}
-	if n, err := mem.ReadAt(b[:], int64(addr)); err != nil || n != len(b) {
-		return 0, false
-	}
-	return binary.LittleEndian.Uint32(b[:]), true
+	v, ok := readWord(mem, addr, 4)
+	return uint32(v), ok
 }
 
-func readU64(mem memReader, addr uint64) (uint64, bool) {
+func readU64(mem memReader, addr uint64) (uint64, bool) { return readWord(mem, addr, 8) }
+
+func readWord(mem memReader, addr uint64, size int) (uint64, bool) {
 	var b [8]byte
 	if mem == nil || addr == 0 {
 		return 0, false
 	}
-	if n, err := mem.ReadAt(b[:], int64(addr)); err != nil || n != len(b) {
+	if n, err := mem.ReadAt(b[:size], int64(addr)); err != nil || n != size {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint64(b[:]), true
+}
+
+// readStackWindow copies up to windowMax bytes of user stack from sp, as
+// the probes copy stack windows: a first piece up to the next
+// windowChunk boundary, then whole chunks, stopping at the first that
+// cannot be read (the end of the stack mapping).
+func readStackWindow(mem memReader, sp uint64) []byte {
+	buf := make([]byte, windowMax)
+	n := int(windowChunk - sp%windowChunk)
+	if k, err := mem.ReadAt(buf[:n], int64(sp)); err != nil || k != n {
+		return nil
+	}
+	for n+windowChunk <= windowMax {
+		if k, err := mem.ReadAt(buf[n:n+windowChunk], int64(sp)+int64(n)); err != nil || k != windowChunk {
+			break
+		}
+		n += windowChunk
+	}
+	return buf[:n]
 }
 
 // blockedCall reads the syscall one thread is blocked in; false when it

@@ -70,18 +70,6 @@ func checkRoundTrip(t *testing.T, rec *recording.Recording) {
 	}
 }
 
-// funcs returns the function names of a sample, leaf first (inlined
-// frames included).
-func funcs(s *profile.Sample) []string {
-	var out []string
-	for _, loc := range s.Location {
-		for _, l := range loc.Line {
-			out = append(out, l.Function.Name)
-		}
-	}
-	return out
-}
-
 // callerOf returns the first function after (outward of) the innermost
 // frame whose name contains callee, "" when none.
 func callerOf(names []string, callee string) string {
@@ -493,5 +481,120 @@ func TestThreadsStartedDuringRecording(t *testing.T) {
 		if !waited[tid] || !switched[tid] {
 			t.Errorf("worker %d started during the recording: futex waits %v, off-CPU %v", tid, waited[tid], switched[tid])
 		}
+	}
+}
+
+// waitBlocked waits until thread tid of pid sleeps in syscall nr.
+func waitBlocked(t *testing.T, pid int, tid string, nr string) {
+	t.Helper()
+	path := fmt.Sprintf("/proc/%d/task/%s/syscall", pid, tid)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasPrefix(string(b), nr+" ") {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("thread %s never blocked in syscall %s", tid, nr)
+}
+
+func TestWaitsInProgress(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/holdlock.c", "-O2", "-g")
+	// The late waiter blocks lateDelay after the program starts: well
+	// after the probes attach (a fraction of a second), well before the
+	// recording ends.
+	const lateDelay = 2 * time.Second
+	p := testbin.Start(t, bin, strconv.Itoa(int(lateDelay/time.Millisecond)))
+	pid := mustPID(t, p)
+	lock, err := p.Value("lock", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, err := p.Value("owner", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, err := p.Value("early", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The early waiter is asleep in futex (202) before recording starts.
+	waitBlocked(t, pid, early, "202")
+	const dur = 3500 * time.Millisecond
+	rec := recordFor(t, Options{PID: pid, Duration: dur, Probes: []string{ProbeFutex, ProbeSched}})
+	late, err := p.Value("late", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.Meta.Counters["info_open_at_attach"]; n != 1 {
+		t.Errorf("info_open_at_attach = %d, want 1: the early waiter only", n)
+	}
+	delays := map[string]int64{}
+	for _, s := range rec.Profile(recording.ViewFutexWait).Sample {
+		if len(s.NumLabel[recording.LabelInProgress]) == 0 {
+			continue
+		}
+		tid := strconv.FormatInt(s.NumLabel[recording.LabelTID][0], 10)
+		// The stack is unwound from a copy taken while the thread
+		// waits: from /proc's registers for the early waiter, from the
+		// probe's for the late one.
+		want := map[string]string{early: "early", late: "late"}[tid]
+		if c := callerOf(funcs(s), "pthread_mutex_lock"); c != want {
+			t.Errorf("in-progress wait of %s has frames %v, want %s calling pthread_mutex_lock", tid, funcs(s), want)
+		}
+		if s.Label[recording.LabelLock][0] != lock || strconv.FormatInt(s.NumLabel[recording.LabelOwner][0], 10) != owner {
+			t.Errorf("in-progress wait of %s: lock %v owner %v, want %s behind %s", tid, s.Label[recording.LabelLock], s.NumLabel[recording.LabelOwner], lock, owner)
+		}
+		delays[tid] += s.Value[1]
+	}
+	got := rec.Meta.Duration
+	if d := time.Duration(delays[early]); d < got-100*time.Millisecond || d > got {
+		t.Errorf("early waiter (blocked before the recording): %v in progress of a %v recording", d, got)
+	}
+	// The late waiter blocked during the recording, under a second
+	// after it started.
+	if d := time.Duration(delays[late]); d < got-lateDelay || d > got-time.Second || d > time.Duration(delays[early])-time.Second {
+		t.Errorf("late waiter: %v in progress of a %v recording (the early one %v)", d, got, time.Duration(delays[early]))
+	}
+	for _, ls := range rec.Locks {
+		if fmt.Sprintf("0x%x", ls.Addr) != lock {
+			continue
+		}
+		if ls.InProgress != 2 || ls.Waits < 2 || len(ls.Waiters) != 2 || time.Duration(ls.WaitNS) < got {
+			t.Errorf("lock stat %+v: want two waits in progress by two waiters", ls)
+		}
+		return
+	}
+	t.Errorf("lock %s missing from locks.json", lock)
+}
+
+func TestStackCacheTellsCallersApart(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/twocallers.c", "-O2", "-g", "-fno-omit-frame-pointer", "-fno-ipa-icf")
+	p := testbin.Start(t, bin)
+	pid := mustPID(t, p)
+	rec := recordFor(t, Options{PID: pid, Duration: 2 * time.Second, Probes: []string{ProbeSched}})
+	if rec.Meta.Counters["info_stack_cached"] == 0 {
+		t.Error("no switch-out stack came from the cache: the test does not exercise it")
+	}
+	var total, alpha, beta int64
+	for _, s := range rec.Profile(recording.ViewOffCPU).Sample {
+		if s.Label[recording.LabelState][0] != recording.StateSleeping {
+			continue
+		}
+		total += s.Value[1]
+		names := strings.Join(funcs(s), " ")
+		switch {
+		case strings.Contains(names, "via_alpha") && !strings.Contains(names, "via_beta"):
+			alpha += s.Value[1]
+		case strings.Contains(names, "via_beta") && !strings.Contains(names, "via_alpha"):
+			beta += s.Value[1]
+		}
+	}
+	// Each path sleeps half the time; a stale cached id would give one
+	// path's sleeps to the other.
+	if total == 0 || alpha < total*35/100 || beta < total*35/100 {
+		t.Errorf("sleeping time %v: %v through via_alpha, %v through via_beta; want about half each", time.Duration(total), time.Duration(alpha), time.Duration(beta))
 	}
 }

@@ -96,6 +96,11 @@ func missingProbeCaps(caps CapSet) []string {
 	return missing
 }
 
+// CheckProbePrivileges returns a *PermissionError (wrapping
+// ErrPermission) naming every capability the probes need that this
+// process lacks, nil when it may load them.
+func CheckProbePrivileges() error { return checkPrivileges() }
+
 // checkPrivileges returns a *PermissionError (wrapping ErrPermission)
 // naming every capability the probes need that this process lacks.
 func checkPrivileges() error {
@@ -154,6 +159,17 @@ func checkTargetAccess(procRoot string, pid int) error {
 		}
 	default:
 		return fmt.Errorf("read %s: %w", path, err)
+	}
+}
+
+// procAccessError is the error for a target whose /proc entries the
+// kernel refuses to show (a process of another user under a /proc mounted
+// with hidepid=, or a restrictive security module).
+func procAccessError(path string, pid int) error {
+	return &PermissionError{
+		Missing: []string{CapName(CapSysPtrace)},
+		Need:    fmt.Sprintf("to read %s: /proc hides process %d from this user", path, pid),
+		Fix:     PrivilegeFix,
 	}
 }
 

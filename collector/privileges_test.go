@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 func caps(list ...int) CapSet {
@@ -143,13 +145,14 @@ func TestCheckTargetAccess(t *testing.T) {
 	}
 }
 
-// TestTargetAccessHelper runs checkTargetAccess on the pid in
-// CONTEND_ACCESS_PID and prints the result; TestCheckTargetAccessOtherUser
-// runs it as an unprivileged user.
-func TestTargetAccessHelper(t *testing.T) {
+// targetAccess is a helper process (see TestMain): it runs
+// checkTargetAccess on the pid in CONTEND_ACCESS_PID and prints the
+// result; TestCheckTargetAccessOtherUser runs it as an unprivileged user.
+func targetAccess() int {
 	pid, err := strconv.Atoi(os.Getenv("CONTEND_ACCESS_PID"))
 	if err != nil {
-		t.Skip("helper process for TestCheckTargetAccessOtherUser")
+		fmt.Println("CONTEND_ACCESS_PID is not a pid")
+		return 2
 	}
 	err = checkTargetAccess("", pid)
 	var pe *PermissionError
@@ -158,43 +161,15 @@ func TestTargetAccessHelper(t *testing.T) {
 	} else {
 		fmt.Printf("result: %v\n", err)
 	}
-	os.Exit(0)
+	return 0
 }
 
-// runUnprivileged runs this test binary's test named helper as user nobody
-// without capabilities (through setpriv when root; directly otherwise)
-// and returns its output.
+// runUnprivileged runs this test binary as helper process helper, as user
+// nobody without capabilities, and returns its output.
 func runUnprivileged(t *testing.T, helper string, env ...string) string {
 	t.Helper()
-	bin := os.Args[0]
-	var cmd *exec.Cmd
-	if os.Geteuid() == 0 {
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			t.Skip("running as root without setpriv: cannot drop privileges")
-		}
-		// nobody must be able to run the binary: copy it to a
-		// world-readable place.
-		dir, err := os.MkdirTemp("", "contend-unpriv-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		os.Chmod(dir, 0o755)
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "test.bin")
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "-test.run=^"+helper+"$")
-		cmd.Dir = dir
-	} else {
-		cmd = exec.Command(bin, "-test.run=^"+helper+"$")
-	}
-	cmd.Env = append(os.Environ(), env...)
+	cmd := testbin.HelperCmd(helper, env...)
+	testbin.AsNobody(t, cmd)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		if _, ok := err.(*exec.ExitError); !ok {
@@ -211,7 +186,7 @@ func TestCheckTargetAccessOtherUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		target = 1
 	}
-	out := runUnprivileged(t, "TestTargetAccessHelper", fmt.Sprintf("CONTEND_ACCESS_PID=%d", target))
+	out := runUnprivileged(t, "target-access", fmt.Sprintf("CONTEND_ACCESS_PID=%d", target))
 	if !strings.Contains(out, "permission: CAP_SYS_PTRACE") {
 		t.Errorf("unprivileged access to pid %d: got %q, want a permission error naming CAP_SYS_PTRACE", target, out)
 	}

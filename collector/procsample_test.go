@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/procfs"
 
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -358,10 +359,11 @@ func TestParseStatus(t *testing.T) {
 // it starts N threads parked on a channel (and one spinning with
 // CONTEND_PROCSAMPLE_SPIN set), says "ready",
 // grows by three threads on each "more" line, and exits at end of input.
-func TestProcSampleChildHelper(t *testing.T) {
+func procSampleChild() int {
 	n, err := strconv.Atoi(os.Getenv("CONTEND_PROCSAMPLE_CHILD"))
 	if err != nil {
-		t.Skip("helper process for the /proc sampler tests")
+		fmt.Fprintln(os.Stderr, "CONTEND_PROCSAMPLE_CHILD is not a number")
+		return 2
 	}
 	block := make(chan struct{})
 	park := func(started chan<- struct{}) {
@@ -402,7 +404,7 @@ func TestProcSampleChildHelper(t *testing.T) {
 			fmt.Println("ok")
 		}
 	}
-	os.Exit(0)
+	return 0
 }
 
 func countTasks() int {
@@ -420,12 +422,11 @@ type child struct {
 	out   *bufio.Scanner
 }
 
-// startHelper runs this test binary's test named helper as a child
-// process with env added, its stdin and stdout piped to the test.
+// startHelper runs this test binary as helper process helper (see
+// TestMain) with env added, its stdin and stdout piped to the test.
 func startHelper(t testing.TB, helper string, env ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
-	cmd.Env = append(os.Environ(), env...)
+	cmd := testbin.HelperCmd(helper, env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -453,7 +454,7 @@ func startChild(t testing.TB, threads int, spin bool) *child {
 	if spin {
 		env = append(env, "CONTEND_PROCSAMPLE_SPIN=1")
 	}
-	c := startHelper(t, "TestProcSampleChildHelper", env...)
+	c := startHelper(t, "procsample-child", env...)
 	c.expect(t, "ready")
 	return c
 }

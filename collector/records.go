@@ -224,19 +224,25 @@ type ioKey struct {
 }
 
 // futexStart mirrors struct ct_futex_start: a thread's futex wait in
-// progress, TS 0 once it ended.
+// progress, TS 0 once it ended, with the user registers at its start.
 type futexStart struct {
 	TS    uint64
 	Addr  uint64
+	IP    uint64
+	SP    uint64
+	BP    uint64
 	Owner uint32
 	Op    uint8
 	_     [3]uint8
 }
 
 // ioStart mirrors struct ct_io_start: a thread's I/O call in progress, TS
-// 0 once it ended.
+// 0 once it ended, with the user registers at its start.
 type ioStart struct {
 	TS uint64
+	IP uint64
+	SP uint64
+	BP uint64
 	NR uint32
 	_  uint32
 }
@@ -274,8 +280,11 @@ type windowHdr struct {
 // windowHdrSize is sizeof(struct ct_window_hdr).
 const windowHdrSize = 48
 
-// windowMax is CT_WINDOW_MAX.
-const windowMax = 8192
+// windowMax is CT_WINDOW_MAX and windowChunk CT_WINDOW_CHUNK.
+const (
+	windowMax   = 8192
+	windowChunk = 1024
+)
 
 var errBadRecord = errors.New("malformed ring buffer record")
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,10 @@ type Session struct {
 	procs *ProcSampler
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *GoFetch
+	// mem reads the target's memory (/proc/PID/mem), to copy the stacks
+	// of calls in progress; nil when unreadable.
+	mem     memReader
+	memFile *os.File // closed by Stop
 
 	// inner is cancelled by Stop, ending every background goroutine.
 	inner      context.Context
@@ -66,12 +71,15 @@ type Session struct {
 	history []*snapshot
 	log     eventLog
 	bad     uint64 // malformed ring buffer records
-	seen    map[int32]bool
-	seenK   map[int32]bool
-	seenL   map[uint64]bool
-	endKind int
-	endAt   time.Duration
-	runErr  error
+	// seededOpen counts the waits and I/O calls found in progress when
+	// the probes attached (info_open_at_attach).
+	seededOpen uint64
+	seen       map[int32]bool
+	seenK      map[int32]bool
+	seenL      map[uint64]bool
+	endKind    int
+	endAt      time.Duration
+	runErr     error
 
 	done     chan struct{}
 	endOnce  sync.Once
@@ -120,15 +128,19 @@ func probeSet(names []string) (map[string]bool, error) {
 	return set, nil
 }
 
-// Start attaches the probes to process o.PID and starts recording. The
-// session ends when o.Duration has passed, the target exits or ctx is
-// cancelled (Done is closed then, and the probes are detached at once);
-// call Stop to obtain the recording and release everything.
+// Start attaches the probes to process o.PID and starts recording (with
+// o.NoProbes, only /proc and Go profiles). The session ends when
+// o.Duration has passed, the target exits or ctx is cancelled (Done is
+// closed then, and the probes are detached at once); call Stop to obtain
+// the recording and release everything.
 func Start(ctx context.Context, o Options) (*Session, error) {
 	o = o.withDefaults()
-	probes, err := probeSet(o.Probes)
-	if err != nil {
-		return nil, err
+	probes := map[string]bool{}
+	if !o.NoProbes {
+		var err error
+		if probes, err = probeSet(o.Probes); err != nil {
+			return nil, err
+		}
 	}
 	if o.OnCPUHz > MaxOnCPUHz {
 		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most %d Hz", o.OnCPUHz, MaxOnCPUHz)
@@ -145,20 +157,6 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		// Reading the ring buffer makes syscalls the probes would record.
 		return nil, fmt.Errorf("pid %d is contend itself", o.PID)
 	}
-	if err := checkPrivileges(); err != nil {
-		return nil, err
-	}
-	release, err := KernelRelease()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrKernel, err)
-	}
-	if err := checkKernel("", release); err != nil {
-		return nil, err
-	}
-	if err := checkTargetAccess(o.ProcRoot, o.PID); err != nil {
-		return nil, err
-	}
-
 	s := newSession(o, tracerConfig{
 		pid:            o.PID,
 		probes:         probes,
@@ -167,32 +165,43 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		onCPUHz:        o.OnCPUHz,
 		ncpu:           max(onlineCPUs(), 1),
 	})
-	var warnings []string
-	var ksym kernelSymbols = rawKernel{}
-	if k, err := symbolize.OpenKernel(o.ProcRoot); err == nil && k != nil {
-		ksym = k
-	} else if probes[ProbeOnCPU] {
-		warnings = append(warnings, fmt.Sprintf("kernel frames are not symbolized: %v", err))
-	}
-	s.sym = rawSymbols{}
-	if p, err := symbolize.Open(o.PID, symbolize.Options{ProcRoot: o.ProcRoot}); err == nil && p != nil {
-		s.sym = p
-	} else if errors.Is(err, symbolize.ErrNoProcess) {
-		return nil, fmt.Errorf("pid %d: %w", o.PID, ErrNoProcess)
+	var (
+		tr   tracer
+		ksym kernelSymbols = rawKernel{}
+		ps   *ProcSampler
+		err  error
+	)
+	if o.NoProbes {
+		// Without probes the timeline is the recording: no timeline, no
+		// recording.
+		if ps, err = NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err != nil {
+			if errors.Is(err, fs.ErrPermission) {
+				return nil, procAccessError(procPath(o.ProcRoot, strconv.Itoa(o.PID), "task"), o.PID)
+			}
+			return nil, err
+		}
+		s.meta = s.baseMeta(s.noProbesWarnings())
+		for k := range s.meta.Settings {
+			// Only the sampling settings apply without probes.
+			if k != "proc_interval" && k != "duration" {
+				delete(s.meta.Settings, k)
+			}
+		}
+		s.clk = clock{mono: monotonicNow(), wall: time.Now()}
+		tr = newNoTracer()
 	} else {
-		warnings = append(warnings, fmt.Sprintf("user frames are not symbolized and stack windows not unwound: %v", err))
+		if tr, ksym, err = s.attach(); err != nil {
+			return nil, err
+		}
 	}
-	s.meta = s.baseMeta(warnings)
-
-	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
 	s.meta.Start = s.clk.wall
-	tr, err := newTracer(s.cfg)
-	if err != nil {
-		s.sym.Close()
-		return nil, err
-	}
 	s.launch(ctx, tr, ksym)
-	if ps, err := NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err == nil {
+	if ps == nil {
+		if ps, err = NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err != nil {
+			s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
+		}
+	}
+	if ps != nil {
 		s.procs = ps
 		s.wg.Add(1)
 		go func() {
@@ -201,8 +210,6 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 			// exit watcher ends the session.
 			ps.Run(s.inner, s.clk.wall)
 		}()
-	} else {
-		s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
 	}
 	if o.PprofURL != "" {
 		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
@@ -214,6 +221,74 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		s.gofetch = g
 	}
 	return s, nil
+}
+
+// attach checks the privileges and the kernel, opens the symbolizers,
+// sets the recording's clock and loads and attaches the probes.
+func (s *Session) attach() (tracer, kernelSymbols, error) {
+	o := s.opts
+	if err := checkPrivileges(); err != nil {
+		return nil, nil, err
+	}
+	release, err := KernelRelease()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrKernel, err)
+	}
+	if err := checkKernel("", release); err != nil {
+		return nil, nil, err
+	}
+	if err := checkTargetAccess(o.ProcRoot, o.PID); err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
+	var ksym kernelSymbols = rawKernel{}
+	if k, err := symbolize.OpenKernel(o.ProcRoot); err == nil && k != nil {
+		ksym = k
+	} else if s.cfg.probes[ProbeOnCPU] {
+		warnings = append(warnings, fmt.Sprintf("kernel frames are not symbolized: %v", err))
+	}
+	s.sym = rawSymbols{}
+	if p, err := symbolize.Open(o.PID, symbolize.Options{ProcRoot: o.ProcRoot}); err == nil && p != nil {
+		s.sym = p
+	} else if errors.Is(err, symbolize.ErrNoProcess) {
+		return nil, nil, fmt.Errorf("pid %d: %w", o.PID, ErrNoProcess)
+	} else {
+		warnings = append(warnings, fmt.Sprintf("user frames are not symbolized and stack windows not unwound: %v", err))
+	}
+	s.meta = s.baseMeta(warnings)
+
+	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
+	tr, err := newTracer(s.cfg)
+	if err != nil {
+		s.sym.Close()
+		return nil, nil, err
+	}
+	// Calls in progress at attach have no start entry (their sys_enter
+	// came before); give them one, timed from the recording's start.
+	s.seededOpen = uint64(seedOpen(tr, o.ProcRoot, o.PID, s.clk.mono))
+	if f, err := os.Open(procPath(o.ProcRoot, strconv.Itoa(o.PID), "mem")); err == nil {
+		s.mem, s.memFile = f, f
+	}
+	return tr, ksym, nil
+}
+
+// noProbesWarnings says, for Meta.Warnings, what a recording without
+// probes holds and why it has no more.
+func (s *Session) noProbesWarnings() []string {
+	why := "asked for"
+	var pe *PermissionError
+	if errors.As(checkPrivileges(), &pe) {
+		why = "missing " + strings.Join(pe.Missing, " and ")
+	}
+	what := "the /proc thread timeline"
+	if s.opts.PprofURL != "" {
+		what += " and the Go runtime profiles"
+	}
+	out := []string{fmt.Sprintf("no eBPF probes (%s): recorded %s only, without the futex, scheduler, on-CPU and I/O views", why, what)}
+	if _, err := os.Readlink(procPath(s.opts.ProcRoot, strconv.Itoa(s.opts.PID), "exe")); err != nil {
+		out = append(out, fmt.Sprintf("the target's executable is unknown: %v (CAP_SYS_PTRACE reads it for a process of another user)", err))
+	}
+	return out
 }
 
 // newSession prepares a session; Start fills in the target and launches it.
@@ -399,6 +474,7 @@ func (s *Session) poll(at time.Duration) (*snapshot, error) {
 	s.mu.Lock()
 	snap.counters["drop_event_log_full"] = s.log.dropped
 	snap.counters["drop_record_malformed"] = s.bad
+	snap.counters["info_open_at_attach"] = s.seededOpen
 	s.latest = snap
 	if n := len(s.history); n == 0 || snap.at-s.history[n-1].at >= s.pollEvery*9/10 {
 		s.history = append(s.history, snap)
@@ -408,7 +484,41 @@ func (s *Session) poll(at time.Duration) (*snapshot, error) {
 	}
 	s.mu.Unlock()
 	s.nameNew(snap)
+	s.unwindOpen(snap)
 	return snap, nil
+}
+
+// maxOpenUnwinds bounds the stacks of calls in progress copied and unwound
+// per poll (each costs an 8 KiB read of the target's memory and an
+// unwind, tens of microseconds): a process with thousands of threads
+// parked in futex waits has them all named within a few polls, at a few
+// percent of one CPU, paid by contend.
+const maxOpenUnwinds = 1000
+
+// unwindOpen copies and unwinds the stacks of the calls in progress in
+// snap that have none yet: stacks are otherwise taken at a call's end. A
+// copy is kept only if the thread was still in the same call after it was
+// read (its start entry unchanged), so that it shows the call's frames.
+func (s *Session) unwindOpen(snap *snapshot) {
+	if s.mem == nil {
+		return
+	}
+	open := make(map[evKey]bool, len(snap.open))
+	n := 0
+	for _, c := range snap.open {
+		k := evKey{c.tid, c.ts}
+		open[k] = true
+		if c.sp == 0 || n >= maxOpenUnwinds || s.res.hasOpen(k) {
+			continue
+		}
+		n++
+		win := readStackWindow(s.mem, c.sp)
+		if ts, ok := s.tr.openTS(s.opts.PID, c); !ok || ts != c.ts || len(win) == 0 {
+			continue
+		}
+		s.res.addOpen(k, symbolize.Regs{IP: c.ip, SP: c.sp, BP: c.bp}, win)
+	}
+	s.res.keepOpen(open)
 }
 
 // nameNew symbolizes the stacks and lock addresses first seen in snap, so
@@ -541,7 +651,32 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	if base != nil {
 		from = base.at
 	}
-	return s.build(cur.minus(base), from, cur.at)
+	rec := s.build(cur.minus(base), from, cur.at)
+	if s.gofetch != nil {
+		s.gofetch.Live()
+		applyGoWindow(rec, s.gofetch.Window(rec.Meta.Start, rec.Meta.Start.Add(rec.Meta.Duration)))
+	}
+	return rec
+}
+
+// applyGoWindow stores a window's Go profiles into rec, with a warning
+// when the mutex and block deltas cover a span that differs from the
+// window by more than a quarter (they are resolved to the live fetch
+// period): the analyzer reads rates over the window's duration.
+func applyGoWindow(rec *recording.Recording, gp *GoProfiles) {
+	gp.Apply(rec)
+	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
+		p := rec.Profile(v)
+		if p == nil {
+			continue
+		}
+		cover, want := time.Duration(p.DurationNanos), rec.Meta.Duration
+		if want <= 0 || (cover >= want*3/4 && cover <= want*5/4) {
+			return
+		}
+		rec.Meta.Warnings = append(rec.Meta.Warnings, fmt.Sprintf("the Go mutex and block profiles cover %s, not the window's %s: they are fetched every %s", cover.Round(100*time.Millisecond), want.Round(100*time.Millisecond), goLiveEvery))
+		return
+	}
 }
 
 // Stop ends the recording if it is still running, detaches the probes
@@ -569,6 +704,9 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		s.stopErr = runErr
 		if s.procs != nil {
 			s.procs.Close()
+		}
+		if s.memFile != nil {
+			s.memFile.Close()
 		}
 		s.tr.close()
 		s.res.mu.Lock()
@@ -605,8 +743,10 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	}
 
 	rec := &recording.Recording{Meta: meta}
+	open := clipOpen(d.open, s.clk.at(from), s.clk.at(to))
 	for v, p := range buildViews(viewInput{
 		snap:    d,
+		open:    open,
 		stacks:  s.res,
 		start:   meta.Start,
 		dur:     meta.Duration,
@@ -617,7 +757,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 		rec.SetProfile(v, p)
 	}
 	if s.cfg.probes[ProbeFutex] {
-		rec.Locks = buildLocks(d, s.res)
+		rec.Locks = buildLocks(d, open, s.res)
 	}
 	rec.Events, rec.Stacks = buildEvents(raw, s.clk.at(from), s.clk.at(to), s.res)
 	if rec.Stacks == nil {
@@ -676,7 +816,11 @@ wait:
 	if err != nil {
 		return rec, err
 	}
-	if st.TargetExited && st.Events == 0 {
+	nothing := st.Events == 0
+	if o.NoProbes {
+		nothing = rec.Threads == nil || rec.Threads.Samples == 0
+	}
+	if st.TargetExited && nothing {
 		return rec, fmt.Errorf("pid %d exited before anything was recorded: %w", o.PID, ErrProcessGone)
 	}
 	return rec, nil

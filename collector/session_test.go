@@ -25,6 +25,9 @@ type fakeTracer struct {
 	once     sync.Once
 	detached bool
 	closed   bool
+	// open is what drain reports in progress; seeded collects seed calls.
+	open   []openCall
+	seeded []openCall
 }
 
 func newFakeTracer() *fakeTracer {
@@ -45,7 +48,36 @@ func (f *fakeTracer) drain(s *snapshot) error {
 	s.locks[0xabc] = lockVal{Waits: f.drains, TotalNS: 1000 * f.drains}
 	s.counters["ev_futex_wait"] = f.drains
 	s.counters["drop_stack_user"] = 0
+	s.open = append([]openCall(nil), f.open...)
 	return nil
+}
+
+func (f *fakeTracer) seed(pid int, c openCall) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seeded = append(f.seeded, c)
+	return true, nil
+}
+
+func (f *fakeTracer) unseed(pid int, c openCall) error { return nil }
+
+// openTS answers from the calls drain reports.
+func (f *fakeTracer) openTS(pid int, c openCall) (uint64, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.open {
+		if o.tid == c.tid && o.io == c.io {
+			return o.ts, true
+		}
+	}
+	return 0, false
+}
+
+// setOpen replaces the calls drain reports in progress.
+func (f *fakeTracer) setOpen(calls ...openCall) {
+	f.mu.Lock()
+	f.open = calls
+	f.mu.Unlock()
 }
 
 func (f *fakeTracer) stack(id int32) ([]uint64, error) { return []uint64{0x10, 0x20}, nil }
@@ -91,8 +123,15 @@ func (f *fakeTracer) close() error {
 // process (which outlives it).
 func startFake(t *testing.T, ctx context.Context, o Options, f *fakeTracer) *Session {
 	t.Helper()
+	probes := map[string]bool{ProbeFutex: true}
+	if o.Probes != nil {
+		var err error
+		if probes, err = probeSet(o.Probes); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o = o.withDefaults()
-	s := newSession(o, tracerConfig{pid: os.Getpid(), probes: map[string]bool{ProbeFutex: true}})
+	s := newSession(o, tracerConfig{pid: os.Getpid(), probes: probes})
 	s.opts.PID = os.Getpid()
 	s.pollEvery = 10 * time.Millisecond
 	s.clk = clock{mono: monotonicNow(), wall: time.Now()}

@@ -78,6 +78,9 @@ type resolver struct {
 	raw      map[int32][]uint64
 	namer    *stackNamer
 	eventPCs map[evKey]unwound
+	// openPCs holds the unwound stacks of calls in progress (nil pcs when
+	// the unwind failed), by thread and start.
+	openPCs  map[evKey]unwound
 	symCache map[string]recording.Stack
 	kCache   map[int32]recording.Stack
 	locks    map[uint64]string
@@ -100,6 +103,7 @@ func newResolver(sym procSymbols, ksym kernelSymbols, fetch func(int32) ([]uint6
 		raw:      map[int32][]uint64{},
 		namer:    newStackNamer(),
 		eventPCs: map[evKey]unwound{},
+		openPCs:  map[evKey]unwound{},
 		symCache: map[string]recording.Stack{},
 		kCache:   map[int32]recording.Stack{},
 		locks:    map[uint64]string{},
@@ -168,6 +172,48 @@ func (r *resolver) addWindow(h windowHdr, data []byte) {
 	if r.namer.add(h.StackID, r.rawStack(h.StackID), pcs, complete) && r.mark != nil {
 		r.mark(h.StackID)
 	}
+}
+
+// hasOpen reports whether the stack of the call k in progress was
+// unwound already (or failed to).
+func (r *resolver) hasOpen(k evKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.openPCs[k]
+	return ok
+}
+
+// addOpen unwinds a copy of the stack of the call k in progress.
+func (r *resolver) addOpen(k evKey, regs symbolize.Regs, window []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pcs, complete := r.sym.Unwind(regs, window)
+	r.openPCs[k] = unwound{pcs, complete}
+}
+
+// keepOpen forgets the stacks of calls no longer in progress.
+func (r *resolver) keepOpen(open map[evKey]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.openPCs {
+		if !open[k] {
+			delete(r.openPCs, k)
+		}
+	}
+}
+
+// openStack returns the symbolized stack of the call of tid started at ts
+// and still in progress, false when none was unwound.
+func (r *resolver) openStack(tid uint32, ts uint64) (recording.Stack, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.openPCs[evKey{tid, ts}]
+	if !ok || len(u.pcs) == 0 {
+		return recording.Stack{}, false
+	}
+	st := r.symbolize(u.pcs)
+	st.Truncated = !u.complete
+	return st, true
 }
 
 // userStack returns the symbolized user stack named by id.

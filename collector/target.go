@@ -31,9 +31,19 @@ func checkTarget(root string, pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
-	data, err := os.ReadFile(procPath(root, strconv.Itoa(pid), "status"))
+	path := procPath(root, strconv.Itoa(pid), "status")
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+		// Under hidepid=invisible a process of another user is missing
+		// from /proc, but it exists: signalling it is refused, not
+		// failed.
+		if (root == "" || root == "/proc") && unix.Kill(pid, 0) == unix.EPERM {
+			return procAccessError(path, pid)
+		}
 		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return procAccessError(path, pid)
 	}
 	if err != nil {
 		return fmt.Errorf("pid %d: %w", pid, err)

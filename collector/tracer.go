@@ -1,6 +1,10 @@
 package collector
 
-import "time"
+import (
+	"errors"
+	"sync"
+	"time"
+)
 
 // Probe families, the values of Options.Probes and Meta.Probes.
 const (
@@ -73,4 +77,36 @@ type tracer interface {
 	seed(pid int, c openCall) (bool, error)
 	// unseed removes a seeded entry if it still holds c's start.
 	unseed(pid int, c openCall) error
+	// openTS returns the start of the call c's thread has in progress
+	// now (0 when none), false when the thread has no entry.
+	openTS(pid int, c openCall) (uint64, bool)
 }
+
+// noTracer is the tracer of a session without probes (Options.NoProbes):
+// the kernel records nothing, while the session still samples /proc and
+// fetches Go profiles.
+type noTracer struct {
+	once sync.Once
+	done chan struct{}
+}
+
+func newNoTracer() *noTracer { return &noTracer{done: make(chan struct{})} }
+
+func (*noTracer) drain(*snapshot) error { return nil }
+func (*noTracer) stack(int32) ([]uint64, error) {
+	return nil, errors.New("no probes: no stacks")
+}
+func (*noTracer) markNamed(int32) error { return nil }
+
+// run waits for flush: there is no ring buffer to read.
+func (t *noTracer) run(func([]byte)) error {
+	<-t.done
+	return nil
+}
+func (t *noTracer) flush()                            { t.once.Do(func() { close(t.done) }) }
+func (*noTracer) detach() error                       { return nil }
+func (t *noTracer) close() error                      { t.flush(); return nil }
+func (*noTracer) counterNames() []string              { return nil }
+func (*noTracer) seed(int, openCall) (bool, error)    { return false, nil }
+func (*noTracer) unseed(int, openCall) error          { return nil }
+func (*noTracer) openTS(int, openCall) (uint64, bool) { return 0, false }

@@ -353,9 +353,9 @@ func (t *bpfTracer) seed(pid int, c openCall) (bool, error) {
 	var err error
 	switch {
 	case c.io && t.probes[ProbeIO]:
-		err = t.maps["ct_io_start"].Update(startKey(pid, c.tid), ioStart{TS: c.ts, NR: c.nr}, ebpf.UpdateNoExist)
+		err = t.maps["ct_io_start"].Update(startKey(pid, c.tid), ioStart{TS: c.ts, NR: c.nr, IP: c.ip, SP: c.sp, BP: c.bp}, ebpf.UpdateNoExist)
 	case !c.io && t.probes[ProbeFutex]:
-		err = t.maps["ct_futex_start"].Update(startKey(pid, c.tid), futexStart{TS: c.ts, Addr: c.addr, Owner: c.owner, Op: c.op}, ebpf.UpdateNoExist)
+		err = t.maps["ct_futex_start"].Update(startKey(pid, c.tid), futexStart{TS: c.ts, Addr: c.addr, Owner: c.owner, Op: c.op, IP: c.ip, SP: c.sp, BP: c.bp}, ebpf.UpdateNoExist)
 	default:
 		return false, nil
 	}
@@ -366,38 +366,44 @@ func (t *bpfTracer) seed(pid int, c openCall) (bool, error) {
 }
 
 func (t *bpfTracer) unseed(pid int, c openCall) error {
-	name := "ct_futex_start"
-	if c.io {
-		name = "ct_io_start"
-	}
-	m := t.maps[name]
-	if m == nil {
+	// Remove the entry only while it is the seeded one: a call entered
+	// since rewrote it.
+	if ts, ok := t.openTS(pid, c); !ok || ts != c.ts {
 		return nil
 	}
-	key := startKey(pid, c.tid)
-	// Both start structs begin with ts; remove the entry only while it is
-	// the seeded one (a call entered since rewrote it).
-	var ts uint64
-	if c.io {
-		var v ioStart
-		if err := m.Lookup(key, &v); err != nil {
-			return nil
-		}
-		ts = v.TS
-	} else {
-		var v futexStart
-		if err := m.Lookup(key, &v); err != nil {
-			return nil
-		}
-		ts = v.TS
-	}
-	if ts != c.ts {
-		return nil
-	}
-	if err := m.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := t.startMap(c).Delete(startKey(pid, c.tid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("remove seeded start of tid %d: %w", c.tid, err)
 	}
 	return nil
+}
+
+// startMap returns the start map of c's kind (nil when its family is
+// not loaded).
+func (t *bpfTracer) startMap(c openCall) *ebpf.Map {
+	if c.io {
+		return t.maps["ct_io_start"]
+	}
+	return t.maps["ct_futex_start"]
+}
+
+func (t *bpfTracer) openTS(pid int, c openCall) (uint64, bool) {
+	m := t.startMap(c)
+	if m == nil {
+		return 0, false
+	}
+	key := startKey(pid, c.tid)
+	if c.io {
+		var v ioStart
+		if m.Lookup(key, &v) != nil {
+			return 0, false
+		}
+		return v.TS, true
+	}
+	var v futexStart
+	if m.Lookup(key, &v) != nil {
+		return 0, false
+	}
+	return v.TS, true
 }
 
 func (t *bpfTracer) stack(id int32) ([]uint64, error) {

@@ -3,6 +3,8 @@ package collector
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"math/bits"
 	"slices"
 	"sort"
 	"time"
@@ -18,6 +20,9 @@ type stackSource interface {
 	userStack(id int32) recording.Stack
 	kernelStack(id int32) recording.Stack
 	eventStack(tid uint32, ts uint64, id int32) recording.Stack
+	// openStack returns the stack of a call still in progress, unwound
+	// from a copy taken while it was; false when there is none.
+	openStack(tid uint32, ts uint64) (recording.Stack, bool)
 	lockName(addr uint64) string
 }
 
@@ -31,6 +36,7 @@ const (
 	frameNoStack     = "[stack unknown]" // a stack id no longer readable
 	frameOtherWaker  = "[other process]" // a wakeup by a task outside the target
 	frameNotInTarget = "[no user stack]" // a wakeup without a waking task
+	frameInProgress  = "[in progress]"   // a wait or I/O call not ended whose stack could not be copied
 )
 
 // maxLockThreads bounds LockStat.Waiters and Wakers: 256 distinct threads
@@ -42,7 +48,10 @@ const lockLabelFormat = "0x%x"
 
 // viewInput is what the views of one interval are built from.
 type viewInput struct {
-	snap    *snapshot
+	snap *snapshot
+	// open holds the waits and I/O calls in progress at the end of the
+	// interval, with their time inside it.
+	open    []openSpan
 	stacks  stackSource
 	start   time.Time
 	dur     time.Duration
@@ -69,6 +78,15 @@ func userFrames(src stackSource, id int32, none string) []recording.Frame {
 		return syntheticFrame(frameNoStack)
 	}
 	return st.Frames
+}
+
+// openFrames returns the frames of a call in progress: its unwound
+// stack, or "[in progress]" when none could be taken.
+func openFrames(src stackSource, o openSpan) []recording.Frame {
+	if st, ok := src.openStack(o.tid, o.ts); ok && len(st.Frames) > 0 {
+		return st.Frames
+	}
+	return syntheticFrame(frameInProgress)
 }
 
 func lockLabels(src stackSource, tid uint32, addr uint64) sampleLabels {
@@ -99,6 +117,18 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 				l.num[recording.LabelOwner] = int64(k.Owner)
 			}
 			b.add(userFrames(src, k.StackID, frameShortWaits), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+		}
+		for _, o := range in.open {
+			if o.io {
+				continue
+			}
+			l := lockLabels(src, o.tid, o.addr)
+			l.str[recording.LabelOp] = opName(o.op)
+			l.num[recording.LabelInProgress] = 1
+			if o.owner != 0 {
+				l.num[recording.LabelOwner] = int64(o.owner)
+			}
+			b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
 		}
 		out[recording.ViewFutexWait] = b.build()
 
@@ -168,6 +198,16 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 			}
 			b.add(userFrames(src, k.StackID, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
 		}
+		for _, o := range in.open {
+			if !o.io {
+				continue
+			}
+			l := sampleLabels{
+				str: map[string]string{recording.LabelSyscall: syscallName(o.nr)},
+				num: map[string]int64{recording.LabelTID: int64(o.tid), recording.LabelInProgress: 1},
+			}
+			b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
+		}
 		out[recording.ViewIO] = b.build()
 	}
 	return out
@@ -175,8 +215,9 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 
 // buildLocks turns the per-lock aggregates, and the per-thread ones for
 // waiter, waker and owner lists, into lock statistics, most wait time
-// first.
-func buildLocks(s *snapshot, src stackSource) []recording.LockStat {
+// first. The futex waits in open, still in progress at the end of the
+// interval, count as waits that blocked for their time in it.
+func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockStat {
 	waiters := map[uint64]map[int]bool{}
 	owners := map[uint64]map[int]uint64{}
 	for k, v := range s.waits {
@@ -192,19 +233,46 @@ func buildLocks(s *snapshot, src stackSource) []recording.LockStat {
 	for k := range s.wakes {
 		addTID(wakers, k.Addr, int(k.TID))
 	}
-	out := make([]recording.LockStat, 0, len(s.locks))
-	for addr, v := range s.locks {
+	locks := s.locks
+	inProgress := map[uint64]uint64{}
+	for _, o := range open {
+		if o.io {
+			continue
+		}
+		if len(inProgress) == 0 {
+			// Copy before adding: s.locks may be a cumulative snapshot.
+			locks = maps.Clone(s.locks)
+		}
+		v := locks[o.addr]
+		v.Waits++
+		v.Blocked++
+		v.TotalNS += o.dur
+		v.MaxNS = max(v.MaxNS, o.dur)
+		v.Hist[min(log2(o.dur), histSlots-1)]++
+		locks[o.addr] = v
+		inProgress[o.addr]++
+		addTID(waiters, o.addr, int(o.tid))
+		if o.owner != 0 {
+			if owners[o.addr] == nil {
+				owners[o.addr] = map[int]uint64{}
+			}
+			owners[o.addr][int(o.owner)]++
+		}
+	}
+	out := make([]recording.LockStat, 0, len(locks))
+	for addr, v := range locks {
 		ls := recording.LockStat{
-			Addr:     addr,
-			Name:     src.lockName(addr),
-			Waits:    v.Waits,
-			Blocked:  v.Blocked,
-			Timeouts: v.Timeouts,
-			WaitNS:   v.TotalNS,
-			MaxNS:    v.MaxNS,
-			Wakes:    v.Wakes,
-			Woken:    v.Woken,
-			Owners:   owners[addr],
+			Addr:       addr,
+			Name:       src.lockName(addr),
+			Waits:      v.Waits,
+			Blocked:    v.Blocked,
+			Timeouts:   v.Timeouts,
+			WaitNS:     v.TotalNS,
+			MaxNS:      v.MaxNS,
+			Wakes:      v.Wakes,
+			Woken:      v.Woken,
+			Owners:     owners[addr],
+			InProgress: inProgress[addr],
 		}
 		top := 0
 		for i, n := range v.Hist {
@@ -224,6 +292,15 @@ func buildLocks(s *snapshot, src stackSource) []recording.LockStat {
 		return out[i].Addr < out[j].Addr
 	})
 	return out
+}
+
+// log2 returns floor(log2(v)), 0 for v <= 1: the histogram slot of a
+// wait, as ct_log2 computes it in the kernel.
+func log2(v uint64) int {
+	if v <= 1 {
+		return 0
+	}
+	return bits.Len64(v) - 1
 }
 
 func addTID(m map[uint64]map[int]bool, addr uint64, tid int) {

@@ -157,7 +157,7 @@ func TestBuildLocks(t *testing.T) {
 	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Owner: 11}] = aggVal{Count: 1}
 	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: stackNone}] = aggVal{Count: 1}
 	snap.wakes[wakeKey{Addr: 0xabc, TID: 12}] = wakeVal{Wakes: 3}
-	locks := buildLocks(snap, testSource())
+	locks := buildLocks(snap, nil, testSource())
 	want := []recording.LockStat{
 		{
 			Addr: 0xabc, Name: "big_lock (app)", Waits: 5, Blocked: 4, WaitNS: 9000, MaxNS: 5000,
@@ -177,8 +177,94 @@ func TestBuildLocks(t *testing.T) {
 	for tid := uint32(1); tid <= maxLockThreads+5; tid++ {
 		many.waits[waitKey{Addr: 1, TID: tid}] = aggVal{Count: 1}
 	}
-	l := buildLocks(many, testSource())[0]
+	l := buildLocks(many, nil, testSource())[0]
 	if len(l.Waiters) != maxLockThreads || !l.WaitersTruncated || l.Waiters[0] != 1 {
 		t.Errorf("%d waiters, truncated %v", len(l.Waiters), l.WaitersTruncated)
+	}
+}
+
+func TestInProgressViewsAndLocks(t *testing.T) {
+	snap := newSnapshot()
+	var hot lockVal
+	hot.Waits, hot.Blocked, hot.TotalNS, hot.MaxNS = 2, 2, 3000, 2000
+	hot.Hist[10] = 2
+	snap.locks[0xabc] = hot
+	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
+	open := []openSpan{
+		// Thread 13 blocked on 0xabc behind 12 for 1.5s, thread 14 on a
+		// lock with no finished wait at all, thread 15 in fsync.
+		{openCall: openCall{tid: 13, addr: 0xabc, owner: 12, op: opWait}, dur: 1500000000},
+		{openCall: openCall{tid: 14, addr: 0xfff, op: opLockPI, owner: 13}, dur: 1024},
+		{openCall: openCall{tid: 15, io: true, nr: 74}, dur: 700000000},
+	}
+	views := buildViews(viewInput{snap: snap, open: open, stacks: testSource(), probes: allProbes(), exe: "app"})
+	for v, p := range views {
+		if err := p.CheckValid(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	fw := sampleBy(views[recording.ViewFutexWait], frameInProgress)
+	if len(fw) != 2 {
+		t.Fatalf("%d in-progress wait samples, want 2", len(fw))
+	}
+	byTID := map[int64]*profile.Sample{}
+	for _, s := range fw {
+		byTID[s.NumLabel[recording.LabelTID][0]] = s
+		if len(s.Location) != 1 || s.NumLabel[recording.LabelInProgress][0] != 1 {
+			t.Errorf("in-progress sample %+v: want one frame and in_progress=1", s)
+		}
+	}
+	if s := byTID[13]; s == nil || !cmp.Equal(s.Value, []int64{1, 1500000000}) || s.Label["lock"][0] != "0xabc" || s.NumLabel["owner"][0] != 12 || s.Label["op"][0] != "wait" {
+		t.Errorf("thread 13's wait: %+v", s)
+	}
+	if s := byTID[14]; s == nil || s.Label["op"][0] != "lock_pi" || s.Label["lock"][0] != "0xfff" {
+		t.Errorf("thread 14's wait: %+v", s)
+	}
+	io := sampleBy(views[recording.ViewIO], frameInProgress)
+	if len(io) != 1 || io[0].Label["syscall"][0] != "fsync" || io[0].Value[1] != 700000000 || io[0].NumLabel["tid"][0] != 15 {
+		t.Errorf("in-progress fsync: %+v", io)
+	}
+
+	locks := buildLocks(snap, open, testSource())
+	if len(locks) != 2 {
+		t.Fatalf("%d locks, want 2: %+v", len(locks), locks)
+	}
+	l := locks[0]
+	if l.Addr != 0xabc || l.Waits != 3 || l.Blocked != 3 || l.InProgress != 1 || l.WaitNS != 1500003000 || l.MaxNS != 1500000000 {
+		t.Errorf("lock 0xabc: %+v", l)
+	}
+	var sum uint64
+	for _, n := range l.Hist {
+		sum += n
+	}
+	if sum != l.Waits || l.Hist[30] != 1 { // 2^30 ns <= 1.5 s < 2^31 ns
+		t.Errorf("histogram %v: want %d waits, the open one in slot 30", l.Hist, l.Waits)
+	}
+	if !cmp.Equal(l.Waiters, []int{11, 13}) || l.Owners[12] != 3 {
+		t.Errorf("waiters %v owners %v", l.Waiters, l.Owners)
+	}
+	if o := locks[1]; o.Addr != 0xfff || o.Waits != 1 || o.InProgress != 1 || o.Hist[10] != 1 || o.Owners[13] != 1 {
+		t.Errorf("lock with only an open wait: %+v", o)
+	}
+	// The snapshot's own aggregates are left as they were.
+	if snap.locks[0xabc].Waits != 2 || len(snap.locks) != 1 {
+		t.Errorf("buildLocks changed the snapshot: %+v", snap.locks)
+	}
+}
+
+func TestClipOpen(t *testing.T) {
+	calls := []openCall{{tid: 1, ts: 100}, {tid: 2, ts: 500}, {tid: 3, ts: 1200}}
+	got := clipOpen(calls, 300, 1000)
+	want := []openSpan{{openCall: calls[0], dur: 700}, {openCall: calls[1], dur: 500}}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(openSpan{}, openCall{})); diff != "" {
+		t.Errorf("clipOpen (-want +got):\n%s", diff)
+	}
+	m := openCalls(map[uint64]futexStart{
+		7<<32 | 9:  {TS: 10, Addr: 0xabc, Owner: 8, Op: opWait},
+		7<<32 | 10: {TS: 0, Addr: 0xabc}, // ended
+	}, map[uint64]ioStart{7<<32 | 9: {TS: 20, NR: 74}})
+	wantCalls := []openCall{{tid: 9, ts: 10, addr: 0xabc, owner: 8, op: opWait}, {tid: 9, ts: 20, io: true, nr: 74}}
+	if diff := cmp.Diff(wantCalls, m, cmp.AllowUnexported(openCall{})); diff != "" {
+		t.Errorf("openCalls (-want +got):\n%s", diff)
 	}
 }

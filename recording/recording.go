@@ -37,7 +37,15 @@ const (
 	// lock_pi, lock_pi2, wait_requeue_pi, futex_wait, futex_waitv). Only
 	// waits of at least the stack threshold carry their real stack;
 	// shorter waits appear under a single "[short waits]" frame, and a
-	// stack that could not be taken under "[stack lost]".
+	// stack that could not be taken under "[stack lost]". A wait still in
+	// progress at the end of the recording (or window) is one sample
+	// with the label in_progress=1, its delay counted up to the end (from
+	// the start of the recording or window if it began before). The
+	// kernel takes stacks when a wait ends, so the collector unwinds a
+	// copy of the waiting thread's stack instead (for a wait already in
+	// progress when the recording started, from the registers /proc
+	// shows, which can end the walk early); when no copy could be taken
+	// the sample has the single frame "[in progress]".
 	ViewFutexWait View = "futex-wait"
 	// ViewFutexWake: futex wakes per (thread, lock address, waker stack).
 	// Values: [wakes/count, woken/count]. Labels: tid, lock, lock_name.
@@ -55,6 +63,8 @@ const (
 	// ViewIO: I/O syscalls per (thread, syscall, stack).
 	// Values: [calls/count, latency/nanoseconds]. Labels: tid, syscall.
 	// Calls shorter than the I/O threshold appear under "[short calls]".
+	// A call still in progress at the end is one sample under
+	// "[in progress]" with in_progress=1, as in ViewFutexWait.
 	ViewIO View = "io"
 	// ViewWakes: wake edges waker → wakee with the waker's stack.
 	// Values: [wakes/count]. Labels: tid (waker; absent when the waker was
@@ -66,7 +76,13 @@ const (
 )
 
 // Views of Go runtime profiles, fetched live or read from files. They are
-// stored exactly as the runtime wrote them.
+// stored exactly as the runtime wrote them, except that a live recording's
+// mutex and block views are deltas over the recording: in a snapshot of a
+// running session (a window), deltas between cumulative profiles fetched
+// every few seconds, and the CPU view the profile parts completed so far.
+// Each covers the span its TimeNanos and DurationNanos give, which can
+// differ from Meta.Start and Meta.Duration by up to the fetch period (a
+// Meta.Warnings entry says so when it differs by more than a quarter).
 const (
 	// ViewGoMutex: runtime mutex profile (stacks end at Unlock).
 	ViewGoMutex View = "go-mutex"
@@ -95,6 +111,9 @@ const (
 	LabelSyscall  = "syscall"   // string: syscall name (ViewIO)
 	LabelWakee    = "wakee"     // num: woken thread (ViewWakes)
 	LabelContext  = "context"   // string: waker context (ViewWakes)
+	// LabelInProgress (num, always 1) marks a wait or I/O call still in
+	// progress at the end of the recording (ViewFutexWait, ViewIO).
+	LabelInProgress = "in_progress"
 )
 
 // Thread states used in LabelState and in timelines.
@@ -233,6 +252,10 @@ type LockStat struct {
 	// Owners counts, per owner tid read beside the futex word at wait time,
 	// how many waits saw that owner (glibc mutexes only).
 	Owners map[int]uint64 `json:"owners,omitempty"`
+	// InProgress counts the waits, included in Waits, Blocked, WaitNS,
+	// MaxNS and Hist, that were still in progress at the end of the
+	// recording: their time is counted up to the end.
+	InProgress uint64 `json:"in_progress,omitempty"`
 }
 
 // Timeline is the per-thread /proc sampling of the target.

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 // runDoctorCmd runs `contend doctor args...` in this process and returns
@@ -76,50 +76,9 @@ func TestDoctorRejectsArgs(t *testing.T) {
 	}
 }
 
-// TestDoctorUnprivilegedHelper runs `contend doctor` when
-// CONTEND_DOCTOR_HELPER is set; TestDoctorWithoutPrivileges runs it as an
-// unprivileged user.
-func TestDoctorUnprivilegedHelper(t *testing.T) {
-	if os.Getenv("CONTEND_DOCTOR_HELPER") == "" {
-		t.Skip("helper process for TestDoctorWithoutPrivileges")
-	}
-	os.Exit(run([]string{"doctor"}))
-}
-
 func TestDoctorWithoutPrivileges(t *testing.T) {
-	bin := os.Args[0]
-	var cmd *exec.Cmd
-	if os.Geteuid() == 0 {
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatal("CI machine without setpriv (util-linux)")
-			}
-			t.Skip("root without setpriv: cannot drop privileges")
-		}
-		// User nobody must be able to run the test binary.
-		dir, err := os.MkdirTemp("", "contend-doctor-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		if err := os.Chmod(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin = filepath.Join(dir, "contend.test")
-		if err := os.WriteFile(bin, data, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin, "-test.run=^TestDoctorUnprivilegedHelper$")
-		cmd.Dir = dir
-	} else {
-		cmd = exec.Command(bin, "-test.run=^TestDoctorUnprivilegedHelper$")
-	}
-	cmd.Env = append(os.Environ(), "CONTEND_DOCTOR_HELPER=1")
+	cmd := testbin.HelperCmd("doctor")
+	testbin.AsNobody(t, cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

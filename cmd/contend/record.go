@@ -49,7 +49,9 @@ prints the findings.
 Progress goes to stderr when it is a terminal. A recording cut short (the
 target exited, Ctrl-C before --duration) is written and marked partial.
 It needs root, or CAP_BPF and CAP_PERFMON ('contend doctor' says what this
-machine allows).`,
+machine allows). Without them it says which capability is missing, records
+what /proc (and --pprof) allow, the threads' states and CPU over time and
+the Go runtime profiles, prints the findings, and exits with code 3.`,
 		Example: `  contend record -p 1234                             # 10 s, then the findings
   contend record -p $(pgrep -n myserver) -d 30s -o before
   go tool pprof -top before/futex-wait.pb.gz
@@ -102,6 +104,19 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
 	}
+	// Without the probes' capabilities, record what /proc and pprof allow
+	// and say so now, and again with the exit code at the end.
+	var missing *collector.PermissionError
+	if err := collector.CheckProbePrivileges(); errors.As(err, &missing) {
+		what := "the /proc thread timeline"
+		if o.pprofURL != "" {
+			what += " and the Go runtime profiles from " + o.pprofURL
+		}
+		fmt.Fprintf(stderr, "contend: %v\ncontend: recording %s only, without eBPF probes\n", missing, what)
+		opts.NoProbes = true
+	} else if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
 	var progress func(collector.Stats)
 	tty := isTerminal(stderr)
 	if tty {
@@ -151,6 +166,11 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("record: write output: %w", err)
+	}
+	if missing != nil {
+		// The gap outranks --fail-on-findings: the findings are printed,
+		// but they come from less than a full recording.
+		return withCode(exitPrivilege, fmt.Errorf("record: recorded without eBPF probes: missing %s", strings.Join(missing.Missing, " and ")))
 	}
 	if o.failOnFindings && len(res.Findings) > 0 {
 		return errFindings

@@ -3,8 +3,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,47 +185,120 @@ func TestRecordErrors(t *testing.T) {
 	}
 	<-gone.Exited()
 
-	// A copy of contend that an unprivileged user can run.
-	shared, err := os.MkdirTemp("", "contend-record-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
-	if err := os.Chmod(shared, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(testbin.Go(t, "cmd/contend"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	unpriv := filepath.Join(shared, "contend")
-	if err := os.WriteFile(unpriv, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-
 	for _, tc := range []struct {
-		name   string
-		args   []string
-		nobody bool
-		code   int
-		msg    string
+		name string
+		args []string
+		code int
+		msg  string
 	}{
-		{"no pid", []string{"record"}, false, exitUsage, "-p PID"},
-		{"gone pid", []string{"record", "-p", v, "-d", "1s"}, false, exitTarget, "no such process"},
-		{"bad hz", []string{"record", "-p", "1", "--hz", "0"}, false, exitUsage, "--hz"},
-		{"not root", []string{"record", "-p", strconv.Itoa(os.Getpid()), "-d", "1s"}, true, exitPrivilege, "CAP_BPF"},
+		{"no pid", []string{"record"}, exitUsage, "-p PID"},
+		{"gone pid", []string{"record", "-p", v, "-d", "1s"}, exitTarget, "no such process"},
+		{"bad hz", []string{"record", "-p", "1", "--hz", "0"}, exitUsage, "--hz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, _, errb := contendCmd(t, tc.args...)
-			if tc.nobody {
-				cmd.Path = unpriv
-				cmd.Dir = shared
-				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-			}
 			code := exitCodeOf(t, cmd.Run())
 			if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
 				t.Errorf("exit %d, stderr %q; want exit %d mentioning %q", code, errb, tc.code, tc.msg)
 			}
 		})
+	}
+}
+
+// startGoFixture starts the Go stripe fixture with its pprof endpoint and
+// returns its pid and endpoint URL (printed on stderr).
+func startGoFixture(t *testing.T) (int, string) {
+	t.Helper()
+	cmd := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s", "-pprof", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if _, url, ok := strings.Cut(lines.Text(), "pprof: "); ok {
+			go io.Copy(io.Discard, stderr)
+			return cmd.Process.Pid, strings.TrimSpace(url)
+		}
+	}
+	t.Fatal("gofixture did not print its pprof URL")
+	return 0, ""
+}
+
+// TestRecordWithoutPrivileges runs contend record as user nobody, without
+// capabilities: it names the missing ones, records the /proc timeline and
+// the Go profiles, writes the recording marked so, prints the findings
+// and exits with code 3. Run as root, the target belongs to another user
+// (root), whose threads' stat and status /proc shows to anyone.
+func TestRecordWithoutPrivileges(t *testing.T) {
+	pid, url := startGoFixture(t)
+	out := filepath.Join(testbin.WritableDir(t), "rec")
+	cmd, stdout, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "3s", "-o", out, "--pprof", url)
+	testbin.AsNobody(t, cmd)
+	code := exitCodeOf(t, cmd.Run())
+	if code != exitPrivilege {
+		t.Fatalf("exit %d, want %d\nstderr: %s", code, exitPrivilege, errb)
+	}
+	msg := errb.String()
+	for _, want := range []string{
+		"contend: missing CAP_BPF and CAP_PERFMON",
+		"contend: recording the /proc thread timeline and the Go runtime profiles from " + url + " only, without eBPF probes",
+		"wrote " + out,
+		"contend: record: recorded without eBPF probes: missing CAP_BPF and CAP_PERFMON",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, msg)
+		}
+	}
+	rec, err := recording.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Meta.Probes) != 0 || rec.Profile(recording.ViewFutexWait) != nil {
+		t.Errorf("probes %v, futex view %v: want none", rec.Meta.Probes, rec.Profile(recording.ViewFutexWait) != nil)
+	}
+	if w := strings.Join(rec.Meta.Warnings, "\n"); !strings.Contains(w, "no eBPF probes (missing CAP_BPF and CAP_PERFMON)") {
+		t.Errorf("warnings %q do not name the missing capabilities", w)
+	}
+	if rec.Threads == nil || rec.Threads.Samples == 0 {
+		t.Error("no /proc timeline recorded")
+	}
+	if rec.Profile(recording.ViewGoMutex) == nil || len(rec.Goroutines) == 0 {
+		t.Errorf("Go profiles missing: mutex %v, %d dumps", rec.Profile(recording.ViewGoMutex) != nil, len(rec.Goroutines))
+	}
+	// The Go data alone names the stripe fixture's convoy.
+	if !strings.Contains(stdout.String(), "onIncomingMessage") {
+		t.Errorf("findings on stdout do not name the convoy:\n%s", stdout)
+	}
+}
+
+// TestRecordHiddenProc runs contend record as nobody under a /proc
+// mounted with hidepid=1 (in a private mount namespace), where even a
+// process's stat is refused: it fails at once, naming CAP_SYS_PTRACE.
+func TestRecordHiddenProc(t *testing.T) {
+	requireRoot(t)
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Fatal("unshare (util-linux) is missing")
+	}
+	_, pid := startTarget(t)
+	cmd, _, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "10s", "-o", filepath.Join(testbin.WritableDir(t), "rec"))
+	testbin.AsNobody(t, cmd)
+	cmd.Args = append([]string{unshare, "-m", "--propagation", "private", "sh", "-c", `mount -t proc -o hidepid=1 proc /proc && exec "$@"`, "sh"}, cmd.Args...)
+	cmd.Path = unshare
+	start := time.Now()
+	code := exitCodeOf(t, cmd.Run())
+	if code != exitPrivilege || !strings.Contains(errb.String(), "missing CAP_SYS_PTRACE") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming CAP_SYS_PTRACE", code, errb, exitPrivilege)
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("took %v to refuse: want at once, not after recording", el)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,8 +38,10 @@ the recording so far to a directory that 'contend tui' and 'contend analyze'
 read. ? lists every key.
 
 It needs root, or CAP_BPF and CAP_PERFMON; without them it says which is
-missing before drawing anything. The view is drawn on stderr, which must be
-a terminal.`,
+missing before drawing anything and stops, unless --pprof is given: then it
+shows what the Go runtime profiles and /proc allow, notes the missing
+capabilities on the screen, says so again on exit and exits with code 3.
+The view is drawn on stderr, which must be a terminal.`,
 		Example: `  contend top -p 1234
   contend top -p 1234 -d 60s                         # stop recording after a minute
   contend top -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
@@ -68,7 +72,23 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
-	sess, err := collector.Start(ctx, collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL})
+	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL}
+	// Without the probes' capabilities a live view has only /proc's
+	// thread states to show, which name no lock and no program point:
+	// refuse, naming what is missing. A Go target's runtime profiles do
+	// name them, so with --pprof the view runs on those, the screen notes
+	// the gap, and the exit code reports it.
+	missing := collector.CheckProbePrivileges()
+	var pe *collector.PermissionError
+	switch {
+	case missing == nil:
+	case o.pprofURL == "" || !errors.As(missing, &pe):
+		return fmt.Errorf("top: %w", missing)
+	default:
+		fmt.Fprintf(os.Stderr, "contend: %v\ncontend: top shows the Go runtime profiles from %s and the /proc thread states only, without eBPF probes\n", missing, o.pprofURL)
+		opts.NoProbes = true
+	}
+	sess, err := collector.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
@@ -76,6 +96,9 @@ func runTop(ctx context.Context, o topOptions) error {
 	_, stopErr := sess.Stop()
 	if runErr != nil {
 		return runErr
+	}
+	if pe != nil {
+		return withCode(exitPrivilege, fmt.Errorf("top: watched without eBPF probes: missing %s", strings.Join(pe.Missing, " and ")))
 	}
 	// The target exiting is how a watch often ends; the screen said so.
 	if stopErr != nil && !errors.Is(stopErr, collector.ErrProcessGone) {

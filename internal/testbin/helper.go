@@ -1,0 +1,109 @@
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// HelperEnv names the helper a test binary runs instead of its tests.
+const HelperEnv = "CONTEND_TEST_HELPER"
+
+// RunHelper is called first thing in a package's TestMain: when the test
+// binary was started as a helper process (HelperCmd), it runs the helper
+// named by $CONTEND_TEST_HELPER from helpers and exits with its status;
+// otherwise it returns and the tests run. Helpers dispatched this way are
+// not tests, so a test run never lists them as skipped.
+func RunHelper(helpers map[string]func() int) {
+	name := os.Getenv(HelperEnv)
+	if name == "" {
+		return
+	}
+	h, ok := helpers[name]
+	if !ok {
+		names := make([]string, 0, len(helpers))
+		for n := range helpers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "testbin: no helper %q (have %s)\n", name, strings.Join(names, ", "))
+		os.Exit(2)
+	}
+	os.Exit(h())
+}
+
+// HelperCmd returns a command that runs this test binary as helper name
+// (see RunHelper), with env added to the test's environment.
+func HelperCmd(name string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), env...), HelperEnv+"="+name)
+	return cmd
+}
+
+// NobodyID is the uid and gid of user nobody.
+const NobodyID = 65534
+
+// AsNobody rewrites cmd to run as user nobody, with no capabilities and no
+// supplementary groups, the way an unprivileged user runs contend. Run as
+// root, it copies cmd's program to a directory nobody can read (test
+// binaries and build caches live under root's private directories) and
+// runs the copy through setpriv (util-linux), in that directory unless
+// cmd.Dir is set; a test that is not root already runs unprivileged and
+// cmd is left as it is. Without setpriv the test is skipped, or fails when
+// CI is set. The copy is removed when the test ends.
+func AsNobody(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("testbin: CI machine without setpriv (util-linux): cannot drop privileges")
+		}
+		t.Skip("running as root without setpriv (util-linux): cannot drop privileges")
+	}
+	dir := tempDir(t, "contend-nobody-", 0o755)
+	data, err := os.ReadFile(cmd.Path)
+	if err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	bin := filepath.Join(dir, filepath.Base(cmd.Path))
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	id := fmt.Sprint(NobodyID)
+	args := append([]string{setpriv, "--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}, cmd.Args[1:]...)
+	cmd.Path, cmd.Args = setpriv, args
+	if cmd.Dir == "" {
+		cmd.Dir = dir
+	}
+}
+
+// WritableDir returns a new directory user nobody can write into (a
+// recording's parent, for a program run AsNobody), removed when the test
+// ends.
+func WritableDir(t testing.TB) string {
+	t.Helper()
+	return tempDir(t, "contend-nobody-out-", 0o777)
+}
+
+// tempDir makes a directory with mode perm outside the test's own
+// temporary directory (which only its user can enter), removed when the
+// test ends.
+func tempDir(t testing.TB, prefix string, perm os.FileMode) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	return dir
+}
