@@ -77,6 +77,7 @@ func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
 	for _, d := range detectors {
 		d.run(a)
 	}
+	mergeArrayLocks(a.res)
 	rank(a.res)
 	return a.res, nil
 }

@@ -191,6 +191,16 @@ type inst struct {
 	x86asm.Inst
 }
 
+// absolute returns m with a RIP-relative displacement resolved to the ELF
+// address it names, so two instructions reading one global compare equal.
+func (in inst) absolute(m x86asm.Mem) x86asm.Mem {
+	if m.Base == x86asm.RIP {
+		m.Disp += int64(in.addr) + int64(in.Len)
+		m.Base = 0
+	}
+	return m
+}
+
 func decodeAll(code []byte, start uint64) []inst {
 	var out []inst
 	for off := 0; off < len(code); {
@@ -251,31 +261,39 @@ func isJump(op x86asm.Op) bool {
 }
 
 // busyWait reports whether the loop is a busy-wait: small, no calls or
-// system calls, and it re-reads (or atomically exchanges) a memory word
-// whose address does not change in the loop and that the loop never
-// plainly stores to. A work loop either computes in registers or walks
-// memory with an index that changes every iteration; a loop that loads
-// and stores the same local (unoptimized code's counter) is not waiting
-// for anyone.
+// system calls, a conditional branch (the wait ends when the word
+// changes), and it re-reads (or atomically exchanges) a memory word whose
+// address does not change in the loop and that the loop never plainly
+// stores to. A work loop either computes in registers or walks memory
+// with an index that changes every iteration; a loop that loads and
+// stores the same word (a counter, unoptimized code's locals) is not
+// waiting for anyone, and neither is a loop that only ever jumps back.
 func (l *loop) busyWait() bool {
 	if len(l.insts) > maxSpinLoopInsns {
 		return false
 	}
 	written := map[int]bool{}
+	conditional := false
 	for _, in := range l.insts {
 		switch in.Op {
 		case x86asm.CALL, x86asm.LCALL, x86asm.SYSCALL, x86asm.SYSENTER, x86asm.INT, x86asm.RET, x86asm.LRET, x86asm.HLT:
 			return false
 		}
+		if isJump(in.Op) && in.Op != x86asm.JMP {
+			conditional = true
+		}
 		for _, r := range writtenRegs(in.Inst) {
 			written[r] = true
 		}
+	}
+	if !conditional {
+		return false
 	}
 	stored := map[x86asm.Mem]bool{}
 	for _, in := range l.insts {
 		if in.Op == x86asm.MOV || in.Op == x86asm.MOVNTI {
 			if m, ok := in.Args[0].(x86asm.Mem); ok {
-				stored[m] = true
+				stored[in.absolute(m)] = true
 			}
 		}
 	}
@@ -285,7 +303,7 @@ func (l *loop) busyWait() bool {
 		}
 		for _, a := range in.Args {
 			m, ok := a.(x86asm.Mem)
-			if !ok || stored[m] {
+			if !ok || stored[in.absolute(m)] {
 				continue
 			}
 			if (m.Base == 0 || m.Base == x86asm.RIP || !written[regFamily(m.Base)]) && (m.Index == 0 || !written[regFamily(m.Index)]) {

@@ -288,6 +288,10 @@ func TestBusyWaitLoops(t *testing.T) {
 		{"array walk", "31d2" + "488b04d7" + "4801c1" + "4883c201" + "4881fa00100000" + "75ec" + "c3", 0x02, false},
 		// mov eax,[rbp-4]; add eax,1; mov [rbp-4],eax; cmp eax,99; jle
 		{"unoptimised counter", "8b45fc" + "83c001" + "8945fc" + "83f863" + "7ef2" + "c3", 0x00, false},
+		// 1: mov rax,[rip+0x2dd9]; add rax,1; mov [rip+0x2dce],rax; jmp 1b —
+		// a counter bumped forever (the two RIP displacements name one
+		// global), waiting for nothing
+		{"unconditional counter loop", "488b05d92d0000" + "4883c001" + "488905ce2d0000" + "ebec" + "c3", 0x00, false},
 		// a loop that calls out is not a spin loop
 		{"loop with a call", "8b0500000000" + "e800000000" + "85c0" + "75f1" + "c3", 0x0b, false},
 	} {

@@ -49,6 +49,20 @@ func frames(m string, names ...string) []recording.Frame {
 
 // funcs returns the function names of a sample, leaf first (inlined
 // frames included).
+// userFuncs is funcs without the kernel's frames.
+func userFuncs(s *profile.Sample) []string {
+	var out []string
+	for _, loc := range s.Location {
+		if loc.Mapping != nil && loc.Mapping.File == "[kernel]" {
+			continue
+		}
+		for _, l := range loc.Line {
+			out = append(out, l.Function.Name)
+		}
+	}
+	return out
+}
+
 func funcs(s *profile.Sample) []string {
 	var out []string
 	for _, loc := range s.Location {

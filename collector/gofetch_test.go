@@ -146,6 +146,20 @@ func TestGoFetchUntilStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.cpuChunk, g.dumpEvery = time.Second, 400*time.Millisecond
+	// The subtraction only shows when the base taken at the start already
+	// holds contention: wait until the target has some.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		base, err := g.fetchProfile(context.Background(), "mutex", 10*time.Second, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if totalValue(base, 1) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the target's mutex profile stayed empty for 10s")
+		}
+	}
 	g.run()
 	time.Sleep(2500 * time.Millisecond)
 	res := g.Stop()

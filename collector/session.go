@@ -230,6 +230,7 @@ func (s *Session) attach() (tracer, kernelSymbols, error) {
 	if err := checkPrivileges(); err != nil {
 		return nil, nil, err
 	}
+	raisePriority()
 	release, err := KernelRelease()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrKernel, err)
@@ -257,12 +258,15 @@ func (s *Session) attach() (tracer, kernelSymbols, error) {
 	}
 	s.meta = s.baseMeta(warnings)
 
-	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
 	tr, err := newTracer(s.cfg)
 	if err != nil {
 		s.sym.Close()
 		return nil, nil, err
 	}
+	// The recording starts once every probe is attached: attaching takes
+	// a noticeable time on a busy machine, and the on-CPU probes attach
+	// last.
+	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
 	// Calls in progress at attach have no start entry (their sys_enter
 	// came before); give them one, timed from the recording's start.
 	s.seededOpen = uint64(seedOpen(tr, o.ProcRoot, o.PID, s.clk.mono))

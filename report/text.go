@@ -364,7 +364,12 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 		}
 		var text string
 		if total > 0 {
-			text = fmt.Sprintf("%d %s wait without contention", total, unitOf(r))
+			unit := unitOf(r)
+			verb := "wait"
+			if total == 1 {
+				unit, verb = strings.TrimSuffix(unit, "s"), "waits"
+			}
+			text = fmt.Sprintf("%d %s %s without contention", total, unit, verb)
 			if len(parts) > 0 {
 				text += " (" + strings.Join(parts, "; ") + ")"
 			}

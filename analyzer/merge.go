@@ -1,0 +1,156 @@
+package analyzer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// mergeArrayLocks folds findings of one kind at one program point whose
+// locks are elements of one global array (names "stripes+0x50 (prog)",
+// "stripes+0x118 (prog)") into a single finding. A striped lock that still
+// contends, because its holders get preempted, would otherwise list one
+// finding per stripe; the reader wants one verdict about the array, with
+// the figures added up. Locks of different arrays, or on the heap (no
+// name), are never merged.
+func mergeArrayLocks(r *Result) {
+	type key struct {
+		kind  Kind
+		point string
+		array string
+	}
+	groups := map[key][]int{}
+	var order []key
+	for i, f := range r.Findings {
+		base, ok := arrayOf(f.Lock)
+		if !ok {
+			continue
+		}
+		k := key{f.Kind, pointString(f.Point), base}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	drop := map[int]bool{}
+	for _, k := range order {
+		idx := groups[k]
+		if len(idx) < 2 {
+			continue
+		}
+		best := idx[0]
+		for _, i := range idx[1:] {
+			if r.Findings[i].Score > r.Findings[best].Score {
+				best = i
+			}
+		}
+		merged := r.Findings[best]
+		merged.Evidence = append([]Evidence(nil), merged.Evidence...)
+		lock := *merged.Lock
+		lock.Words = nil
+		var names []string
+		for _, i := range idx {
+			f := r.Findings[i]
+			if i != best {
+				merged.WaitSeconds += f.WaitSeconds
+				merged.CPUSeconds += f.CPUSeconds
+				merged.Participants += f.Participants
+				drop[i] = true
+			}
+			lock.Words = append(lock.Words, f.Lock.Words...)
+			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
+				lock.Words = append(lock.Words, f.Lock.Address)
+			}
+			names = append(names, strings.TrimSuffix(f.Lock.Name, " ("+moduleOf(f.Lock.Name)+")"))
+		}
+		if merged.Population > 0 && merged.Participants > merged.Population {
+			merged.Participants = merged.Population
+		}
+		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
+		merged.Lock = &lock
+		merged.Score = merged.WaitSeconds + merged.CPUSeconds
+		if d := r.Target.Duration.Seconds(); d > 0 && merged.Participants > 0 && merged.WaitShare > 0 {
+			merged.WaitShare = math.Min(1, merged.WaitSeconds/(d*float64(merged.Participants)))
+		}
+		shown := names
+		if len(shown) > 4 {
+			shown = append(shown[:4:4], "…")
+		}
+		merged.Evidence = append([]Evidence{{Source: "futex", Text: fmt.Sprintf(
+			"%d locks of one array, %s (%s), show this at %s; the figures are the sum over them, the evidence below is the costliest lock's",
+			len(idx), k.array, strings.Join(shown, ", "), pointString(merged.Point))}}, merged.Evidence...)
+		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arrayName(k.array))
+		if w := kindWords(merged.Kind); w != "" {
+			what += " (" + w + ")"
+		}
+		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
+			fmtSeconds(merged.WaitSeconds), what, pointString(merged.Point))
+		r.Findings[best] = merged
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := r.Findings[:0]
+	for i, f := range r.Findings {
+		if !drop[i] {
+			kept = append(kept, f)
+		}
+	}
+	r.Findings = kept
+}
+
+// arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or
+// "sym (module)": the global object the lock word lies in.
+func arrayOf(l *LockID) (string, bool) {
+	if l == nil || l.Name == "" {
+		return "", false
+	}
+	mod := moduleOf(l.Name)
+	if mod == "" {
+		return "", false
+	}
+	sym := strings.TrimSuffix(l.Name, " ("+mod+")")
+	if i := strings.Index(sym, "+0x"); i > 0 {
+		sym = sym[:i]
+	}
+	if sym == "" || strings.ContainsAny(sym, " ") {
+		return "", false
+	}
+	return sym + " (" + mod + ")", true
+}
+
+// moduleOf returns the module in a lock name's trailing parentheses.
+func moduleOf(name string) string {
+	if !strings.HasSuffix(name, ")") {
+		return ""
+	}
+	i := strings.LastIndex(name, " (")
+	if i < 0 {
+		return ""
+	}
+	return name[i+2 : len(name)-1]
+}
+
+// arrayName is the array's symbol without its module.
+func arrayName(array string) string {
+	if i := strings.Index(array, " ("); i > 0 {
+		return array[:i]
+	}
+	return array
+}
+
+// kindWords describes each lock of a merged finding by its kind, "" for
+// plain contention.
+func kindWords(k Kind) string {
+	switch k {
+	case KindLockConvoy:
+		return "a convoy on each"
+	case KindSerializedWriter:
+		return "each handed over at a high rate"
+	case KindIOUnderLock:
+		return "each held across I/O"
+	case KindSpinConvoy:
+		return "each spun on"
+	}
+	return ""
+}
