@@ -15,7 +15,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build test unit validate generate check-generate fixtures bench lint capture clean
+.PHONY: all build demo deps test unit validate generate check-generate fixtures bench lint capture clean
 
 all: build
 
@@ -40,10 +40,29 @@ $(BIN)/fixtures/gofixture: FORCE
 
 FORCE:
 
+# demo: the main job on a built-in example — start a fixture with a spin
+# convoy, attach to it live, print what contend finds (needs root).
+demo: build fixtures
+	$(BIN)/contend demo
+
+# deps installs what the tests use beyond Go, gcc and make: tmux drives the
+# TUI end-to-end tests, libc6-dbg lets the unwinding tests check glibc's
+# internal names. Installed with apt when missing and running as root.
+TEST_DEBS := tmux libc6-dbg
+deps:
+	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing$$missing"; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; }; \
+		else echo "missing test packages:$$missing (install them, or run make test as root)"; fi; \
+	fi
+
 unit:
 	$(GO) test ./...
 
-test: build fixtures unit validate
+test: deps build fixtures unit validate
 
 validate: build fixtures
 	$(GO) run ./fixtures/cmd/validate -contend $(BIN)/contend -fixtures $(BIN)/fixtures

@@ -248,10 +248,11 @@ func hasTypes(types []string, want ...string) bool {
 }
 
 // isGoProfile reports whether a profile with samples was written by a Go
-// program. Every Go stack runs inside the runtime's goroutine machinery, so
-// at least one function of a symbolized Go profile belongs to the runtime
-// or the sync packages (runtime.goexit, runtime.main, sync.(*Mutex).Unlock
-// …). A profile with no samples says nothing and is accepted.
+// program: one of its functions belongs to the runtime or the sync
+// packages (runtime.main, sync.(*Mutex).Unlock …), or comes from a .go
+// source file. The second test matters for short CPU profiles, whose few
+// samples may all fall in user code (CPU stacks stop above
+// runtime.goexit). A profile with no samples says nothing and is accepted.
 func isGoProfile(p *profile.Profile) bool {
 	if len(p.Sample) == 0 {
 		return true
@@ -262,6 +263,9 @@ func isGoProfile(p *profile.Profile) bool {
 		}
 		n := fn.Name
 		if strings.HasPrefix(n, "runtime.") || strings.HasPrefix(n, "sync.") || strings.HasPrefix(n, "internal/sync.") || strings.HasPrefix(n, "runtime/") {
+			return true
+		}
+		if strings.HasSuffix(fn.Filename, ".go") {
 			return true
 		}
 	}

@@ -414,3 +414,19 @@ func TestProfileRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A short CPU profile of a Go program may hold samples in user code only:
+// CPU stacks stop above runtime.goexit. Its .go source files still mark it
+// as Go.
+func TestShortGoCPUProfileWithoutRuntimeFrames(t *testing.T) {
+	p := contentionProfile("main.work")
+	p.SampleType = []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}}
+	p.Function[0].Filename = "/src/app/main.go"
+	f, err := goprof.Parse("cpu.pb.gz", writeProfile(t, p))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if f.Kind != goprof.KindCPU {
+		t.Errorf("kind %s, want %s", f.Kind, goprof.KindCPU)
+	}
+}
