@@ -64,6 +64,9 @@ type gGroup struct {
 	pi     int
 	sc     stackClass
 	key    pointKey
+	// lockAddr is the lock the group waits on, from the arguments of its
+	// lock slow path in a debug=2 dump; "" when unknown.
+	lockAddr string
 }
 
 // goData is the Go side of one recording, folded for the detectors.
@@ -301,7 +304,7 @@ func (g *goData) goroutines(rec *recording.Recording) bool {
 				continue
 			}
 			frames := append([]recording.Frame(nil), g.stacks.sampleFrames(p, s)...)
-			g.addGroup(int(s.Value[vi]), "", frames, false)
+			g.addGroup(int(s.Value[vi]), "", frames, false, "")
 			g.population += int(s.Value[vi])
 		}
 		return true
@@ -320,19 +323,19 @@ func (g *goData) goroutines(rec *recording.Recording) bool {
 func (g *goData) fromDump(d *goprof.Dump, elided bool) {
 	total := 0
 	for _, gr := range d.Groups {
-		g.addGroup(gr.Count, gr.State, dumpFrames(gr), elided)
+		g.addGroup(gr.Count, gr.State, dumpFrames(gr), elided, goprof.LockAddr(gr.Frames))
 		total += gr.Count
 	}
 	g.population = max(d.Total, total)
 }
 
-func (g *goData) addGroup(count int, state string, frames []recording.Frame, elided bool) {
+func (g *goData) addGroup(count int, state string, frames []recording.Frame, elided bool, lockAddr string) {
 	pi := pointIndex(frames)
 	sc := classifyGoroutine(state, frames, pi)
 	if state == "" {
 		state = inferState(sc, frames, elided)
 	}
-	g.groups = append(g.groups, &gGroup{count: count, state: state, frames: frames, pi: pi, sc: sc, key: keyOf(frames, pi)})
+	g.groups = append(g.groups, &gGroup{count: count, state: state, frames: frames, pi: pi, sc: sc, key: keyOf(frames, pi), lockAddr: lockAddr})
 }
 
 // stateUnknown is the inferred state of a goroutine whose stack cannot

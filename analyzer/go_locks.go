@@ -32,9 +32,11 @@ const minIOCPUSamples = 3
 type lockNode struct {
 	release bool
 	site    *site // block or mutex site; nil for a dump-only point
-	// dump waiters at this point (Lock sites only).
+	// dump waiters at this point (Lock sites only), and how many of them
+	// wait on each lock address the dump shows.
 	waiters int
 	states  map[string]int
+	addrs   map[string]int
 	group   *gGroup // the largest dump group here
 	key     pointKey
 	flavor  lockFlavor
@@ -63,6 +65,21 @@ type goLock struct {
 	relNS, relCount   int64 // mutex profile, at the Unlock sites
 	waiters           int   // dumped goroutines waiting
 	states            map[string]int
+	addrs             map[string]int // dumped waiters per lock address
+}
+
+// addrSpread returns how many distinct lock addresses the dumped waiters
+// wait on, how many wait on the busiest address, how many waiters have a
+// known address, and the busiest address.
+func (l *goLock) addrSpread() (distinct, most, named int, mostAddr string) {
+	for a, c := range l.addrs {
+		distinct++
+		named += c
+		if c > most || c == most && a < mostAddr {
+			most, mostAddr = c, a
+		}
+	}
+	return distinct, most, named, mostAddr
 }
 
 // wait is the lock's total waiting: measured at the waiters when the block
@@ -164,6 +181,12 @@ func goLocks(g *goData) []*goLock {
 		}
 		n.waiters += gr.count
 		n.states[gr.state] += gr.count
+		if gr.lockAddr != "" {
+			if n.addrs == nil {
+				n.addrs = map[string]int{}
+			}
+			n.addrs[gr.lockAddr] += gr.count
+		}
 		if n.group == nil || gr.count > n.group.count {
 			n.group = gr
 		}
@@ -283,6 +306,12 @@ func goLocks(g *goData) []*goLock {
 		l.waiters += n.waiters
 		for s, c := range n.states {
 			l.states[s] += c
+		}
+		for a, c := range n.addrs {
+			if l.addrs == nil {
+				l.addrs = map[string]int{}
+			}
+			l.addrs[a] += c
 		}
 	}
 	for _, e := range edges {
@@ -638,6 +667,24 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 		}
 		ev = append(ev, Evidence{Source: "go-mutex", Text: t})
 	}
+	distinct, most, named, mostAddr := l.addrSpread()
+	// spread: the dump shows the waiters parked on several mutexes, none
+	// holding half of them. The Lock site then takes one of a set of
+	// locks (a striped array, per-object locks) and its profile figures
+	// add up several locks; no single one of them is a convoy.
+	spread := distinct >= 2 && 2*most < named
+	switch {
+	case spread:
+		ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf("the %d waiters whose lock the dump names wait on %d different mutexes, at most %d on any one: this point takes one of several locks, and the profiles add them up",
+			named, distinct, most)})
+	case distinct == 1 && named >= 2:
+		ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf("all %d waiters whose lock the dump names wait on the same mutex, %s", named, mostAddr)})
+		if f.Lock != nil && f.Lock.Address == "" {
+			id := *f.Lock
+			id.Address = mostAddr
+			f.Lock = &id
+		}
+	}
 	if top != nil && top.site != nil && top.site.stacks > 1 {
 		ev = append(ev, Evidence{Source: "go-block", Text: fmt.Sprintf("%d distinct call paths reach the Lock at %s", top.site.stacks, top.key)})
 	}
@@ -669,7 +716,7 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 		} else {
 			g.serializedIO(&f, l, h, &ev, &sources)
 		}
-	case known && f.Participants >= minConvoyParticipants && (dumpOnly || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
+	case !spread && known && f.Participants >= minConvoyParticipants && (dumpOnly || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
 		g.convoy(&f, l, h, hold, mean, counted, &ev, &sources)
 	default:
 		g.contention(&f, l, h, hold, mean, counted, known, &ev, &sources)

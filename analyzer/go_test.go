@@ -520,3 +520,43 @@ func TestOddInput(t *testing.T) {
 		}
 	}
 }
+
+// The dump names the mutex each waiter parks on. Waiters spread over many
+// mutexes at one Lock site (a striped table, per-object locks) are no
+// convoy, however large the summed profile delay; waiters all on one mutex
+// name it.
+func TestLockAddressSpread(t *testing.T) {
+	get := fr("app.(*Table).Get@/src/app/table.go:31")
+	getUnlock := fr("app.(*Table).Get@/src/app/table.go:35")
+	worker := fr("app.worker@/src/app/table.go:80", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	build := func(addrs ...string) *recording.Recording {
+		block := contentionProf(t).add([]int64{400_000, 200 * sec}, stack(blockLock, get, worker)...).build()
+		mutex := contentionProf(t).add([]int64{420_000, 190 * sec}, stack(unlockLeaf, getUnlock, worker)...).build()
+		d := newDump(t)
+		for _, a := range addrs {
+			d.add(4, "sync.Mutex.Lock", stack(lockFrames, get, worker)...).lockedOn(a)
+		}
+		d.add(2, "runnable", stack(fr("app.parse@/src/app/parse.go:9"), worker)...)
+		cpu := cpuProf(t, 10*time.Second).cpu(200, stack(fr("app.(*Table).Get@/src/app/table.go:33"), worker)...).build()
+		return rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d.build())
+	}
+
+	spread := analyze(t, build("0xc000010000", "0xc000010008", "0xc000010010", "0xc000010018", "0xc000010020", "0xc000010028"))
+	for _, f := range spread.Findings {
+		if f.Kind == KindLockConvoy {
+			t.Fatalf("waiters on 6 mutexes judged a convoy: %s\n%s", f.Headline, evidenceText(f))
+		}
+	}
+	if len(spread.Findings) == 0 || !strings.Contains(evidenceText(spread.Findings[0]), "wait on 6 different mutexes, at most 4 on any one") {
+		t.Errorf("no spread evidence in %v", spread.Findings)
+	}
+
+	one := analyze(t, build("0xc000010000", "0xc000010000", "0xc000010000"))
+	if diff := cmp.Diff([]string{"lock-convoy@app.(*Table).Get"}, kinds(one)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := one.Findings[0]
+	if f.Lock == nil || f.Lock.Address != "0xc000010000" || !strings.Contains(evidenceText(f), "all 12 waiters whose lock the dump names wait on the same mutex, 0xc000010000") {
+		t.Errorf("lock %+v, evidence:\n%s", f.Lock, evidenceText(f))
+	}
+}

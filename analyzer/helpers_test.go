@@ -119,6 +119,18 @@ func (b *dumpBuilder) add(count int, state string, stack ...string) *dumpBuilder
 	return b
 }
 
+// lockedOn sets the argument of the lock slow-path frames of the group
+// added last, as a debug=2 dump prints the mutex's address there.
+func (b *dumpBuilder) lockedOn(addr string) *dumpBuilder {
+	g := b.d.Groups[len(b.d.Groups)-1]
+	for i := range g.Frames {
+		if strings.HasSuffix(g.Frames[i].Func, ".lockSlow") || strings.HasSuffix(g.Frames[i].Func, "runtime_SemacquireMutex") {
+			g.Frames[i].Args = addr + ", 0x0"
+		}
+	}
+	return b
+}
+
 func (b *dumpBuilder) build() *goprof.Dump { return b.d }
 
 // rec assembles a recording of Go views.

@@ -23,10 +23,20 @@ type pointAgg struct {
 }
 
 // pointsOf groups samples by program point (livePointIndex), weighting each
-// by value vi, heaviest first. Placeholder-only samples are left out.
+// by value vi, heaviest first. Placeholder-only samples are left out, and
+// so are stacks that end inside lock machinery (a frame-pointer walk
+// through glibc stops in __lll_lock_wake) when other samples reach past it:
+// those say where the lock code was, not who called it.
 func pointsOf(samples []*liveSample, vi int) []*pointAgg {
 	by := map[pointKey]*pointAgg{}
 	var out []*pointAgg
+	reaches := false
+	for _, s := range samples {
+		if !s.synthetic() && livePointIndex(s.userFrames()) >= 0 {
+			reaches = true
+			break
+		}
+	}
 	for _, s := range samples {
 		if s.synthetic() {
 			continue
@@ -36,6 +46,9 @@ func pointsOf(samples []*liveSample, vi int) []*pointAgg {
 			continue
 		}
 		pi := livePointIndex(fr)
+		if pi < 0 && reaches {
+			continue
+		}
 		k := keyOf(fr, pi)
 		p := by[k]
 		if p == nil {

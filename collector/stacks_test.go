@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/contend-dev/contend/recording"
 )
 
 func TestStackNamerMajorityAndCollisions(t *testing.T) {
@@ -66,5 +68,23 @@ func TestStackNamerMarksOnce(t *testing.T) {
 	}
 	if n.add(-1, nil, []uint64{1}, true) || n.add(5, nil, nil, true) {
 		t.Error("a window without a stack id or without pcs named something")
+	}
+}
+
+func TestCutUnmapped(t *testing.T) {
+	fr := func(fn, mod string) recording.Frame { return recording.Frame{Func: fn, Module: mod} }
+	st := cutUnmapped(recording.Stack{Frames: []recording.Frame{
+		fr("__lll_lock_wake", "libc.so.6"), fr("0x10973", ""), fr("main", "app"),
+	}})
+	if len(st.Frames) != 1 || !st.Truncated {
+		t.Errorf("got %+v, want the leaf only, truncated: an unmapped return address ends the walk", st)
+	}
+	raw := recording.Stack{Frames: []recording.Frame{fr("0x1000", ""), fr("0x2000", "")}}
+	if got := cutUnmapped(raw); len(got.Frames) != 2 || got.Truncated {
+		t.Errorf("got %+v, want an unsymbolized stack kept whole", got)
+	}
+	ok := recording.Stack{Frames: []recording.Frame{fr("a", "app"), fr("b", "app")}}
+	if got := cutUnmapped(ok); len(got.Frames) != 2 || got.Truncated {
+		t.Errorf("got %+v, want a mapped stack kept whole", got)
 	}
 }

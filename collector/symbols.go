@@ -235,6 +235,26 @@ func (r *resolver) userStackLocked(id int32) recording.Stack {
 	}
 	st := r.symbolize(pcs)
 	st.Truncated = len(pcs) >= stackDepth
+	return cutUnmapped(st)
+}
+
+// cutUnmapped ends a frame-pointer stack at its first return address that
+// lies in no mapping of the target. Code built without frame pointers
+// (Debian's glibc) leaves rbp holding data, and the kernel's walk then
+// reads "return addresses" out of it: an address outside every mapping
+// cannot be one, and nothing above it can be trusted. A stack whose leaf is
+// unmapped too (no symbolizer) is left as it is.
+func cutUnmapped(st recording.Stack) recording.Stack {
+	if len(st.Frames) == 0 || st.Frames[0].Module == "" {
+		return st
+	}
+	for i := 1; i < len(st.Frames); i++ {
+		if f := st.Frames[i]; f.Module == "" && !f.Kernel {
+			st.Frames = st.Frames[:i]
+			st.Truncated = true
+			break
+		}
+	}
 	return st
 }
 

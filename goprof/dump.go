@@ -489,6 +489,9 @@ func groupKey(b *bytes.Buffer, g *Group) {
 	for _, f := range g.Frames {
 		writeFrameKey(b, f)
 	}
+	// Goroutines parked on different locks stay apart: which lock each
+	// waits on tells one hot lock from many (a striped array).
+	b.WriteString(LockAddr(g.Frames))
 	b.WriteByte(0)
 	if g.CreatedBy != nil {
 		writeFrameKey(b, *g.CreatedBy)

@@ -346,3 +346,19 @@ func TestParseDumpTracebackEnds(t *testing.T) {
 		t.Errorf("dump %+v", d.Groups[0])
 	}
 }
+
+func TestLockAddr(t *testing.T) {
+	for _, tt := range []struct {
+		frames []goprof.Frame
+		want   string
+	}{
+		{[]goprof.Frame{{Func: "internal/sync.runtime_SemacquireMutex", Args: "0x70?, 0x0?, 0x455501?"}, {Func: "internal/sync.(*Mutex).lockSlow", Args: "0x3878a8698010"}}, "0x3878a8698010"},
+		{[]goprof.Frame{{Func: "sync.runtime_SemacquireRWMutexR", Args: "0xc000012348, 0x0, 0x0"}}, "0xc000012348"},
+		{[]goprof.Frame{{Func: "internal/sync.(*Mutex).lockSlow", Args: "..."}}, ""},
+		{[]goprof.Frame{{Func: "runtime.chanrecv1", Args: "0xc000012348, 0x0"}}, ""},
+	} {
+		if got := goprof.LockAddr(tt.frames); got != tt.want {
+			t.Errorf("LockAddr(%+v) = %q, want %q", tt.frames, got, tt.want)
+		}
+	}
+}

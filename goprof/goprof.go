@@ -145,3 +145,35 @@ func CanonicalFunc(name string) string {
 	}
 	return b.String()
 }
+
+// lockWaitFuncs are the functions of a goroutine parked on a sync lock
+// whose first argument names the lock (the mutex, or a semaphore field
+// inside the RWMutex).
+var lockWaitFuncs = map[string]bool{
+	"internal/sync.(*Mutex).lockSlow":       true,
+	"sync.(*Mutex).lockSlow":                true,
+	"internal/sync.runtime_SemacquireMutex": true,
+	"sync.runtime_SemacquireMutex":          true,
+	"sync.runtime_SemacquireRWMutex":        true,
+	"sync.runtime_SemacquireRWMutexR":       true,
+}
+
+// LockAddr returns the address of the lock a goroutine waits on, read from
+// the first argument of its lock slow path in a debug=2 dump
+// ("internal/sync.(*Mutex).lockSlow(0xc0000a6010)"), or "" when the stack
+// shows none, or only arguments the runtime marked unreliable ("0x70?").
+func LockAddr(frames []Frame) string {
+	for _, f := range frames {
+		if !lockWaitFuncs[f.Func] {
+			continue
+		}
+		// The runtime marks a value it could not read reliably with
+		// "?": such an argument is no address.
+		arg, _, _ := strings.Cut(f.Args, ",")
+		arg = strings.TrimSpace(arg)
+		if strings.HasPrefix(arg, "0x") && len(arg) > 2 && !strings.HasSuffix(arg, "?") {
+			return arg
+		}
+	}
+	return ""
+}

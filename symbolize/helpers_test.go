@@ -222,8 +222,9 @@ func capture(t testing.TB, pid, tid int) (*captured, error) {
 	if err := unix.PtraceGetRegs(tid, &r); err != nil {
 		return nil, fmt.Errorf("getregs %d: %w", tid, err)
 	}
-	c := &captured{tid: tid, regs: Regs{IP: r.Rip, SP: r.Rsp, BP: r.Rbp}, nr: r.Orig_rax, arg0: r.Rdi}
-	c.window, c.windowErr = readStack(pid, r.Rsp, captureWindow)
+	c := &captured{tid: tid}
+	c.regs, c.nr, c.arg0 = regsOf(&r)
+	c.window, c.windowErr = readStack(pid, c.regs.SP, captureWindow)
 	return c, nil
 }
 
