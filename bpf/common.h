@@ -20,7 +20,9 @@ enum ct_kind {
 
 // Counter indices of ct_counters (a per-CPU array). The Go side reads the
 // names from this enum in the object's BTF: CT_EV_* count events seen,
-// CT_DROP_* count lost data, CT_INFO_* are neither.
+// CT_DROP_* count lost data, CT_SAMPLED_* count records the rate limits
+// left out by design (the in-kernel aggregates still hold those events),
+// CT_INFO_* are none of these.
 enum ct_counter {
 	CT_EV_FUTEX_WAIT = 0,
 	CT_EV_FUTEX_WAKE,
@@ -30,8 +32,8 @@ enum ct_counter {
 	CT_EV_IO,
 	CT_DROP_RINGBUF_EVENT,     // event record lost: ring buffer full
 	CT_DROP_RINGBUF_WINDOW,    // stack window lost: ring buffer full
-	CT_DROP_RATELIMIT_EVENT,   // event record not sent: token bucket empty
-	CT_DROP_RATELIMIT_WINDOW,  // stack window not sent: token bucket empty
+	CT_SAMPLED_EVENT,          // event record not sent: token bucket empty
+	CT_SAMPLED_WINDOW,         // stack window not sent: token bucket empty
 	CT_DROP_STACK_USER,        // user stack lookup failed (not collision)
 	CT_DROP_STACK_KERNEL,      // kernel stack lookup failed (not collision)
 	CT_DROP_STACK_COLLISION,   // stack map bucket held another stack
@@ -47,6 +49,7 @@ enum ct_counter {
 	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
 	CT_INFO_NO_START,          // syscall exit or switch-in without a start entry
 	CT_INFO_STACK_CACHED,      // user stack id taken from the per-thread cache
+	CT_INFO_OFFCPU_SPILLED,    // off-CPU time kept per thread without its stack
 	CT_NR_COUNTERS,
 };
 
@@ -60,6 +63,7 @@ enum ct_bucket_id {
 // Stack id values that are not map ids.
 #define CT_STACK_NONE (-1)  // not taken (event below its threshold)
 #define CT_STACK_LOST (-2)  // lookup failed; counted in CT_DROP_STACK_*
+#define CT_STACK_SPILLED (-3) // aggregate map full: kept without the stack
 
 // Maximum frames per stack in ct_stacks. 64 keeps the map at 9 MiB with
 // 16384 buckets; deeper stacks keep their 64 innermost frames, which hold

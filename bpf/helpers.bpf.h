@@ -298,7 +298,7 @@ static __always_inline void ct_start_set(__u64 *ts, __u64 v)
 static __always_inline void ct_emit(struct ct_event *e, __u64 now)
 {
 	if (!ct_take(CT_BUCKET_EVENT, now)) {
-		ct_count(CT_DROP_RATELIMIT_EVENT);
+		ct_count(CT_SAMPLED_EVENT);
 		return;
 	}
 	if (bpf_ringbuf_output(&ct_events, e, sizeof(*e), BPF_RB_NO_WAKEUP))
@@ -317,7 +317,7 @@ static __always_inline void ct_send_window(__u32 family, __u32 tid, __s32 stack_
 		return;
 	}
 	if (!ct_take(CT_BUCKET_WINDOW, now)) {
-		ct_count(CT_DROP_RATELIMIT_WINDOW);
+		ct_count(CT_SAMPLED_WINDOW);
 		return;
 	}
 	struct ct_window *w = bpf_map_lookup_elem(&ct_scratch, &family);

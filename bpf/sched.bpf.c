@@ -40,6 +40,19 @@ struct {
 	__type(value, struct ct_offcpu_val);
 } ct_offcpu SEC(".maps");
 
+// ct_offcpu_spill: ct_offcpu's overflow. A key that finds ct_offcpu full
+// is kept here with stack_id CT_STACK_SPILLED, so a thread's off-CPU time
+// by state survives when its stacks no longer fit: code built without
+// frame pointers gives a new frame-pointer "stack" at nearly every
+// preemption, and fills ct_offcpu within seconds on a busy target. One
+// entry per thread and state. Reader: the collector, cumulatively.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ct_offcpu_key);
+	__type(value, struct ct_offcpu_val);
+} ct_offcpu_spill SEC(".maps");
+
 // ct_wakes: key struct ct_wakes_key, value the number of wakeups. Reader:
 // the collector, cumulatively.
 struct {
@@ -137,8 +150,18 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	k.tid = next->pid;
 	k.stack_id = s.stack_id;
 	k.state = s.state;
-	struct ct_offcpu_val *v = CT_LOOKUP_OR_INIT(&ct_offcpu, &k, struct ct_offcpu_val,
-						    CT_DROP_MAP_FULL_OFFCPU);
+	struct ct_offcpu_val *v = bpf_map_lookup_elem(&ct_offcpu, &k);
+	if (!v) {
+		bpf_map_update_elem(&ct_offcpu, &k, (void *)ct_zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&ct_offcpu, &k);
+	}
+	if (!v) {
+		k.stack_id = CT_STACK_SPILLED;
+		v = CT_LOOKUP_OR_INIT(&ct_offcpu_spill, &k, struct ct_offcpu_val,
+				      CT_DROP_MAP_FULL_OFFCPU);
+		if (v)
+			ct_count(CT_INFO_OFFCPU_SPILLED);
+	}
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);
 		__sync_fetch_and_add(&v->total_ns, now - s.off_ts);

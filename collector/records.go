@@ -15,6 +15,9 @@ import (
 const (
 	stackNone int32 = -1 // not taken: below the event's threshold
 	stackLost int32 = -2 // lookup failed, counted in drop_stack_*
+	// stackSpilled: the aggregate map was full, the entry kept per thread
+	// and state without its stack (info_offcpu_spilled).
+	stackSpilled int32 = -3
 )
 
 // stackDepth is CT_STACK_DEPTH: return addresses per ct_stacks entry.

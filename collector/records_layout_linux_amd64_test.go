@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"github.com/contend-dev/contend/collector/probes"
+	"github.com/contend-dev/contend/recording"
 )
 
 // TestRecordLayouts checks every Go mirror of a kernel struct against the
@@ -103,10 +104,14 @@ func TestCounterNames(t *testing.T) {
 		if len(names) < 20 {
 			t.Fatalf("%d counter names: %v", len(names), names)
 		}
+	names:
 		for i, n := range names {
-			if !strings.HasPrefix(n, "ev_") && !strings.HasPrefix(n, "drop_") && !strings.HasPrefix(n, "info_") {
-				t.Errorf("counter %d %q has no category prefix", i, n)
+			for _, p := range []string{recording.CounterEventPrefix, recording.CounterDropPrefix, recording.CounterSampledPrefix, recording.CounterInfoPrefix} {
+				if strings.HasPrefix(n, p) {
+					continue names
+				}
 			}
+			t.Errorf("counter %d %q has no category prefix", i, n)
 		}
 		if names[0] != "ev_futex_wait" {
 			t.Errorf("counter 0 is %q, want ev_futex_wait", names[0])

@@ -284,6 +284,11 @@ func (t *bpfTracer) drain(s *snapshot) error {
 		if err := readMap(t.maps["ct_offcpu"], s.offcpu); err != nil {
 			return err
 		}
+		// The overflow's keys carry stackSpilled, never a map id: they
+		// cannot collide with ct_offcpu's.
+		if err := readMap(t.maps["ct_offcpu_spill"], s.offcpu); err != nil {
+			return err
+		}
 		if err := readMap(t.maps["ct_wakes"], s.edges); err != nil {
 			return err
 		}

@@ -34,6 +34,7 @@ const (
 	frameShortCalls  = "[short calls]"   // I/O calls below the I/O threshold
 	frameStackLost   = "[stack lost]"    // the kernel could not record the stack
 	frameNoStack     = "[stack unknown]" // a stack id no longer readable
+	frameSpilled     = "[stack not kept: map full]"
 	frameOtherWaker  = "[other process]" // a wakeup by a task outside the target
 	frameNotInTarget = "[no user stack]" // a wakeup without a waking task
 	frameInProgress  = "[in progress]"   // a wait or I/O call not ended whose stack could not be copied
@@ -70,6 +71,8 @@ func userFrames(src stackSource, id int32, none string) []recording.Frame {
 	switch {
 	case id == stackNone:
 		return syntheticFrame(none)
+	case id == stackSpilled:
+		return syntheticFrame(frameSpilled)
 	case id < 0:
 		return syntheticFrame(frameStackLost)
 	}

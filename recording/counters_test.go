@@ -9,11 +9,16 @@ func TestCounterTotals(t *testing.T) {
 		"drop_stack_user":     2,
 		"drop_ringbuf_event":  1,
 		"info_window_skipped": 100, // neither
-		"evicted":             50,  // no known prefix: neither
+		"sampled_window":      30,  // left out by design, not lost
+		"sampled_event":       4,
+		"evicted":             50, // no known prefix: neither
 	}}
 	events, drops := m.CounterTotals()
 	if events != 12 || drops != 3 {
 		t.Errorf("CounterTotals = %d events, %d drops; want 12, 3", events, drops)
+	}
+	if n := m.SampledOut(); n != 34 {
+		t.Errorf("SampledOut = %d, want 34", n)
 	}
 	if e, d := (Meta{}).CounterTotals(); e != 0 || d != 0 {
 		t.Errorf("no counters: %d, %d", e, d)

@@ -193,16 +193,30 @@ type Meta struct {
 
 // Prefixes of the counter names in Meta.Counters: "ev_" counters count
 // events the probes saw, "drop_" counters count data lost (events, stacks,
-// map entries), "info_" counters are neither (how often a cache answered,
+// map entries), "sampled_" counters count event records and stack windows
+// the rate limits left out by design (the aggregates still hold those
+// events), "info_" counters are none of these (how often a cache answered,
 // windows skipped because their stack was already named).
 const (
-	CounterEventPrefix = "ev_"
-	CounterDropPrefix  = "drop_"
-	CounterInfoPrefix  = "info_"
+	CounterEventPrefix   = "ev_"
+	CounterDropPrefix    = "drop_"
+	CounterSampledPrefix = "sampled_"
+	CounterInfoPrefix    = "info_"
 )
 
+// SampledOut sums the sampled_* counters of m.Counters.
+func (m Meta) SampledOut() uint64 {
+	var n uint64
+	for k, v := range m.Counters {
+		if strings.HasPrefix(k, CounterSampledPrefix) {
+			n += v
+		}
+	}
+	return n
+}
+
 // CounterTotals sums the event counters (ev_*) and the drop counters
-// (drop_*) of m.Counters; info_* counters are in neither sum.
+// (drop_*) of m.Counters; sampled_* and info_* counters are in neither sum.
 func (m Meta) CounterTotals() (events, drops uint64) {
 	for k, v := range m.Counters {
 		switch {

@@ -198,8 +198,8 @@ func (m *Model) probeLine(w int) string {
 		drops = m.st.warn.Render(drops)
 		var names []string
 		for k, v := range meta.Counters {
-			if v > 0 && strings.HasPrefix(k, dropPrefix) {
-				k = strings.TrimPrefix(k, dropPrefix)
+			if v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
+				k = strings.TrimPrefix(k, recording.CounterDropPrefix)
 				names = append(names, fmt.Sprintf("%s %s", k, fmtCount(v)))
 			}
 		}

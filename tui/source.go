@@ -2,7 +2,6 @@ package tui
 
 import (
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/contend-dev/contend/recording"
@@ -75,24 +74,4 @@ func (s *RecordingSource) Stats() Stats {
 	}
 	events, drops := s.rec.Meta.CounterTotals()
 	return Stats{Elapsed: s.rec.Meta.Duration, Events: events, Drops: drops}
-}
-
-// Prefixes of the collector's counter names in Meta.Counters: "ev_"
-// counters count events seen, "drop_" counters count events lost.
-const (
-	eventPrefix = "ev_"
-	dropPrefix  = "drop_"
-)
-
-// counterTotals sums a recording's event and drop counters.
-func counterTotals(c map[string]uint64) (events, drops uint64) {
-	for k, v := range c {
-		switch {
-		case strings.HasPrefix(k, eventPrefix):
-			events += v
-		case strings.HasPrefix(k, dropPrefix):
-			drops += v
-		}
-	}
-	return events, drops
 }

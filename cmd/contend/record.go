@@ -145,7 +145,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintln(stderr, summary+")")
 	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
-		fmt.Fprintf(stderr, "contend: %d events seen, %d dropped or sampled out (see meta.json counters)\n", events, drops)
+		fmt.Fprintf(stderr, "contend: %d events seen, %d lost (drop_* in meta.json counters)\n", events, drops)
 	}
 	if err != nil {
 		return fmt.Errorf("record: %w", err)

@@ -22,6 +22,7 @@ const (
 	SchedMapCtIrq                    = "ct_irq"
 	SchedMapCtNamed                  = "ct_named"
 	SchedMapCtOffcpu                 = "ct_offcpu"
+	SchedMapCtOffcpuSpill            = "ct_offcpu_spill"
 	SchedMapCtSchedStart             = "ct_sched_start"
 	SchedMapCtScratch                = "ct_scratch"
 	SchedMapCtStacks                 = "ct_stacks"
@@ -120,6 +121,7 @@ type SchedMapSpecs struct {
 	CtIrq          *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed        *ebpf.MapSpec `ebpf:"ct_named"`
 	CtOffcpu       *ebpf.MapSpec `ebpf:"ct_offcpu"`
+	CtOffcpuSpill  *ebpf.MapSpec `ebpf:"ct_offcpu_spill"`
 	CtSchedStart   *ebpf.MapSpec `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStacks       *ebpf.MapSpec `ebpf:"ct_stacks"`
@@ -168,6 +170,7 @@ type SchedMaps struct {
 	CtIrq          *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed        *ebpf.Map `ebpf:"ct_named"`
 	CtOffcpu       *ebpf.Map `ebpf:"ct_offcpu"`
+	CtOffcpuSpill  *ebpf.Map `ebpf:"ct_offcpu_spill"`
 	CtSchedStart   *ebpf.Map `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.Map `ebpf:"ct_scratch"`
 	CtStacks       *ebpf.Map `ebpf:"ct_stacks"`
@@ -184,6 +187,7 @@ func (m *SchedMaps) Close() error {
 		m.CtIrq,
 		m.CtNamed,
 		m.CtOffcpu,
+		m.CtOffcpuSpill,
 		m.CtSchedStart,
 		m.CtScratch,
 		m.CtStacks,
