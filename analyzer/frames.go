@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/contend-dev/contend/recording"
@@ -23,6 +24,9 @@ import (
 func goPackage(fn string) string {
 	if strings.ContainsAny(fn, "+:@ ") {
 		return "" // C++ ("ns::f"), unresolved ("libc.so.6+0x1f00"), versioned ("f@GLIBC_2.2.5")
+	}
+	if cloneSuffix.MatchString(fn) {
+		return "" // a GCC or LLVM clone of a C function ("f.constprop.0")
 	}
 	if i := strings.IndexByte(fn, '['); i >= 0 {
 		fn = fn[:i] // generic instantiation: "pkg.F[...]"
@@ -140,12 +144,24 @@ var nativeLockFuncs = map[string]bool{
 	"std::__detail::__atomic_futex_unsigned_base::_M_futex_wait_until": true,
 }
 
-// normNative strips the decorations C libraries put on symbol names:
-// leading underscores, the "__GI_" alias prefix and "@GLIBC_2.x" versions.
+// cloneSuffix matches the suffixes GCC and LLVM give the copies of a
+// function they specialise or split ("__new_sem_wait_slow64.constprop.0",
+// "f.isra.0", "f.part.1", "f.lto_priv.0", "f.llvm.123"). No Go symbol has
+// these: a Go function's dotted parts after the package are identifiers,
+// closures ("func1") and numbered init functions ("init.0").
+var cloneSuffix = regexp.MustCompile(`\.(constprop|isra|part|lto_priv|llvm)\.[0-9]+`)
+
+// normNative strips the decorations C libraries and compilers put on
+// symbol names: leading underscores, the "__GI_" alias prefix, "@GLIBC_2.x"
+// versions and clone suffixes (".constprop.0", ".cold").
 func normNative(fn string) string {
 	if i := strings.IndexByte(fn, '@'); i > 0 {
 		fn = fn[:i]
 	}
+	if loc := cloneSuffix.FindStringIndex(fn); loc != nil {
+		fn = fn[:loc[0]]
+	}
+	fn = strings.TrimSuffix(fn, ".cold")
 	fn = strings.TrimPrefix(fn, "__GI_")
 	return strings.TrimLeft(fn, "_")
 }

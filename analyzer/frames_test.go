@@ -21,10 +21,30 @@ func TestGoPackage(t *testing.T) {
 		"std::mutex::lock":                          "",
 		"libc.so.6+0x1f00":                          "",
 		"internal/runtime/maps.(*Map).putSlotSmall": "internal/runtime/maps",
+		"__new_sem_wait_slow64.constprop.0":         "",
+		"do_lookup.isra.0":                          "",
+		"main.init.0":                               "main",
 	} {
 		if got := goPackage(fn); got != want {
 			t.Errorf("goPackage(%q) = %q, want %q", fn, got, want)
 		}
+	}
+}
+
+func TestNormNative(t *testing.T) {
+	for fn, want := range map[string]string{
+		"__new_sem_wait_slow64.constprop.0": "new_sem_wait_slow64",
+		"__pthread_mutex_lock@GLIBC_2.2.5":  "pthread_mutex_lock",
+		"__GI___lll_lock_wait":              "lll_lock_wait",
+		"flush_frames.part.0.cold":          "flush_frames",
+		"pthread_cond_wait":                 "pthread_cond_wait",
+	} {
+		if got := normNative(fn); got != want {
+			t.Errorf("normNative(%q) = %q, want %q", fn, got, want)
+		}
+	}
+	if !isLockMachinery(recording.Frame{Func: "__new_sem_wait_slow64.constprop.0"}) {
+		t.Error("a clone of glibc's semaphore wait is not lock machinery")
 	}
 }
 

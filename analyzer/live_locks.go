@@ -509,6 +509,15 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		g.role = roleUnknown
 	}
 	switch g.role {
+	case roleUnknown:
+		// A word of no known lock (a semaphore, a hand-rolled futex)
+		// that one thread waited on and nobody released more than once
+		// while recording is a wait for an event — a thread's exit, a
+		// signal, work to arrive — not a lock threads take in turn.
+		if len(g.waiters) == 1 && g.woken <= 1 {
+			g.idle = true
+			g.idleReason = "one thread waiting on a semaphore or futex that nobody released during the recording (a wait for an event: a thread's exit, a signal, work to arrive)"
+		}
 	case roleIdle:
 		g.idle = true
 		for _, w := range g.words {

@@ -372,3 +372,30 @@ func TestLiveIgnoresOtherRecordings(t *testing.T) {
 		t.Errorf("live rows for a recording of files: %d locks, %d threads", len(res.Locks), len(res.Threads))
 	}
 }
+
+// A thread that waits the whole recording on a semaphore nobody posts (a
+// Python thread join: sem_wait in PyThread_acquire_lock_timed) waits for an
+// event, not for a lock; the same word posted again and again to its one
+// waiter, another thread holding it in turn, stays a lock.
+func TestUnreleasedSemaphoreIsIdle(t *testing.T) {
+	join := nativeStack("libpython3.11.so.1.0", "futex_abstimed_wait_common", "__new_sem_wait_slow64.constprop.0", "PyThread_acquire_lock_timed", "lock_PyThread_acquire_lock", "main")
+	f := newLiveFixture(8 * time.Second)
+	f.word(0xa000, "", 8e9, []int{80}, nil, 0)
+	f.wait(0xa000, 80, 8e9, join)
+	g := groupOf(t, f.ld.lockGroups(), 0xa000)
+	if !g.idle || !strings.Contains(g.idleReason, "nobody released") {
+		t.Errorf("idle %v (%q): want a wait for an event", g.idle, g.idleReason)
+	}
+	a := &analysis{rec: f.ld.rec, res: &Result{}}
+	liveLockVerdicts(a, f.ld, f.ld.lockGroups())
+	if len(a.res.Findings) != 0 {
+		t.Errorf("findings %q for a join", kinds(a.res))
+	}
+
+	handed := newLiveFixture(8 * time.Second)
+	handed.word(0xa000, "", 6e9, []int{80}, []int{81}, 400)
+	handed.wait(0xa000, 80, 6e9, join)
+	if g := groupOf(t, handed.ld.lockGroups(), 0xa000); g.idle {
+		t.Errorf("a semaphore handed to its waiter 400 times judged idle: %q", g.idleReason)
+	}
+}
