@@ -516,7 +516,7 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		// signal, work to arrive — not a lock threads take in turn.
 		if len(g.waiters) == 1 && g.woken <= 1 {
 			g.idle = true
-			g.idleReason = "one thread waiting on a semaphore or futex that nobody released during the recording (a wait for an event: a thread's exit, a signal, work to arrive)"
+			g.idleReason = "waiting alone on a semaphore or futex that nobody released during the recording (a wait for an event: a thread's exit, a signal, work to arrive)"
 		}
 	case roleIdle:
 		g.idle = true
