@@ -673,7 +673,16 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 	// locks (a striped array, per-object locks) and its profile figures
 	// add up several locks; no single one of them is a convoy.
 	spread := distinct >= 2 && 2*most < named
+	// unseen: a dump with wait states was taken over the interval and
+	// shows nobody waiting for this lock, while the profiles' average says
+	// some goroutines always were. The waiting came in bursts (a holder
+	// preempted on a busy machine, a periodic pile-up), not as the standing
+	// queue a convoy is.
+	unseen := l.waiters == 0 && len(g.groups) > 0 && !g.stateInferred && mean >= convoyMeanWaiting
 	switch {
+	case unseen:
+		ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf("the goroutine dump shows no goroutine waiting for this lock, although the profiles average %s waiting: the waiting came in bursts, not as a standing queue",
+			fmtFloat(mean))})
 	case spread:
 		ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf("the %d waiters whose lock the dump names wait on %d different mutexes, at most %d on any one: this point takes one of several locks, and the profiles add them up",
 			named, distinct, most)})
@@ -716,7 +725,7 @@ func (g *goData) judgeLock(l *goLock, totalWait int64) (Finding, bool) {
 		} else {
 			g.serializedIO(&f, l, h, &ev, &sources)
 		}
-	case !spread && known && f.Participants >= minConvoyParticipants && (dumpOnly || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
+	case !spread && !unseen && known && f.Participants >= minConvoyParticipants && (dumpOnly || mean >= convoyMeanWaiting) && (hold == 0 || hold <= maxShortHold):
 		g.convoy(&f, l, h, hold, mean, counted, &ev, &sources)
 	default:
 		g.contention(&f, l, h, hold, mean, counted, known, &ev, &sources)

@@ -560,3 +560,22 @@ func TestLockAddressSpread(t *testing.T) {
 		t.Errorf("lock %+v, evidence:\n%s", f.Lock, evidenceText(f))
 	}
 }
+
+// Profiles that average several goroutines waiting, with a dump (debug=2)
+// of the same interval that shows none waiting for the lock: the waiting
+// came in bursts, which is contention but no standing convoy.
+func TestBurstsUnseenByTheDumpAreNoConvoy(t *testing.T) {
+	get := fr("app.(*Table).Get@/src/app/table.go:31")
+	worker := fr("app.worker@/src/app/table.go:80", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	block := contentionProf(t).add([]int64{457, 12 * sec}, stack(blockLock, get, worker)...).build()
+	mutex := contentionProf(t).add([]int64{400, 11 * sec}, stack(unlockLeaf, fr("app.(*Table).Get@/src/app/table.go:33"), worker)...).build()
+	cpu := cpuProf(t, 4*time.Second).cpu(260, stack(fr("app.(*Table).Get@/src/app/table.go:32"), worker)...).build()
+	d := newDump(t).add(190, "runnable", stack(fr("app.parse@/src/app/parse.go:9"), worker)...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d))
+	if diff := cmp.Diff([]string{"contention@app.(*Table).Get"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(evidenceText(res.Findings[0]), "shows no goroutine waiting for this lock") {
+		t.Errorf("evidence lacks the dump's view:\n%s", evidenceText(res.Findings[0]))
+	}
+}

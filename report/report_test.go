@@ -124,6 +124,25 @@ func TestTextNoFindings(t *testing.T) {
 	}
 }
 
+// Threads of a live recording can idle in several places; the summary
+// never counts more threads than the process has.
+func TestIdleSummaryCountsThreadsOnce(t *testing.T) {
+	r := &analyzer.Result{Schema: analyzer.SchemaVersion, Findings: []analyzer.Finding{},
+		Target: analyzer.Target{Source: "live", Population: 5, Unit: "threads"},
+		Idle: []analyzer.IdleGroup{
+			{Reason: "sleeping (clock_nanosleep)", Count: 4, Unit: "threads"},
+			{Reason: "idle threads parked on a condition variable", Count: 4, Unit: "threads"},
+			{Reason: "waiting for a thread to exit (pthread_join)", Count: 1, Unit: "threads"},
+		}}
+	var b bytes.Buffer
+	if err := Text(&b, r, TextOptions{Width: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Not contention: 5 threads wait without contention (4 idle threads parked"; !strings.Contains(b.String(), want) {
+		t.Errorf("output %q, want %q", b.String(), want)
+	}
+}
+
 func TestWrap(t *testing.T) {
 	got := wrap("aaa bbb ccc ddd\nee", 9, 2, 0)
 	want := []string{"aaa bbb", "ccc ddd", "ee"}
