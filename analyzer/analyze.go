@@ -7,36 +7,27 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// Options tune the analysis. The zero value is the default analysis.
-type Options struct {
-	// Window restricts a live recording's event-based analysis to its last
-	// Window of time; 0 analyzes everything.
-	// (Profiles and locks in a windowed recording are already windowed by
-	// the collector.)
-}
+// Options tune the analysis. It has no fields yet: the zero value is the
+// one analysis there is, and the type keeps Analyze's signature stable for
+// the options to come.
+type Options struct{}
 
-// detector inspects the recording and appends findings, idle groups, rows
-// and notes to the result. Detectors run in registration order; each file
+// detectors inspect the recording and append findings, idle groups, rows
+// and notes to the result. They run in registration order; each file
 // of detectors registers itself in an init function, so they must not
 // depend on each other's output: shared inputs are computed on demand
 // (analysis.goData).
-type detector struct {
-	name string
-	run  func(a *analysis)
-}
-
-var detectors []detector
+var detectors []func(a *analysis)
 
 // register adds a detector; called from init functions.
-func register(name string, run func(a *analysis)) {
-	detectors = append(detectors, detector{name: name, run: run})
+func register(run func(a *analysis)) {
+	detectors = append(detectors, run)
 }
 
 // analysis is the state shared by the detectors of one Analyze call.
 type analysis struct {
-	rec  *recording.Recording
-	opts Options
-	res  *Result
+	rec *recording.Recording
+	res *Result
 
 	gd     *goData
 	gdDone bool
@@ -69,13 +60,13 @@ func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
 	if rec == nil {
 		return nil, ErrNoRecording
 	}
-	a := &analysis{rec: rec, opts: opts, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
+	a := &analysis{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
 	a.res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
 		a.note(w)
 	}
 	for _, d := range detectors {
-		d.run(a)
+		d(a)
 	}
 	mergeArrayLocks(a.res)
 	rank(a.res)

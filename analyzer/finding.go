@@ -68,6 +68,24 @@ const (
 	stripeCount = 32
 )
 
+// stripeAction is the striping suggestion for locks (the lock type's
+// plural: "mutexes", "locks") that whom ("goroutine", "thread") contend
+// for over disjoint keys.
+func stripeAction(locks, whom string) string {
+	return fmt.Sprintf("Stripe the lock: guard the state with a fixed array of %d %s indexed by a hash of the key each %s works on (its relay, connection or account), created once and never resized; never put the locks inside map entries that can be removed.", stripeCount, locks, whom)
+}
+
+// stripeGain is what striping into stripeCount locks gains k distinct
+// contenders: each shares its lock with k-1 others now and with
+// (k-1)/stripeCount others on average then, so waiting falls about
+// stripeCount times whatever k is.
+func stripeGain(k int) string {
+	sharers := float64(k-1) / stripeCount
+	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
+	return fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
+		stripeCount, k, fmtFloat(sharers), k-1, fmtPercent(alone))
+}
+
 // significantWait reports whether waitNS of lock waiting over duration d
 // (0 when unknown) is worth a finding on its own (see minMeanWaiting and
 // minWaitUnknownDuration).

@@ -67,80 +67,84 @@ var plumbingPackages = map[string]bool{
 	"internal/syscall/execenv": true,
 }
 
-// nativeLockFuncs are native (C library) functions that implement locking
-// and waiting. Names are normalised by normNative first.
+// nativeRole is what a native lock function tells of the futex word it
+// waits on or wakes: a mutex's, a condition variable's, a thread join's.
+type nativeRole int
+
+const (
+	nativeNone nativeRole = iota
+	nativeMutex
+	nativeCond
+	nativeJoin
+)
+
+// nativeRoleFuncs are the native lock functions that tell a futex word's
+// role (roleOf); every one of them is lock machinery as well. Names are
+// normalised by normNative first.
+var nativeRoleFuncs = map[string]nativeRole{
+	"lll_lock_wait": nativeMutex, "lll_lock_wait_private": nativeMutex,
+	"lll_lock_wake": nativeMutex, "lll_lock_wake_private": nativeMutex,
+	"lll_mutex_lock_optimized": nativeMutex, "lll_mutex_unlock_optimized": nativeMutex,
+	"pthread_mutex_lock": nativeMutex, "pthread_mutex_timedlock": nativeMutex,
+	"pthread_mutex_clocklock": nativeMutex, "pthread_mutex_lock_full": nativeMutex,
+	"pthread_mutex_cond_lock": nativeMutex, "pthread_mutex_unlock": nativeMutex,
+	"pthread_mutex_unlock_usercnt": nativeMutex, "pthread_mutex_unlock_full": nativeMutex,
+	"pthread_rwlock_rdlock": nativeMutex, "pthread_rwlock_wrlock": nativeMutex,
+	"pthread_rwlock_unlock": nativeMutex, "pthread_rwlock_rdlock_full": nativeMutex,
+	"pthread_rwlock_wrlock_full": nativeMutex,
+	"futex_lock_pi":              nativeMutex, "futex_lock_pi64": nativeMutex, "futex_unlock_pi": nativeMutex,
+	"std::mutex::lock": nativeMutex, "std::__1::mutex::lock": nativeMutex,
+
+	"pthread_cond_wait": nativeCond, "pthread_cond_timedwait": nativeCond,
+	"pthread_cond_clockwait": nativeCond, "pthread_cond_wait_common": nativeCond,
+	"condvar_dec_grefs": nativeCond, "condvar_quiesce_and_switch_g1": nativeCond,
+	"pthread_cond_signal": nativeCond, "pthread_cond_broadcast": nativeCond,
+	"std::condition_variable::wait": nativeCond, "std::__1::condition_variable::wait": nativeCond,
+	"std::condition_variable::notify_one": nativeCond, "std::condition_variable::notify_all": nativeCond,
+
+	"pthread_join": nativeJoin, "pthread_clockjoin_ex": nativeJoin, "pthread_timedjoin_np": nativeJoin,
+	"pthread_clockjoin_np": nativeJoin, "pthread_tryjoin_np": nativeJoin,
+}
+
+// nativeLockFuncs are the other native (C library) functions that
+// implement locking and waiting without telling a word's role. Names are
+// normalised by normNative first.
 var nativeLockFuncs = map[string]bool{
 	// glibc internals of locking, waiting and cancellation that appear in
 	// unwound stacks (inlined helpers named through DWARF).
-	"lll_mutex_lock_optimized":         true,
-	"lll_mutex_unlock_optimized":       true,
-	"pthread_mutex_unlock_usercnt":     true,
-	"pthread_mutex_unlock_full":        true,
 	"futex_wait_simple":                true,
 	"futex_wait_cancelable":            true,
 	"futex_abstimed_wait_cancelable":   true,
-	"condvar_dec_grefs":                true,
-	"condvar_quiesce_and_switch_g1":    true,
 	"condvar_confirm_wakeup":           true,
 	"condvar_cancel_waiting":           true,
 	"pthread_disable_asynccancel":      true,
 	"pthread_enable_asynccancel":       true,
 	"GI___pthread_disable_asynccancel": true,
-	"pthread_clockjoin_ex":             true,
-	"pthread_join":                     true,
-	"pthread_timedjoin_np":             true,
 	// CPython's wrappers of its condition variables and mutexes
 	// (Python/condvar.h), inlined into the code that takes the GIL.
-	"PyCOND_WAIT":                        true,
-	"PyCOND_TIMEDWAIT":                   true,
-	"PyCOND_SIGNAL":                      true,
-	"PyCOND_BROADCAST":                   true,
-	"PyMUTEX_LOCK":                       true,
-	"PyMUTEX_UNLOCK":                     true,
-	"pthread_mutex_lock":                 true,
-	"pthread_mutex_unlock":               true,
-	"pthread_mutex_trylock":              true,
-	"pthread_mutex_timedlock":            true,
-	"pthread_mutex_clocklock":            true,
-	"pthread_mutex_lock_full":            true,
-	"pthread_mutex_cond_lock":            true,
-	"pthread_rwlock_rdlock":              true,
-	"pthread_rwlock_wrlock":              true,
-	"pthread_rwlock_unlock":              true,
-	"pthread_rwlock_rdlock_full":         true,
-	"pthread_rwlock_wrlock_full":         true,
-	"pthread_spin_lock":                  true,
-	"pthread_cond_wait":                  true,
-	"pthread_cond_timedwait":             true,
-	"pthread_cond_clockwait":             true,
-	"pthread_cond_wait_common":           true,
-	"pthread_cond_signal":                true,
-	"pthread_cond_broadcast":             true,
-	"lll_lock_wait":                      true,
-	"lll_lock_wait_private":              true,
-	"lll_lock_wake":                      true,
-	"lll_lock_wake_private":              true,
-	"lll_unlock_wake":                    true,
-	"futex_wait":                         true,
-	"futex_wake":                         true,
-	"futex_abstimed_wait":                true,
-	"futex_abstimed_wait_common":         true,
-	"futex_abstimed_wait_common64":       true,
-	"futex_abstimed_wait_cancelable64":   true,
-	"futex_lock_pi":                      true,
-	"futex_lock_pi64":                    true,
-	"sem_wait":                           true,
-	"sem_timedwait":                      true,
-	"new_sem_wait_slow":                  true,
-	"new_sem_wait_slow64":                true,
-	"syscall":                            true,
-	"syscall_cancel":                     true,
-	"syscall_cancel_arch":                true,
-	"internal_syscall_cancel":            true,
-	"std::mutex::lock":                   true,
-	"std::__1::mutex::lock":              true,
-	"std::condition_variable::wait":      true,
-	"std::__1::condition_variable::wait": true,
+	"PyCOND_WAIT":                      true,
+	"PyCOND_TIMEDWAIT":                 true,
+	"PyCOND_SIGNAL":                    true,
+	"PyCOND_BROADCAST":                 true,
+	"PyMUTEX_LOCK":                     true,
+	"PyMUTEX_UNLOCK":                   true,
+	"pthread_mutex_trylock":            true,
+	"pthread_spin_lock":                true,
+	"lll_unlock_wake":                  true,
+	"futex_wait":                       true,
+	"futex_wake":                       true,
+	"futex_abstimed_wait":              true,
+	"futex_abstimed_wait_common":       true,
+	"futex_abstimed_wait_common64":     true,
+	"futex_abstimed_wait_cancelable64": true,
+	"sem_wait":                         true,
+	"sem_timedwait":                    true,
+	"new_sem_wait_slow":                true,
+	"new_sem_wait_slow64":              true,
+	"syscall":                          true,
+	"syscall_cancel":                   true,
+	"syscall_cancel_arch":              true,
+	"internal_syscall_cancel":          true,
 	"std::__detail::__atomic_futex_unsigned_base::_M_futex_wait_until": true,
 }
 
@@ -183,7 +187,8 @@ func isLockMachinery(f recording.Frame) bool {
 		}
 		return false
 	}
-	return nativeLockFuncs[normNative(f.Func)]
+	n := normNative(f.Func)
+	return nativeLockFuncs[n] || nativeRoleFuncs[n] != nativeNone
 }
 
 // isPlumbing reports whether f is system-call plumbing skipped when choosing

@@ -71,10 +71,8 @@ type gGroup struct {
 
 // goData is the Go side of one recording, folded for the detectors.
 type goData struct {
-	// duration is the profiled wall time, 0 when unknown; durationFrom
-	// names where it came from.
-	duration     time.Duration
-	durationFrom string
+	// duration is the profiled wall time, 0 when unknown.
+	duration time.Duration
 
 	// Presence of each profile (possibly empty) and whether it has samples.
 	blockGiven, mutexGiven, cpuGiven bool
@@ -127,7 +125,7 @@ func buildGoData(rec *recording.Recording) *goData {
 	if !any {
 		return nil
 	}
-	g.duration, g.durationFrom = profiledDuration(rec)
+	g.duration = profiledDuration(rec)
 	g.numCPU = rec.Meta.NumCPU
 	return g
 }
@@ -135,18 +133,17 @@ func buildGoData(rec *recording.Recording) *goData {
 // profiledDuration returns the wall time the profiles cover: the
 // recording's duration, else the longest profile duration (CPU profiles
 // and delta profiles carry one), else 0.
-func profiledDuration(rec *recording.Recording) (time.Duration, string) {
+func profiledDuration(rec *recording.Recording) time.Duration {
 	if rec.Meta.Duration > 0 {
-		return rec.Meta.Duration, "recording"
+		return rec.Meta.Duration
 	}
 	var best time.Duration
-	from := ""
 	for _, v := range recording.GoViews {
 		if p := rec.Profile(v); p != nil && time.Duration(p.DurationNanos) > best {
-			best, from = time.Duration(p.DurationNanos), string(v)+" profile"
+			best = time.Duration(p.DurationNanos)
 		}
 	}
-	return best, from
+	return best
 }
 
 // contentionSites folds a mutex or block profile (values contentions,

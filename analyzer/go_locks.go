@@ -17,7 +17,7 @@ import (
 // short critical sections, or plain contention. Contention on the Go
 // runtime's internal locks is reported apart, never blamed on user code.
 
-func init() { register("go-locks", detectGoLocks) }
+func init() { register(detectGoLocks) }
 
 // minIOCPUSamples is how many CPU samples inside a contended critical
 // section must be in I/O calls before the CPU profile alone says the lock
@@ -466,11 +466,11 @@ func (cs csFuncs) inside(frames []recording.Frame) int {
 // holderFacts are what the goroutine dump and the CPU profile show inside
 // a lock's critical sections.
 type holderFacts struct {
-	// dump: goroutines inside a critical section, and those of them in I/O.
-	inside, inIO int
-	ioGroup      *gGroup
-	ioFrame      string
-	ioAt         int
+	// dump: goroutines inside a critical section in I/O.
+	inIO    int
+	ioGroup *gGroup
+	ioFrame string
+	ioAt    int
 	// CPU: time inside the critical sections (not waiting) and in I/O there.
 	csNS, ioNS int64
 	ioFuncs    map[string]int64
@@ -494,7 +494,6 @@ func (g *goData) holders(l *goLock) holderFacts {
 		if k < 0 {
 			continue
 		}
-		h.inside += gr.count
 		if io := ioIndex(gr.frames, k); io >= 0 {
 			h.ioIn[enclosingFunc(gr.frames[k].Func)] = true
 			h.inIO += gr.count
@@ -757,18 +756,14 @@ func waitWhat(l *goLock, p ProgramPoint) string {
 	return fmt.Sprintf("%s in %s", verb, pointString(p))
 }
 
-func (g *goData) whoWaits(f *Finding, l *goLock, mean float64, counted bool) string {
-	return participants(f.Participants, f.Population, "goroutines", counted, mean)
-}
-
 func (g *goData) convoy(f *Finding, l *goLock, h holderFacts, hold time.Duration, mean float64, counted bool, ev *[]Evidence, sources *int) {
 	f.Kind = KindLockConvoy
-	f.Headline = onePoint(g.whoWaits(f, l, mean, counted), "wait", waitWhat(l, f.Point))
+	f.Headline = onePoint(participants(f.Participants, f.Population, "goroutines", counted, mean), "wait", waitWhat(l, f.Point))
 	switch {
 	case len(l.waits) == 0:
-		f.Headline = fmt.Sprintf("%s wait for ONE %s", g.whoWaits(f, l, mean, counted), waitWhat(l, f.Point))
+		f.Headline = fmt.Sprintf("%s wait for ONE %s", participants(f.Participants, f.Population, "goroutines", counted, mean), waitWhat(l, f.Point))
 	case len(l.waits) > 1:
-		f.Headline = fmt.Sprintf("%s wait for ONE lock at %d program points: %s", g.whoWaits(f, l, mean, counted), len(l.waits), waitWhat(l, f.Point))
+		f.Headline = fmt.Sprintf("%s wait for ONE lock at %d program points: %s", participants(f.Participants, f.Population, "goroutines", counted, mean), len(l.waits), waitWhat(l, f.Point))
 	}
 	k := f.Participants
 	short := "no I/O or blocking call was seen inside the critical section"
@@ -788,20 +783,17 @@ func (g *goData) convoy(f *Finding, l *goLock, h holderFacts, hold time.Duration
 		f.CPUSeconds = seconds(h.waitCPU)
 		*ev = append(*ev, Evidence{Source: "go-cpu", Text: fmt.Sprintf("%s of CPU was burned spinning in sync.Mutex before parking at the Lock site", fmtSeconds(f.CPUSeconds))})
 	}
-	sharers := float64(k-1) / stripeCount
-	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
 	f.Suggestion = Suggestion{
-		Action: fmt.Sprintf("Stripe the lock: guard the state with a fixed array of %d mutexes indexed by a hash of the key each goroutine works on (its relay, connection or account), created once and never resized; never put the locks inside map entries that can be removed.", stripeCount),
+		Action: stripeAction("mutexes", "goroutine"),
 		Reasoning: fmt.Sprintf("%d distinct goroutines wait for one lock whose critical section is short (%s): the waiting comes from how many goroutines share the lock, not from the work under it. "+
 			"If they work on disjoint keys, a lock per stripe of keys lets them proceed in parallel. The array must stay fixed: a lock stored in a map entry that another goroutine deletes and re-creates no longer excludes anyone, and two goroutines end up inside the same critical section.", k, short),
-		ExpectedGain: fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
-			stripeCount, k, fmtFloat(sharers), k-1, fmtPercent(alone)),
+		ExpectedGain: stripeGain(k),
 	}
 }
 
 func (g *goData) contention(f *Finding, l *goLock, h holderFacts, hold time.Duration, mean float64, counted, known bool, ev *[]Evidence, sources *int) {
 	f.Kind = KindContention
-	who := g.whoWaits(f, l, mean, counted)
+	who := participants(f.Participants, f.Population, "goroutines", counted, mean)
 	f.Headline = fmt.Sprintf("%s lost waiting for ONE lock: %s", fmtSeconds(f.WaitSeconds), waitWhat(l, f.Point))
 	var why []string
 	switch {

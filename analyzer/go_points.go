@@ -10,7 +10,7 @@ import (
 // groups (waits that are not contention), the target's population, and
 // notes about what the input lacks.
 
-func init() { register("go-points", goPoints) }
+func init() { register(goPoints) }
 
 // pointRowShare is the share of all waiting or of all CPU a point without
 // dumped goroutines must hold to get a row: the rows are for the TUI to

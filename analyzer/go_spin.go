@@ -12,7 +12,7 @@ import (
 // (atomic loads or compare-and-swaps, no park, no yield) with goroutines
 // running or runnable there, or about to enter it, in the goroutine dump.
 
-func init() { register("go-spin", detectGoSpin) }
+func init() { register(detectGoSpin) }
 
 const (
 	// spinMinCPUShare is the share of all CPU samples a busy-wait must

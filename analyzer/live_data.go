@@ -15,7 +15,7 @@ import (
 // the /proc timeline and the event log) into plain per-sample records and
 // per-thread figures, once per analysis, for the live detectors to share.
 
-func init() { register("live", detectLive) }
+func init() { register(detectLive) }
 
 // detectLive runs every detector on live data. They share one liveData,
 // built here, so each runs in turn rather than as a registered detector of
@@ -41,12 +41,7 @@ type liveSample struct {
 	tid      int
 	addr     uint64
 	lockName string
-	owner    int
-	op       string
 	state    string
-	syscall  string
-	wakee    int
-	context  string
 	values   []int64
 	frames   []recording.Frame
 }
@@ -114,7 +109,7 @@ type liveData struct {
 	numCPU int
 
 	// Samples of each view.
-	waits, wakes, offcpu, oncpu, io, wakeEdges []*liveSample
+	waits, wakes, offcpu, oncpu []*liveSample
 
 	// locks indexes locks.json by address.
 	locks map[uint64]*recording.LockStat
@@ -148,8 +143,6 @@ func buildLiveData(rec *recording.Recording) *liveData {
 	ld.wakes = readLiveView(rec.Profile(recording.ViewFutexWake), ps)
 	ld.offcpu = readLiveView(rec.Profile(recording.ViewOffCPU), ps)
 	ld.oncpu = readLiveView(rec.Profile(recording.ViewOnCPU), ps)
-	ld.io = readLiveView(rec.Profile(recording.ViewIO), ps)
-	ld.wakeEdges = readLiveView(rec.Profile(recording.ViewWakes), ps)
 	for i := range rec.Locks {
 		ld.locks[rec.Locks[i].Addr] = &rec.Locks[i]
 	}
@@ -163,7 +156,7 @@ func buildLiveData(rec *recording.Recording) *liveData {
 		ld.thread(s.tid).futexNS += value(s, 1)
 	}
 	ld.population = len(ld.threads)
-	ld.ev = indexEvents(rec.Events, rec.Stacks)
+	ld.ev = indexEvents(rec.Events)
 	return ld
 }
 
@@ -242,13 +235,8 @@ func readLiveView(p *profile.Profile, ps *profStacks) []*liveSample {
 			}
 		}
 		ls.tid = numLabel(s, recording.LabelTID)
-		ls.owner = numLabel(s, recording.LabelOwner)
-		ls.wakee = numLabel(s, recording.LabelWakee)
 		ls.lockName = strLabel(s, recording.LabelLockName)
-		ls.op = strLabel(s, recording.LabelOp)
 		ls.state = strLabel(s, recording.LabelState)
-		ls.syscall = strLabel(s, recording.LabelSyscall)
-		ls.context = strLabel(s, recording.LabelContext)
 		if l := strLabel(s, recording.LabelLock); l != "" {
 			ls.addr, _ = strconv.ParseUint(l, 0, 64)
 		}

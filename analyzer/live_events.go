@@ -52,22 +52,18 @@ type threadEvents struct {
 
 // eventIndex is the event log indexed by thread and by lock address.
 type eventIndex struct {
-	byTID  map[int]*threadEvents
-	waits  map[uint64][]recording.Event
-	wakes  map[uint64][]recording.Event
-	stacks []recording.Stack
+	byTID map[int]*threadEvents
+	waits map[uint64][]recording.Event
+	wakes map[uint64][]recording.Event
 	// first and last bound the times of the log's events.
 	first, last int64
-	n           int
 }
 
-func indexEvents(evs []recording.Event, stacks []recording.Stack) *eventIndex {
+func indexEvents(evs []recording.Event) *eventIndex {
 	x := &eventIndex{
-		byTID:  map[int]*threadEvents{},
-		waits:  map[uint64][]recording.Event{},
-		wakes:  map[uint64][]recording.Event{},
-		stacks: stacks,
-		n:      len(evs),
+		byTID: map[int]*threadEvents{},
+		waits: map[uint64][]recording.Event{},
+		wakes: map[uint64][]recording.Event{},
 	}
 	sorted := sort.SliceIsSorted(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
 	if !sorted {
@@ -145,14 +141,6 @@ func (x *eventIndex) releasedAt(addrs []uint64, holder int, from, to int64) int6
 		}
 	}
 	return end
-}
-
-// stack returns the frames of an event's stack, nil when it has none.
-func (x *eventIndex) stack(e recording.Event) []recording.Frame {
-	if e.Stack < 0 || e.Stack >= len(x.stacks) {
-		return nil
-	}
-	return x.stacks[e.Stack].Frames
 }
 
 // span is a half-open time interval in nanoseconds.

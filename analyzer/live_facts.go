@@ -278,7 +278,7 @@ func (ld *liveData) cpuFacts(lf *lockFacts) {
 		lf.cpuNS += ns
 		fr := s.userFrames()
 		switch {
-		case inFutex(s.frames), len(fr) > 0 && isLockPath(fr[0]):
+		case inFutex(s.frames), len(fr) > 0 && isLockMachinery(fr[0]):
 			// Spinning in the lock, the futex calls, and the context
 			// switches of a thread that sleeps or wakes in one.
 			lf.machNS += ns
@@ -306,13 +306,6 @@ func inFutex(frames []recording.Frame) bool {
 		}
 	}
 	return false
-}
-
-// isLockPath reports whether a user frame is lock machinery of the C
-// library or a language runtime (taking, releasing or waiting for a lock,
-// or the futex call below it).
-func isLockPath(f recording.Frame) bool {
-	return isLockMachinery(f)
 }
 
 // callsAny reports whether a user stack passes through a function of set.

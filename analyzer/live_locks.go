@@ -43,33 +43,6 @@ const (
 	roleIdle             // an idle wait: a Go idle thread, a thread join
 )
 
-// Native functions that mark a futex word's role, by normalised name.
-var (
-	condWaitFuncs = map[string]bool{
-		"pthread_cond_wait": true, "pthread_cond_timedwait": true, "pthread_cond_clockwait": true,
-		"pthread_cond_wait_common": true, "condvar_dec_grefs": true, "condvar_quiesce_and_switch_g1": true,
-		"pthread_cond_signal": true, "pthread_cond_broadcast": true,
-		"std::condition_variable::wait": true, "std::__1::condition_variable::wait": true,
-		"std::condition_variable::notify_one": true, "std::condition_variable::notify_all": true,
-	}
-	mutexFuncs = map[string]bool{
-		"lll_lock_wait": true, "lll_lock_wait_private": true, "lll_lock_wake": true, "lll_lock_wake_private": true,
-		"lll_mutex_lock_optimized": true, "lll_mutex_unlock_optimized": true,
-		"pthread_mutex_lock": true, "pthread_mutex_timedlock": true, "pthread_mutex_clocklock": true,
-		"pthread_mutex_lock_full": true, "pthread_mutex_cond_lock": true, "pthread_mutex_unlock": true,
-		"pthread_mutex_unlock_usercnt": true, "pthread_mutex_unlock_full": true,
-		"pthread_rwlock_rdlock": true, "pthread_rwlock_wrlock": true, "pthread_rwlock_unlock": true,
-		"pthread_rwlock_rdlock_full": true, "pthread_rwlock_wrlock_full": true,
-		"futex_lock_pi": true, "futex_lock_pi64": true, "futex_unlock_pi": true,
-		"std::mutex::lock": true, "std::__1::mutex::lock": true,
-	}
-	// joinFuncs wait for another thread to exit: never contention.
-	joinFuncs = map[string]bool{
-		"pthread_join": true, "pthread_clockjoin_ex": true, "pthread_timedjoin_np": true,
-		"pthread_clockjoin_np": true, "pthread_tryjoin_np": true,
-	}
-)
-
 // liveMachinery reports whether a program point may not be at f in a live
 // stack: frames.go's machinery and the collector's placeholder frames.
 func liveMachinery(f recording.Frame) bool {
@@ -99,12 +72,12 @@ func roleOf(frames []recording.Frame) (wordRole, string) {
 		if goPackage(n) == "" {
 			n = normNative(n)
 		}
-		switch {
-		case mutexFuncs[n]:
+		switch nativeRoleFuncs[n] {
+		case nativeMutex:
 			return roleMutex, ""
-		case condWaitFuncs[n]:
+		case nativeCond:
 			return roleCond, ""
-		case joinFuncs[n]:
+		case nativeJoin:
 			return roleIdle, "waiting for a thread to exit (pthread_join)"
 		}
 	}

@@ -65,6 +65,7 @@ func liveRows(a *analysis, ld *liveData, locks []*lockGroup) {
 				Count:       len(g.waiters),
 				Unit:        "threads",
 				WaitSeconds: seconds(g.waitNS),
+				TIDs:        sortedTIDs(g.waiters),
 			})
 		}
 	}
@@ -141,6 +142,7 @@ func (ld *liveData) idleSleeps(done map[pointKey]bool) []IdleGroup {
 	for _, k := range order {
 		g := groups[k]
 		g.Count = len(tids[k])
+		g.TIDs = sortedTIDs(tids[k])
 		out = append(out, *g)
 	}
 	return out

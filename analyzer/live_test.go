@@ -36,7 +36,7 @@ type liveFixture struct {
 
 func newLiveFixture(d time.Duration) *liveFixture {
 	rec := &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, Duration: d, NumCPU: 2}}
-	return &liveFixture{ld: &liveData{rec: rec, dur: d, numCPU: 2, locks: map[uint64]*recording.LockStat{}, threads: map[int]*liveThread{}, ev: indexEvents(nil, nil)}}
+	return &liveFixture{ld: &liveData{rec: rec, dur: d, numCPU: 2, locks: map[uint64]*recording.LockStat{}, threads: map[int]*liveThread{}, ev: indexEvents(nil)}}
 }
 
 // word adds a futex word's kernel statistics.
@@ -227,7 +227,7 @@ func TestIOOfTheHolderExplainsTheWait(t *testing.T) {
 		{Kind: recording.EventIO, T: 9 * ms, Dur: 5 * ms, TID: 52, Syscall: "write", Stack: 0},
 		// Meanwhile the owner was also preempted for 1 ms while holding it.
 		{Kind: recording.EventRunq, T: 7 * ms, Dur: ms, TID: 52, Stack: -1},
-	}, f.ld.rec.Stacks)
+	})
 	g := groupOf(t, f.ld.lockGroups(), lock)
 	lf := f.ld.factsOf(g)
 	if lf.ioNS != 6*ms || lf.ioBySys["fsync"] != 6*ms || lf.ioBySys["write"] != 0 {

@@ -608,13 +608,11 @@ func (ld *liveData) stripeConvoy(f *Finding, lf *lockFacts, ev *[]Evidence) {
 	if e, ok := cpuEvidence(lf); ok {
 		*ev = append(*ev, e)
 	}
-	others := float64(k-1) / stripeCount
-	own := math.Pow(1-1.0/stripeCount, float64(k-1))
 	f.Suggestion = Suggestion{
-		Action: fmt.Sprintf("Stripe the lock: a fixed array of %d locks indexed by a hash of the key each thread works on (its connection, relay or account), allocated once and never resized; never keep the locks inside map entries that can be removed.", stripeCount),
+		Action: stripeAction("locks", "thread"),
 		Reasoning: fmt.Sprintf("%d distinct threads queue on one lock whose holds are short and involve no I/O: the waiting comes from how many threads share it, not from the work under it. If they touch disjoint keys, one lock per stripe lets them proceed in parallel. "+
 			"A lock stored in a removable map entry stops excluding anyone once another thread deletes and re-creates the entry.", k),
-		ExpectedGain: fmt.Sprintf("about %d× less waiting: each of the %d contenders would share its stripe with %s others on average instead of %d, and %s of them would have a stripe to themselves", min(stripeCount, max(k-1, 1)), k, fmtFloat(others), k-1, fmtPercent(own)),
+		ExpectedGain: stripeGain(k),
 	}
 }
 

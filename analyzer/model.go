@@ -185,6 +185,27 @@ type IdleGroup struct {
 	Unit   string       `json:"unit"`
 	// WaitSeconds is the time spent idle there, when known.
 	WaitSeconds float64 `json:"wait_seconds,omitempty"`
+	// TIDs are the threads counted in Count, for live recordings: one
+	// thread can idle at several points, so counting threads across
+	// groups takes their union.
+	TIDs []int `json:"tids,omitempty"`
+}
+
+// IdleCount is how many distinct threads or goroutines idle: Count summed
+// over the groups without TIDs, plus the union of the others' TIDs.
+func IdleCount(groups []IdleGroup) int {
+	n := 0
+	tids := map[int]bool{}
+	for _, g := range groups {
+		if g.TIDs == nil {
+			n += g.Count
+			continue
+		}
+		for _, t := range g.TIDs {
+			tids[t] = true
+		}
+	}
+	return n + len(tids)
 }
 
 // PointRow is one program point where threads or goroutines sit.

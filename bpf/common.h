@@ -49,7 +49,7 @@ enum ct_counter {
 	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
 	CT_INFO_NO_START,          // syscall exit or switch-in without a start entry
 	CT_INFO_STACK_CACHED,      // user stack id taken from the per-thread cache
-	CT_INFO_OFFCPU_SPILLED,    // off-CPU time kept per thread without its stack
+	CT_INFO_OFFCPU_SPILLED,    // ct_offcpu full: the entry goes to ct_offcpu_spill, stackless
 	CT_NR_COUNTERS,
 };
 

@@ -150,17 +150,12 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	k.tid = next->pid;
 	k.stack_id = s.stack_id;
 	k.state = s.state;
-	struct ct_offcpu_val *v = bpf_map_lookup_elem(&ct_offcpu, &k);
-	if (!v) {
-		bpf_map_update_elem(&ct_offcpu, &k, (void *)ct_zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&ct_offcpu, &k);
-	}
+	struct ct_offcpu_val *v = CT_LOOKUP_OR_INIT(&ct_offcpu, &k, struct ct_offcpu_val,
+						    CT_INFO_OFFCPU_SPILLED);
 	if (!v) {
 		k.stack_id = CT_STACK_SPILLED;
 		v = CT_LOOKUP_OR_INIT(&ct_offcpu_spill, &k, struct ct_offcpu_val,
 				      CT_DROP_MAP_FULL_OFFCPU);
-		if (v)
-			ct_count(CT_INFO_OFFCPU_SPILLED);
 	}
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);

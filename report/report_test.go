@@ -125,14 +125,14 @@ func TestTextNoFindings(t *testing.T) {
 }
 
 // Threads of a live recording can idle in several places; the summary
-// never counts more threads than the process has.
+// counts each thread once.
 func TestIdleSummaryCountsThreadsOnce(t *testing.T) {
 	r := &analyzer.Result{Schema: analyzer.SchemaVersion, Findings: []analyzer.Finding{},
-		Target: analyzer.Target{Source: "live", Population: 5, Unit: "threads"},
+		Target: analyzer.Target{Source: "live", Population: 9, Unit: "threads"},
 		Idle: []analyzer.IdleGroup{
-			{Reason: "sleeping (clock_nanosleep)", Count: 4, Unit: "threads"},
-			{Reason: "idle threads parked on a condition variable", Count: 4, Unit: "threads"},
-			{Reason: "waiting for a thread to exit (pthread_join)", Count: 1, Unit: "threads"},
+			{Reason: "sleeping (clock_nanosleep)", Count: 4, Unit: "threads", TIDs: []int{11, 12, 13, 14}},
+			{Reason: "idle threads parked on a condition variable", Count: 4, Unit: "threads", TIDs: []int{11, 12, 13, 14}},
+			{Reason: "waiting for a thread to exit (pthread_join)", Count: 1, Unit: "threads", TIDs: []int{10}},
 		}}
 	var b bytes.Buffer
 	if err := Text(&b, r, TextOptions{Width: 200}); err != nil {

@@ -339,10 +339,9 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 	if len(r.Idle) == 0 {
 		return
 	}
-	total := 0
+	total := analyzer.IdleCount(r.Idle)
 	byReason := map[string]int{}
 	for _, g := range r.Idle {
-		total += g.Count
 		byReason[g.Reason] += g.Count
 	}
 	if !show {
@@ -363,12 +362,6 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 			}
 		}
 		var text string
-		// A thread of a live recording can idle in several places (a
-		// worker sleeps, then waits on its pool's condition variable):
-		// the groups' counts add up to more than the threads there are.
-		if r.Target.Population > 0 && total > r.Target.Population {
-			total = r.Target.Population
-		}
 		if total > 0 {
 			unit := unitOf(r)
 			verb := "wait"

@@ -196,7 +196,7 @@ func fixtureInputs(t *testing.T, dir string) []string {
 func TestAnalyzeGolden(t *testing.T) {
 	dirs := fixtureDirs(t)
 	if len(dirs) == 0 {
-		t.Skip("no captured fixture profiles under analyzer/testdata/fixtures (make capture)")
+		t.Fatal("no captured fixture profiles under analyzer/testdata/fixtures: they are part of the repository (make capture rewrites them)")
 	}
 	for _, dir := range dirs {
 		name := filepath.Base(dir)
