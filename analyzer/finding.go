@@ -256,5 +256,10 @@ func byCount[V int | int64](m map[string]V) []string {
 // "340 ms"), for renderers that print figures beside them.
 func FormatSeconds(s float64) string { return fmtSeconds(s) }
 
+// ShortFunc shortens a function name as the headlines do: a Go name keeps
+// only its package's last path element ("github.com/a/b/store.(*S).Save"
+// → "store.(*S).Save"); native names stay whole.
+func ShortFunc(fn string) string { return shortFunc(fn) }
+
 // FormatPercent renders a share as the evidence texts do ("43%", "0.4%").
 func FormatPercent(x float64) string { return fmtPercent(x) }

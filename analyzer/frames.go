@@ -170,6 +170,20 @@ func normNative(fn string) string {
 	return strings.TrimLeft(fn, "_")
 }
 
+// isLockPackage reports whether a Go package is lock machinery: the
+// runtime, its internal packages and the sync packages.
+func isLockPackage(pkg string) bool {
+	if lockPackages[pkg] {
+		return true
+	}
+	for _, p := range lockPackagePrefixes {
+		if strings.HasPrefix(pkg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // isLockMachinery reports whether f is lock machinery: Go runtime and sync
 // frames, glibc's locking and futex wrappers, and kernel frames.
 func isLockMachinery(f recording.Frame) bool {
@@ -177,15 +191,7 @@ func isLockMachinery(f recording.Frame) bool {
 		return true
 	}
 	if pkg := goPackage(f.Func); pkg != "" {
-		if lockPackages[pkg] {
-			return true
-		}
-		for _, p := range lockPackagePrefixes {
-			if strings.HasPrefix(pkg, p) {
-				return true
-			}
-		}
-		return false
+		return isLockPackage(pkg)
 	}
 	n := normNative(f.Func)
 	return nativeLockFuncs[n] || nativeRoleFuncs[n] != nativeNone

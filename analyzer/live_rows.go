@@ -264,10 +264,8 @@ func PointInFunction(p ProgramPoint, fn string) bool {
 // PhysicalFunction returns the function program point p's code is
 // compiled into: its own, or the one it is inlined in.
 func PhysicalFunction(p ProgramPoint) string {
-	for i := p.PointIndex; i >= 0 && i < len(p.Stack); i++ {
-		if !p.Stack[i].Inlined {
-			return p.Stack[i].Func
-		}
+	if p.PointIndex < 0 || p.PointIndex >= len(p.Stack) {
+		return p.Function
 	}
-	return p.Function
+	return p.Stack[physical(p.Stack, p.PointIndex)].Func
 }

@@ -86,7 +86,7 @@ func (ld *liveData) spinCandidates() []*spinCand {
 		}
 		pi := physical(fr, 0)
 		phys := fr[pi]
-		if pkg := goPackage(phys.Func); pkg != "" && (lockPackages[pkg] || hasPrefixAny(pkg, lockPackagePrefixes)) {
+		if pkg := goPackage(phys.Func); pkg != "" && isLockPackage(pkg) {
 			continue // the Go runtime's own spinning (lock2, procyield)
 		}
 		key := phys.Module + "\x00" + phys.Func
@@ -132,15 +132,6 @@ func (ld *liveData) spinCandidates() []*spinCand {
 		return out[i].fn < out[j].fn
 	})
 	return out
-}
-
-func hasPrefixAny(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // judgeSpin decides whether a hot function is a busy-wait convoy.

@@ -2,7 +2,6 @@ package analyzer
 
 import (
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -68,10 +67,7 @@ func mergeArrayLocks(r *Result) {
 		}
 		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
 		merged.Lock = &lock
-		merged.Score = merged.WaitSeconds + merged.CPUSeconds
-		if d := r.Target.Duration.Seconds(); d > 0 && merged.Participants > 0 && merged.WaitShare > 0 {
-			merged.WaitShare = math.Min(1, merged.WaitSeconds/(d*float64(merged.Participants)))
-		}
+		finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
 		shown := names
 		if len(shown) > 4 {
 			shown = append(shown[:4:4], "…")

@@ -328,6 +328,12 @@ static __always_inline void ct_futex_exit(void *ctx, struct pt_regs *regs, long 
 	if (nr != NR_futex && nr != NR_futex_wait && nr != NR_futex_waitv &&
 	    nr != NR_futex_wake && nr != NR_futex_requeue)
 		return;
+	// futex_waitv only waits: the wait's address was saved at entry, so
+	// skip ct_decode's read of the user-memory argument.
+	if (nr == NR_futex_waitv) {
+		ct_wait_exit(ctx, regs, pid_tgid, ret);
+		return;
+	}
 	// The argument registers saved at entry are intact at exit (the
 	// result goes to ax), so wakes need no entry probe.
 	__u64 addr = 0;

@@ -345,7 +345,7 @@ func (d *doctor) features() {
 	feats = uniqueFeatures(feats)
 
 	if len(tracepoints) > 0 && d.kernelBTF != nil {
-		names := sortedSet(tracepoints)
+		names := sortedKeys(tracepoints)
 		var absent []string
 		for _, tp := range names {
 			if _, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp); err != nil {
@@ -650,16 +650,23 @@ func probeTracingHelper(tp string, helper *asm.BuiltinFunc) error {
 	return nil
 }
 
-// probePerfEvent opens a cpu-clock perf event on CPU 0 for every process,
-// as the on-CPU probe does on each CPU.
-func probePerfEvent() error {
-	attr := unix.PerfEventAttr{
+// cpuClockAttr describes the on-CPU probe's perf event: the cpu-clock
+// software event sampled hz times a second.
+func cpuClockAttr(hz int) unix.PerfEventAttr {
+	return unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_SOFTWARE,
 		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
 		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Sample: uint64(DefaultOnCPUHz),
-		Bits:   unix.PerfBitFreq | unix.PerfBitDisabled,
+		Sample: uint64(hz),
+		Bits:   unix.PerfBitFreq,
 	}
+}
+
+// probePerfEvent opens a cpu-clock perf event on CPU 0 for every process,
+// as the on-CPU probe does on each CPU.
+func probePerfEvent() error {
+	attr := cpuClockAttr(DefaultOnCPUHz)
+	attr.Bits |= unix.PerfBitDisabled
 	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
@@ -732,15 +739,6 @@ func snake(s string) string {
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return b.String()
-}
-
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Count returns the number of checks of the report with the given status.

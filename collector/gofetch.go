@@ -155,7 +155,6 @@ type GoFetch struct {
 	cpuWarned   bool
 	// stopping is set by Stop before it waits: Live starts nothing then.
 	stopping bool
-	live     bool
 	baseProf map[recording.View]*profile.Profile
 	delta    map[recording.View]*profile.Profile
 	// hist holds the cumulative mutex and block profiles fetched live,
@@ -556,7 +555,6 @@ func (g *GoFetch) Live() {
 		if g.stopping {
 			return
 		}
-		g.live = true
 		close(g.liveOn)
 		g.spawn(g.fetchLive)
 	})

@@ -132,10 +132,7 @@ func checkCaps(caps CapSet) error {
 // an error wrapping ErrNoProcess when pid does not exist, and a
 // *PermissionError naming CAP_SYS_PTRACE when access is refused.
 func checkTargetAccess(procRoot string, pid int) error {
-	if procRoot == "" {
-		procRoot = "/proc"
-	}
-	path := filepath.Join(procRoot, strconv.Itoa(pid), "maps")
+	path := procPath(procRoot, strconv.Itoa(pid), "maps")
 	f, err := os.Open(path)
 	if err == nil {
 		// Permission is checked again at read time. A process without

@@ -47,23 +47,3 @@ func bucketParams(rate float64, burst, ncpu int) (intervalNS, toleranceNS uint64
 	intervalNS = uint64(iv)
 	return intervalNS, intervalNS * uint64(burst-1)
 }
-
-// gcra is the Go form of the kernel bucket (ct_take), used to reason about
-// and test the parameters: tat is the theoretical arrival time.
-type gcra struct {
-	intervalNS, toleranceNS uint64
-	tat                     uint64
-}
-
-// take reports whether an event at now passes, and takes its token.
-func (g *gcra) take(now uint64) bool {
-	t := g.tat
-	if t < now {
-		t = now
-	}
-	if t-now > g.toleranceNS {
-		return false
-	}
-	g.tat = t + g.intervalNS
-	return true
-}

@@ -65,3 +65,23 @@ func TestGCRABurstThenRate(t *testing.T) {
 		t.Errorf("%d events passed after a pause, want %d", passed, burst)
 	}
 }
+
+// gcra is the Go form of the kernel bucket (ct_take), used to reason about
+// and test the parameters: tat is the theoretical arrival time.
+type gcra struct {
+	intervalNS, toleranceNS uint64
+	tat                     uint64
+}
+
+// take reports whether an event at now passes, and takes its token.
+func (g *gcra) take(now uint64) bool {
+	t := g.tat
+	if t < now {
+		t = now
+	}
+	if t-now > g.toleranceNS {
+		return false
+	}
+	g.tat = t + g.intervalNS
+	return true
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -26,17 +25,17 @@ import (
 // once, so that all families share stack ids, counters and the event log.
 var sharedMaps = []string{"ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch"}
 
-// objects lists the BPF objects in attach order with the families each
-// holds; an object is loaded when any of its families is selected, with
-// "<family>_enabled" set for each.
+// objects lists the BPF objects in attach order (which is also the
+// doctor's display order) with the families each holds; an object is
+// loaded when any of its families is selected, with "<family>_enabled" set
+// for each.
 var objects = []struct {
-	name     string
+	doctorFamily
 	families []string
-	load     func() (*ebpf.CollectionSpec, error)
 }{
-	{"syscalls", []string{ProbeFutex, ProbeIO}, probes.LoadSyscalls},
-	{"sched", []string{ProbeSched}, probes.LoadSched},
-	{"oncpu", []string{ProbeOnCPU}, probes.LoadOncpu},
+	{doctorFamily{"syscalls", "futex waits and wakes per lock and stack, I/O syscall durations", probes.LoadSyscalls}, []string{ProbeFutex, ProbeIO}},
+	{doctorFamily{"sched", "off-CPU time by state, wake edges", probes.LoadSched}, []string{ProbeSched}},
+	{doctorFamily{"oncpu", "on-CPU samples (perf cpu-clock)", probes.LoadOncpu}, []string{ProbeOnCPU}},
 }
 
 // bpfTracer is the BPF implementation of tracer.
@@ -221,13 +220,7 @@ func (t *bpfTracer) attachPerCPU(prog *ebpf.Program, cfg tracerConfig) error {
 	}
 	attached := 0
 	for cpu := 0; cpu < ncpu; cpu++ {
-		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-			Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-			Sample: uint64(cfg.onCPUHz),
-			Bits:   unix.PerfBitFreq,
-		}
+		attr := cpuClockAttr(cfg.onCPUHz)
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if errors.Is(err, unix.ENODEV) {
 			continue // offline CPU

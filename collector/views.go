@@ -110,7 +110,7 @@ func lockLabels(src stackSource, tid uint32, addr uint64) sampleLabels {
 func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	out := map[recording.View]*profile.Profile{}
 	s, src := in.snap, in.stacks
-	if in.probes["futex"] {
+	if in.probes[ProbeFutex] {
 		b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.waits, compareWaitKey) {
 			v := s.waits[k]
@@ -142,7 +142,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewFutexWake] = b.build()
 	}
-	if in.probes["sched"] {
+	if in.probes[ProbeSched] {
 		b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.offcpu, compareOffcpuKey) {
 			v := s.offcpu[k]
@@ -172,7 +172,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewWakes] = b.build()
 	}
-	if in.probes["oncpu"] {
+	if in.probes[ProbeOnCPU] {
 		b := newProfileBuilder(in.exe, [][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
 		b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
 		if in.onCPUHz > 0 {
@@ -191,7 +191,7 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewOnCPU] = b.build()
 	}
-	if in.probes["io"] {
+	if in.probes[ProbeIO] {
 		b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.io, compareIOKey) {
 			v := s.io[k]

@@ -114,20 +114,6 @@ func fmtWindow(w time.Duration) string {
 	return "last " + w.String()
 }
 
-// shortFunc drops the import path of a Go function name, keeping the
-// package name: "github.com/x/y/pool.(*P).Get" becomes "pool.(*P).Get".
-// Slashes inside brackets or parentheses (generic type arguments) are kept.
-func shortFunc(name string) string {
-	end := len(name)
-	if i := strings.IndexAny(name, "(["); i >= 0 {
-		end = i
-	}
-	if i := strings.LastIndex(name[:end], "/"); i >= 0 {
-		return name[i+1:]
-	}
-	return name
-}
-
 // fmtLoc formats a code location as "file.go:88" (base name only), or ""
 // when unknown.
 func fmtLoc(file string, line int) string {
@@ -142,7 +128,7 @@ func fmtLoc(file string, line int) string {
 
 // fmtPoint formats a program point as "pool.(*P).Get pool.go:88".
 func fmtPoint(p analyzer.ProgramPoint) string {
-	name := shortFunc(p.Function)
+	name := analyzer.ShortFunc(p.Function)
 	if name == "" {
 		name = "?"
 	}
@@ -156,9 +142,9 @@ func fmtPoint(p analyzer.ProgramPoint) string {
 func locFirst(p analyzer.ProgramPoint) string {
 	loc := fmtLoc(p.File, p.Line)
 	if loc == "" {
-		return shortFunc(p.Function)
+		return analyzer.ShortFunc(p.Function)
 	}
-	return loc + " in " + shortFunc(p.Function)
+	return loc + " in " + analyzer.ShortFunc(p.Function)
 }
 
 // fitSplit fits a "name\tlocation" cell to w cells, cutting the name and
@@ -178,7 +164,7 @@ func fitSplit(s string, w int) string {
 // fmtFrame formats one stack frame compactly: function, then base file
 // name and line, else the module of an unresolved or file-less frame.
 func fmtFrame(f recording.Frame) string {
-	text := shortFunc(f.Func)
+	text := analyzer.ShortFunc(f.Func)
 	if loc := fmtLoc(f.File, f.Line); loc != "" {
 		text += "  " + loc
 	} else if f.Module != "" && !strings.HasPrefix(f.Func, f.Module) {

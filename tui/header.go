@@ -12,9 +12,8 @@ type summary struct {
 	// timeline is false when the recording has no /proc timeline (Go
 	// profiles only); the other fields are then zero.
 	timeline bool
-	// threads alive at the latest sample instant.
-	threads int
-	// states counts the threads of the latest instant by state.
+	// states counts the threads of the latest instant by state (and in
+	// all: states.Threads).
 	states recording.StateCounts
 	// cpuPct is the process's CPU over the window in percent of one CPU;
 	// cpuOK is false when the window holds fewer than two samples.
@@ -35,7 +34,6 @@ func summarize(rec *recording.Recording, window time.Duration) summary {
 	}
 	s := summary{
 		timeline: true,
-		threads:  tl.ThreadCount(last),
 		states:   tl.StatesAt(last),
 	}
 	from, to := 0, last

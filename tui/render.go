@@ -119,7 +119,7 @@ func (m *Model) titleLine(w int) string {
 		}
 		switch {
 		case f.sum.timeline:
-			parts = append(parts, plural(f.sum.threads, "threads"))
+			parts = append(parts, plural(f.sum.states.Threads, "threads"))
 		case f.res.Target.Population > 0:
 			parts = append(parts, plural(f.res.Target.Population, unitOr(f.res.Target.Unit)))
 		}
@@ -261,7 +261,7 @@ func (m *Model) stateLine(w int) string {
 	line := legend + " [" + bar.String() + "]"
 	rest := w - ansi.StringWidth(line) - len(" runq ")
 	if rest >= 4 && len(s.runq) > 0 {
-		line += " runq " + m.st.state["runnable"].Render(sparkline(s.runq, rest, s.threads))
+		line += " runq " + m.st.state["runnable"].Render(sparkline(s.runq, rest, s.states.Threads))
 	}
 	return line
 }

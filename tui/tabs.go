@@ -230,14 +230,14 @@ func participants(f analyzer.Finding) string {
 func pointRows(res *analyzer.Result) []row {
 	rows := make([]row, 0, len(res.Points))
 	for _, p := range res.Points {
-		name := shortFunc(p.Point.Function) + "\t" + fmtLoc(p.Point.File, p.Point.Line)
+		name := analyzer.ShortFunc(p.Point.Function) + "\t" + fmtLoc(p.Point.File, p.Point.Line)
 		if p.Idle {
 			name = "(idle) " + name
 		}
 		rows = append(rows, row{
 			key:   pointKey(p.Point),
 			cells: []string{name, strconv.Itoa(p.Count), stateMix(p.States), fmtSeconds(p.WaitSeconds), fmtSeconds(p.CPUSeconds)},
-			name:  shortFunc(p.Point.Function),
+			name:  analyzer.ShortFunc(p.Point.Function),
 			num:   []float64{float64(p.Count), p.WaitSeconds, p.CPUSeconds, 0},
 			dim:   p.Idle,
 			item:  p,

@@ -8,11 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/atomicfile"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/report"
 )
@@ -131,7 +132,7 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 		if _, err := stdout.Write(buf.Bytes()); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-	} else if err := writeFileAtomic(o.output, buf.Bytes()); err != nil {
+	} else if err := atomicfile.WriteFile(o.output, buf.Bytes()); err != nil {
 		return err
 	}
 	if o.failOnFindings && len(res.Findings) > 0 {
@@ -140,49 +141,9 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 	return nil
 }
 
-// isTerminal reports whether w is a character device (a terminal).
+// isTerminal reports whether w is a terminal (not merely a character
+// device: /dev/null is one too).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory, synced and renamed into place, so a reader never sees half a
-// file and a failed run leaves any previous file untouched.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return ok && term.IsTerminal(f.Fd())
 }

@@ -250,3 +250,16 @@ func TestAnalyzeColor(t *testing.T) {
 		t.Errorf("colour with --color although NO_COLOR is set")
 	}
 }
+
+// /dev/null is a character device but no terminal: output redirected
+// there is not shown to anyone, so it needs no colour and may be binary.
+func TestDevNullIsNoTerminal(t *testing.T) {
+	f, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) {
+		t.Error("isTerminal(/dev/null) = true")
+	}
+}

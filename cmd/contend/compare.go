@@ -424,7 +424,7 @@ func renderComparison(w io.Writer, c comparison) error {
 		fmt.Fprintln(tw, "\t\t\t")
 		fmt.Fprintln(tw, "BY PROGRAM POINT (threads waiting + CPUs burning)\tA\tB\tCHANGE")
 		for _, f := range c.Points {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shortName(f.Name), fmtPointStat(f.A), fmtPointStat(f.B), fmtChange(f))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", analyzer.ShortFunc(f.Name), fmtPointStat(f.A), fmtPointStat(f.B), fmtChange(f))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -509,12 +509,4 @@ func fmtNum(x float64) string {
 		return fmt.Sprintf("%.2f", x)
 	}
 	return fmt.Sprintf("%.1g", x)
-}
-
-// shortName keeps the last path element of a Go function name.
-func shortName(fn string) string {
-	if i := strings.LastIndexByte(fn, '/'); i >= 0 {
-		return fn[i+1:]
-	}
-	return fn
 }

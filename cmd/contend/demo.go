@@ -176,8 +176,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 			return usageErrorf("demo: %s already exists; give a new directory with -o", o.output)
 		}
 	}
-	if err := demoPrivileges(); err != nil {
-		return err
+	if err := collector.CheckProbePrivileges(); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	child, desc, err := demoCommand(*dc, dir, o.variant)
 	if err != nil {
@@ -246,19 +246,6 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "contend demo: now the fix: contend demo %s --variant fixed\n", dc.name)
 	}
 	return nil
-}
-
-// demoPrivileges fails with the privilege exit code when the probes cannot
-// be loaded.
-func demoPrivileges() error {
-	caps, err := collector.EffectiveCaps()
-	if err != nil {
-		return withCode(exitPrivilege, fmt.Errorf("demo: %w", err))
-	}
-	if caps.Has(collector.CapSysAdmin) || caps.Has(collector.CapBPF) && caps.Has(collector.CapPerfmon) {
-		return nil
-	}
-	return withCode(exitPrivilege, fmt.Errorf("demo: the probes need root, or CAP_BPF and CAP_PERFMON; %s", collector.PrivilegeFix))
 }
 
 // demoCommand builds the child's command line: the native fixture when it
