@@ -217,17 +217,23 @@ func (w *futexWord) judgeRole() (wordRole, string) {
 	return best, reason
 }
 
+// splitModule splits a data symbol name "sym+0x10 (module)" into
+// "sym+0x10" and the module, "" when it names none.
+func splitModule(name string) (rest, module string) {
+	if i := strings.LastIndex(name, " ("); i >= 0 && strings.HasSuffix(name, ")") {
+		return name[:i], name[i+2 : len(name)-1]
+	}
+	return name, ""
+}
+
 // symbolModule splits a data symbol name "sym+0x10 (module)" into the
 // symbol and the module; "" parts when absent.
 func symbolModule(name string) (sym, module string) {
-	if i := strings.LastIndex(name, " ("); i >= 0 && strings.HasSuffix(name, ")") {
-		module = name[i+2 : len(name)-1]
-		name = name[:i]
+	sym, module = splitModule(name)
+	if i := strings.IndexByte(sym, '+'); i >= 0 {
+		sym = sym[:i]
 	}
-	if i := strings.IndexByte(name, '+'); i >= 0 {
-		name = name[:i]
-	}
-	return name, module
+	return sym, module
 }
 
 // sameObject reports whether two words may lie in one structure: both in

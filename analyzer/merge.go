@@ -60,7 +60,8 @@ func mergeArrayLocks(r *Result) {
 			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
 				lock.Words = append(lock.Words, f.Lock.Address)
 			}
-			names = append(names, strings.TrimSuffix(f.Lock.Name, " ("+moduleOf(f.Lock.Name)+")"))
+			word, _ := splitModule(f.Lock.Name)
+			names = append(names, word)
 		}
 		if merged.Population > 0 && merged.Participants > merged.Population {
 			merged.Participants = merged.Population
@@ -75,7 +76,8 @@ func mergeArrayLocks(r *Result) {
 		merged.Evidence = append([]Evidence{{Source: "futex", Text: fmt.Sprintf(
 			"%d locks of one array, %s (%s), show this at %s; the figures are the sum over them, the evidence below is the costliest lock's",
 			len(idx), k.array, strings.Join(shown, ", "), pointString(merged.Point))}}, merged.Evidence...)
-		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arrayName(k.array))
+		arr, _ := symbolModule(k.array)
+		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
 		if w := kindWords(merged.Kind); w != "" {
 			what += " (" + w + ")"
 		}
@@ -98,41 +100,14 @@ func mergeArrayLocks(r *Result) {
 // arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or
 // "sym (module)": the global object the lock word lies in.
 func arrayOf(l *LockID) (string, bool) {
-	if l == nil || l.Name == "" {
+	if l == nil {
 		return "", false
 	}
-	mod := moduleOf(l.Name)
-	if mod == "" {
-		return "", false
-	}
-	sym := strings.TrimSuffix(l.Name, " ("+mod+")")
-	if i := strings.Index(sym, "+0x"); i > 0 {
-		sym = sym[:i]
-	}
-	if sym == "" || strings.ContainsAny(sym, " ") {
+	sym, mod := symbolModule(l.Name)
+	if sym == "" || mod == "" || strings.Contains(sym, " ") {
 		return "", false
 	}
 	return sym + " (" + mod + ")", true
-}
-
-// moduleOf returns the module in a lock name's trailing parentheses.
-func moduleOf(name string) string {
-	if !strings.HasSuffix(name, ")") {
-		return ""
-	}
-	i := strings.LastIndex(name, " (")
-	if i < 0 {
-		return ""
-	}
-	return name[i+2 : len(name)-1]
-}
-
-// arrayName is the array's symbol without its module.
-func arrayName(array string) string {
-	if i := strings.Index(array, " ("); i > 0 {
-		return array[:i]
-	}
-	return array
 }
 
 // kindWords describes each lock of a merged finding by its kind, "" for

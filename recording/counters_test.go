@@ -1,6 +1,9 @@
 package recording
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestCounterTotals(t *testing.T) {
 	m := Meta{Counters: map[string]uint64{
@@ -22,5 +25,22 @@ func TestCounterTotals(t *testing.T) {
 	}
 	if e, d := (Meta{}).CounterTotals(); e != 0 || d != 0 {
 		t.Errorf("no counters: %d, %d", e, d)
+	}
+}
+
+func TestDirName(t *testing.T) {
+	at := time.Date(2025, 3, 14, 9, 27, 3, 0, time.UTC)
+	for _, c := range []struct {
+		m    Meta
+		want string
+	}{
+		{Meta{Comm: "relayd", PID: 4242}, "contend-relayd-4242-20250314-092703"},
+		{Meta{Comm: "../we ird/", PID: 7}, "contend-..weird-7-20250314-092703"},
+		{Meta{Comm: "..", PID: 7}, "contend-7-20250314-092703"},
+		{Meta{}, "contend-20250314-092703"},
+	} {
+		if got := DirName(c.m, at); got != c.want {
+			t.Errorf("DirName(%q, %d) = %q, want %q", c.m.Comm, c.m.PID, got, c.want)
+		}
 	}
 }

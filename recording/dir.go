@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/pprof/profile"
 
@@ -324,4 +325,25 @@ func readEvents(path string, r *Recording) error {
 		r.Events = append(r.Events, e)
 	}
 	return nil
+}
+
+// DirName names a recording directory after its target and a time:
+// "contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>", the command name kept to the
+// characters safe in a file name, and a part left out when unknown.
+func DirName(m Meta, t time.Time) string {
+	name := "contend"
+	comm := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return -1
+	}, m.Comm)
+	if strings.Trim(comm, ".") != "" {
+		name += "-" + comm
+	}
+	if m.PID > 0 {
+		name += fmt.Sprintf("-%d", m.PID)
+	}
+	return name + "-" + t.Format("20060102-150405")
 }

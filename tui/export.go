@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/contend-dev/contend/recording"
@@ -21,14 +20,7 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 	if dir == "" {
 		dir = "."
 	}
-	base := "contend"
-	if c := sanitizeName(rec.Meta.Comm); c != "" {
-		base += "-" + c
-	}
-	if rec.Meta.PID > 0 {
-		base += fmt.Sprintf("-%d", rec.Meta.PID)
-	}
-	base += "-" + now.Format("20060102-150405")
+	base := recording.DirName(rec.Meta, now)
 	for i := 1; i <= maxExportTries; i++ {
 		name := base
 		if i > 1 {
@@ -45,16 +37,4 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 		return path, nil
 	}
 	return "", fmt.Errorf("export under %s: %d names taken", dir, maxExportTries)
-}
-
-// sanitizeName keeps the characters of a command name that are safe in a
-// file name.
-func sanitizeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return -1
-	}, s)
 }

@@ -599,21 +599,22 @@ func (m *Model) pageRows() int {
 	return max(m.visibleRows(m.tab), 1)
 }
 
-// fixScroll keeps the cursor of every list inside its visible rows and the
-// detail offset inside its text.
+// fixScroll keeps the cursor of the current list inside its visible rows
+// and the detail offset inside its text. It runs after every message, the
+// one that switches lists included, so only the list on screen needs it:
+// building the rows of every list on each key press costs milliseconds on
+// a target with thousands of threads.
 func (m *Model) fixScroll() {
-	for t := tab(0); t < numTabs; t++ {
-		ls := &m.lists[t]
-		vis := max(m.visibleRows(t), 1)
-		if ls.cursor < ls.offset {
-			ls.offset = ls.cursor
-		}
-		if ls.cursor >= ls.offset+vis {
-			ls.offset = ls.cursor - vis + 1
-		}
-		n := len(m.rows(t))
-		ls.offset = clampInt(ls.offset, 0, max(n-vis, 0))
+	ls := &m.lists[m.tab]
+	vis := max(m.visibleRows(m.tab), 1)
+	if ls.cursor < ls.offset {
+		ls.offset = ls.cursor
 	}
+	if ls.cursor >= ls.offset+vis {
+		ls.offset = ls.cursor - vis + 1
+	}
+	n := len(m.rows(m.tab))
+	ls.offset = clampInt(ls.offset, 0, max(n-vis, 0))
 	m.clampDetail()
 }
 

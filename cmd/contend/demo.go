@@ -17,10 +17,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/collector"
 	"github.com/contend-dev/contend/recording"
-	"github.com/contend-dev/contend/report"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -206,15 +204,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		OnCPUHz:        collector.DefaultOnCPUHz,
 		PprofURL:       fx.pprofURL,
 	}
-	var progress func(collector.Stats)
-	tty := isTerminal(stderr)
-	if tty {
-		progress = progressLine(stderr, fx.pid(), o.duration)
-	}
-	rec, err := collector.Record(ctx, opts, progress)
-	if tty {
-		fmt.Fprintln(stderr)
-	}
+	rec, err := recordLive(ctx, opts, stderr)
 	fx.stop()
 	if rec == nil {
 		return fmt.Errorf("demo: record: %w", err)
@@ -228,16 +218,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err != nil && !errors.Is(err, collector.ErrProcessGone) {
 		return fmt.Errorf("demo: record: %w", err)
 	}
-	res, err := analyzer.Analyze(rec, analyzer.Options{})
-	if err != nil {
-		return fmt.Errorf("demo: analyze: %w", err)
-	}
-	var buf bytes.Buffer
-	if err := report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""}); err != nil {
-		return fmt.Errorf("demo: render: %w", err)
-	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("demo: write output: %w", err)
+	if _, err := printFindings(stdout, rec, formatText); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	if line := fx.resultLine(); line != "" {
 		fmt.Fprintf(stderr, "contend demo: the fixture reported %s\n", line)

@@ -117,21 +117,13 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	} else if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	var progress func(collector.Stats)
-	tty := isTerminal(stderr)
-	if tty {
-		progress = progressLine(stderr, o.pid, o.duration)
-	}
-	rec, err := collector.Record(ctx, opts, progress)
-	if tty {
-		fmt.Fprintln(stderr)
-	}
+	rec, err := recordLive(ctx, opts, stderr)
 	if rec == nil || errors.Is(err, collector.ErrProcessGone) {
 		return fmt.Errorf("record: %w", err)
 	}
 	dir := o.output
 	if dir == "" {
-		dir = defaultRecordDir(rec.Meta)
+		dir = recording.DirName(rec.Meta, rec.Meta.Start)
 	}
 	if werr := recording.Write(dir, rec); werr != nil {
 		if errors.Is(werr, recording.ErrExists) {
@@ -151,21 +143,9 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return fmt.Errorf("record: %w", err)
 	}
 
-	res, err := analyzer.Analyze(rec, analyzer.Options{})
+	res, err := printFindings(stdout, rec, o.format)
 	if err != nil {
-		return fmt.Errorf("record: analyze: %w", err)
-	}
-	var buf bytes.Buffer
-	if o.format == formatJSON {
-		err = report.JSON(&buf, res)
-	} else {
-		err = report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
-	}
-	if err != nil {
-		return fmt.Errorf("record: render %s: %w", o.format, err)
-	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("record: write output: %w", err)
+		return fmt.Errorf("record: %w", err)
 	}
 	if missing != nil {
 		// The gap outranks --fail-on-findings: the findings are printed,
@@ -176,6 +156,43 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// recordLive records as opts say, with a progress line on stderr when it
+// is a terminal.
+func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer) (*recording.Recording, error) {
+	var progress func(collector.Stats)
+	tty := isTerminal(stderr)
+	if tty {
+		progress = progressLine(stderr, opts.PID, opts.Duration)
+	}
+	rec, err := collector.Record(ctx, opts, progress)
+	if tty {
+		fmt.Fprintln(stderr)
+	}
+	return rec, err
+}
+
+// printFindings analyzes rec and writes its findings to stdout as text
+// (coloured on a terminal unless NO_COLOR is set) or JSON.
+func printFindings(stdout io.Writer, rec *recording.Recording, format string) (*analyzer.Result, error) {
+	res, err := analyzer.Analyze(rec, analyzer.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("analyze: %w", err)
+	}
+	var buf bytes.Buffer
+	if format == formatJSON {
+		err = report.JSON(&buf, res)
+	} else {
+		err = report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", format, err)
+	}
+	if _, err := stdout.Write(buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("write output: %w", err)
+	}
+	return res, nil
 }
 
 // progressLine returns a progress callback that redraws one status line.
@@ -191,20 +208,4 @@ func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats
 		}
 		fmt.Fprintf(w, "\rcontend: recording pid %d  %s  events %d  drops %d%s\x1b[K", pid, el, s.Events, s.Drops, state)
 	}
-}
-
-// defaultRecordDir names a recording after its target and start time:
-// contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>.
-func defaultRecordDir(m recording.Meta) string {
-	comm := strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			return r
-		}
-		return '_'
-	}, m.Comm)
-	if comm == "" || strings.Trim(comm, ".") == "" {
-		comm = "process"
-	}
-	return fmt.Sprintf("contend-%s-%d-%s", comm, m.PID, m.Start.Format("20060102-150405"))
 }
