@@ -289,11 +289,8 @@ func TestIOUnderLock(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := res.Findings[0]
-	ev := evidenceText(f)
-	for _, want := range []string{"inside the critical section is in os.(*File).Sync (state syscall)", "in I/O calls"} {
-		if !strings.Contains(ev, want) {
-			t.Errorf("evidence lacks %q:\n%s", want, ev)
-		}
+	if !hasFact(f, EvDumpHolderIO, "call", "os.(*File).Sync", "state", "syscall", "how", holderInSection) || !hasFact(f, EvSectionIOCPU) {
+		t.Errorf("evidence lacks the holder in os.(*File).Sync inside the critical section, or the CPU in I/O:\n%s", evidenceData(f))
 	}
 	if !strings.Contains(f.Suggestion.Action, "sequence number") || !strings.Contains(f.Suggestion.Action, "older snapshot never overwrites a newer one") {
 		t.Errorf("suggestion %q", f.Suggestion.Action)
@@ -337,7 +334,7 @@ func TestSerializedIO(t *testing.T) {
 	if diff := cmp.Diff([]string{"contention@app.(*journal).commit"}, kinds(res)); diff != "" {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(res.Findings[0].Headline, "waiting for each other's I/O") {
+	if !strings.Contains(res.Findings[0].Headline, "ONE lock that serializes I/O") {
 		t.Errorf("headline %q", res.Findings[0].Headline)
 	}
 }
@@ -382,8 +379,8 @@ func TestSpinConvoy(t *testing.T) {
 	if f.Confidence != ConfidenceHigh || !strings.Contains(f.Suggestion.Action, "parking lock") {
 		t.Errorf("finding %+v", f)
 	}
-	if !strings.Contains(evidenceText(f), "no sample there parks or yields") {
-		t.Errorf("evidence:\n%s", evidenceText(f))
+	if !hasFact(f, EvGoSpinYield, "yield_share", 0.0) {
+		t.Errorf("evidence lacks a loop that never yields:\n%s", evidenceData(f))
 	}
 }
 
@@ -544,10 +541,10 @@ func TestLockAddressSpread(t *testing.T) {
 	spread := analyze(t, build("0xc000010000", "0xc000010008", "0xc000010010", "0xc000010018", "0xc000010020", "0xc000010028"))
 	for _, f := range spread.Findings {
 		if f.Kind == KindLockConvoy {
-			t.Fatalf("waiters on 6 mutexes judged a convoy: %s\n%s", f.Headline, evidenceText(f))
+			t.Fatalf("waiters on 6 mutexes judged a convoy: %s\n%s", f.Headline, evidenceData(f))
 		}
 	}
-	if len(spread.Findings) == 0 || !strings.Contains(evidenceText(spread.Findings[0]), "wait on 6 different mutexes, at most 4 on any one") {
+	if len(spread.Findings) == 0 || !hasFact(spread.Findings[0], EvDumpSpread, "distinct", 6, "most", 4) {
 		t.Errorf("no spread evidence in %v", spread.Findings)
 	}
 
@@ -556,8 +553,8 @@ func TestLockAddressSpread(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := one.Findings[0]
-	if f.Lock == nil || f.Lock.Address != "0xc000010000" || !strings.Contains(evidenceText(f), "all 12 waiters whose lock the dump names wait on the same mutex, 0xc000010000") {
-		t.Errorf("lock %+v, evidence:\n%s", f.Lock, evidenceText(f))
+	if f.Lock == nil || f.Lock.Address != "0xc000010000" || !hasFact(f, EvDumpSameMutex, "named", 12, "addr", "0xc000010000") {
+		t.Errorf("lock %+v, evidence:\n%s", f.Lock, evidenceData(f))
 	}
 }
 
@@ -575,7 +572,7 @@ func TestBurstsUnseenByTheDumpAreNoConvoy(t *testing.T) {
 	if diff := cmp.Diff([]string{"contention@app.(*Table).Get"}, kinds(res)); diff != "" {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(evidenceText(res.Findings[0]), "shows no goroutine waiting for this lock") {
-		t.Errorf("evidence lacks the dump's view:\n%s", evidenceText(res.Findings[0]))
+	if !hasFact(res.Findings[0], EvDumpUnseen) {
+		t.Errorf("evidence lacks the dump's view:\n%s", evidenceData(res.Findings[0]))
 	}
 }
