@@ -566,27 +566,45 @@ type turnUse struct {
 // keep it busy (turnMinBusy). Threads taking turns on a lock built from
 // it are both; an idle pool's workers are neither.
 func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
+	// The condition variable's waiters are the threads that sleep inside
+	// pthread_cond_wait (on any word of the structure); a producer that
+	// sleeps only inside pthread_cond_signal, waiting for the waiters of
+	// an old group to quiesce, is not one of them.
 	condWaiters := map[int]bool{}
-	var wakes, selfWakes int64
+	for _, w := range g.words {
+		for _, s := range w.waitS {
+			if condSide(s.userFrames()) == condWaitSide {
+				condWaiters[s.tid] = true
+			}
+		}
+	}
+	// A hand-off is a signal (pthread_cond_signal or broadcast) that woke
+	// a waiter. Wakes from inside pthread_cond_wait (a waiter releasing
+	// its group reference, waking a quiescing signaller) hand nothing
+	// over. When no waker stack names its side (stacks lost), every wake
+	// that woke somebody counts.
+	var wakes, selfWakes, anyWakes, anySelf int64
 	for _, w := range g.words {
 		if w.role != roleCond {
 			continue
 		}
-		for t := range w.waiters {
-			condWaiters[t] = true
-		}
-		// A hand-off is a wake by a thread that itself waits on the same
-		// word: the threads of a global lock wait and signal on the
-		// condition variable's sequence words alike, while a pool's
-		// producer only signals them (and waits, if at all, on another
-		// word of the structure, for its waiters to quiesce).
 		for _, s := range w.wakeS {
 			n := value(s, 1)
+			anyWakes += n
+			if condWaiters[s.tid] {
+				anySelf += n
+			}
+			if condSide(s.userFrames()) != condSignalSide {
+				continue
+			}
 			wakes += n
-			if w.waiters[s.tid] {
+			if condWaiters[s.tid] {
 				selfWakes += n
 			}
 		}
+	}
+	if wakes == 0 {
+		wakes, selfWakes = anyWakes, anySelf
 	}
 	if len(condWaiters) < 2 || wakes == 0 {
 		return false, false
@@ -599,6 +617,46 @@ func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
 	}
 	g.use = u
 	return u.selfShare >= turnMinSelfWake, u.demand >= turnMinBusy
+}
+
+// condSideOf tells the two sides of a condition variable apart.
+type condSideOf uint8
+
+const (
+	condNone condSideOf = iota
+	condWaitSide
+	condSignalSide
+)
+
+// condWaitFuncs and condSignalFuncs are the waiting and signalling entry
+// points of condition variables (normalised names).
+var (
+	condWaitFuncs = map[string]bool{
+		"pthread_cond_wait": true, "pthread_cond_timedwait": true, "pthread_cond_clockwait": true,
+		"pthread_cond_wait_common": true, "std::condition_variable::wait": true, "std::__1::condition_variable::wait": true,
+	}
+	condSignalFuncs = map[string]bool{
+		"pthread_cond_signal": true, "pthread_cond_broadcast": true,
+		"std::condition_variable::notify_one": true, "std::condition_variable::notify_all": true,
+	}
+)
+
+// condSide returns which side of a condition variable a stack is on: the
+// leaf-most entry point decides.
+func condSide(frames []recording.Frame) condSideOf {
+	for _, f := range frames {
+		if f.Kernel {
+			continue
+		}
+		n := normNative(f.Func)
+		switch {
+		case condWaitFuncs[n]:
+			return condWaitSide
+		case condSignalFuncs[n]:
+			return condSignalSide
+		}
+	}
+	return condNone
 }
 
 // demand returns the CPU time and the run-queue time (runnable without a

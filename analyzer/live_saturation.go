@@ -14,16 +14,19 @@ import (
 // after the spin detector has claimed the threads that spin (a busy-wait
 // fills the run queue by itself, and its verdict says so).
 
+// The least oversubscription the verdict must catch is two CPU-bound
+// threads per CPU: then every CPU has one thread queued behind the one it
+// runs, and each thread spends half its time runnable without a CPU. The
+// thresholds below sit at half and at two thirds of those figures, so that
+// measurement (sampled off-CPU intervals, threads that also sleep now and
+// then) cannot drop that case under them, while a process that queues
+// for CPUs only now and then stays out. Both are per CPU or per thread,
+// so they hold the same from 2 to 64 threads per CPU.
 const (
 	// satMinRunqPerCPU is how many threads must wait for each CPU on
 	// average (run-queue time per second of wall time, per CPU the process
-	// may use) for the process to be CPU-saturated. At one, a runnable
-	// thread waits about as long for a CPU as it then runs, so every
-	// request's CPU time costs it twice that in latency; below, queueing
-	// for a CPU is the occasional wait of a busy machine. The figure is a
-	// number of threads per CPU, the same whether 2 or 64 threads share
-	// each CPU.
-	satMinRunqPerCPU = 1.0
+	// may use): at two CPU-bound threads per CPU it is one.
+	satMinRunqPerCPU = 0.5
 
 	// satMinThreadDemand is the share of its time a thread must want a CPU
 	// (running or runnable) to count among the saturating threads. A
@@ -33,14 +36,20 @@ const (
 	satMinThreadDemand = 0.25
 
 	// satMinRunnableShare is the share of their time the busy threads
-	// must spend runnable without a CPU: saturated threads are mostly
-	// waiting for a CPU, which at a half means each waits longer for a CPU
-	// than it gets to run and to wait for anything else together. A
-	// program whose threads queue for CPUs a quarter of the time while
-	// also handing locks around (a serialized writer on a busy machine)
-	// has its lock as the larger lever; its verdict stays the lock's. A
-	// share, the same for 2 or 64 threads per CPU.
-	satMinRunnableShare = 0.5
+	// must spend runnable without a CPU: a half at two CPU-bound threads
+	// per CPU. A third keeps out the producers of a serialized writer on a
+	// busy machine, which queue for a CPU about a quarter of the time
+	// while the lock hand-offs are the larger lever (their verdict stays
+	// the lock's).
+	satMinRunnableShare = 1.0 / 3
+
+	// satMinOwnRunnable is how many of the process's own threads must be
+	// runnable (running or queued) on average, per CPU it may use: two at
+	// two CPU-bound threads per CPU. At one or fewer per CPU its threads
+	// do not compete with each other, and the time they queue is spent
+	// behind other processes: the machine is busy, not the process
+	// oversubscribed, and fewer threads would not help.
+	satMinOwnRunnable = 1.5
 )
 
 // liveSaturation reports CPU saturation; spinning holds the threads a spin
@@ -65,6 +74,13 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	}
 	runq := seconds(runqNS) / ld.dur.Seconds()
 	if runq < satMinRunqPerCPU*float64(cpus) || len(busy) <= cpus {
+		return
+	}
+	runnable := ld.meanRunnable
+	if ld.rec.Threads == nil {
+		runnable = runq + cpuS/ld.dur.Seconds()
+	}
+	if runnable < satMinOwnRunnable*float64(cpus) {
 		return
 	}
 	// Lock waits must be the smaller part: a crowd queued on a lock whose
