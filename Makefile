@@ -47,8 +47,9 @@ demo: build fixtures
 
 # deps installs what the tests use beyond Go, gcc and make: tmux drives the
 # TUI end-to-end tests, libc6-dbg lets the unwinding tests check glibc's
-# internal names. Installed with apt when missing and running as root.
-TEST_DEBS := tmux libc6-dbg
+# internal names, prometheus scrapes the agent in its end-to-end test.
+# Installed with apt when missing and running as root.
+TEST_DEBS := tmux libc6-dbg prometheus
 deps:
 	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -114,6 +114,14 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 			return usageErrorf("agent: %v", err)
 		}
 	}
+	ln, err := net.Listen("tcp", o.listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return usageErrorf("agent: --listen %s: address already in use", o.listen)
+	}
+	if err != nil {
+		return usageErrorf("agent: --listen %s: %v", o.listen, err)
+	}
+	defer ln.Close()
 	if err := collector.CheckProbePrivileges(); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -136,13 +144,6 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 	})
 	if err != nil {
 		return usageErrorf("agent: %v", err)
-	}
-	ln, err := net.Listen("tcp", o.listen)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return usageErrorf("agent: --listen %s: address already in use", o.listen)
-	}
-	if err != nil {
-		return usageErrorf("agent: --listen %s: %v", o.listen, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics().Registry(), promhttp.HandlerOpts{}))
