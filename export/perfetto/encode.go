@@ -169,11 +169,7 @@ func (t *Trace) events() []event {
 		evs = append(evs, event{s.End, rankEnd, func(b []byte) []byte {
 			b = appendUint(b, fEventType, typeSliceEnd)
 			b = appendUint(b, fEventTrackUUID, s.Track)
-			for _, id := range s.FlowsIn {
-				b = protowire.AppendTag(b, fEventTermFlowIDs, protowire.Fixed64Type)
-				b = protowire.AppendFixed64(b, id)
-			}
-			return b
+			return appendFlows(b, fEventTermFlowIDs, s.FlowsIn)
 		}})
 	}
 	for i := range t.Instants {
@@ -188,11 +184,7 @@ func (t *Trace) events() []event {
 			b = appendString(b, fEventCategories, category)
 			b = appendString(b, fEventName, in.Name)
 			b = appendArgs(b, in.Args)
-			for _, id := range in.FlowsOut {
-				b = protowire.AppendTag(b, fEventFlowIDs, protowire.Fixed64Type)
-				b = protowire.AppendFixed64(b, id)
-			}
-			return b
+			return appendFlows(b, fEventFlowIDs, in.FlowsOut)
 		}})
 	}
 	for i := range t.Counters {
@@ -242,6 +234,15 @@ func appendStack(b []byte, st []recording.Frame) []byte {
 			}
 			return b
 		})
+	}
+	return b
+}
+
+// appendFlows writes flow ids as the repeated fixed64 field.
+func appendFlows(b []byte, field protowire.Number, ids []uint64) []byte {
+	for _, id := range ids {
+		b = protowire.AppendTag(b, field, protowire.Fixed64Type)
+		b = protowire.AppendFixed64(b, id)
 	}
 	return b
 }
