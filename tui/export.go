@@ -6,8 +6,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/contend-dev/contend/export/perfetto"
+	"github.com/contend-dev/contend/internal/atomicfile"
 	"github.com/contend-dev/contend/recording"
 )
+
+// TraceFile is the name of the Perfetto trace the e key writes into the
+// exported recording directory (open it in ui.perfetto.dev).
+const TraceFile = "timeline.pftrace"
 
 // maxExportTries bounds the suffixes tried when an export name is taken
 // (two exports within one second); more than that means something else is
@@ -37,4 +43,18 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 		return path, nil
 	}
 	return "", fmt.Errorf("export under %s: %d names taken", dir, maxExportTries)
+}
+
+// exportTrace writes rec's Perfetto trace into the exported recording
+// directory dir and returns its path.
+func exportTrace(dir string, rec *recording.Recording) (string, error) {
+	data, _, err := perfetto.Export(rec)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, TraceFile)
+	if err := atomicfile.WriteFile(path, data); err != nil {
+		return "", err
+	}
+	return path, nil
 }

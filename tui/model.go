@@ -7,6 +7,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -71,6 +72,9 @@ type (
 	exportedMsg struct {
 		dir string
 		err error
+		// trace is the Perfetto trace written into dir, or why none was.
+		trace    string
+		traceErr error
 	}
 )
 
@@ -280,8 +284,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.exporting = false
 		if msg.err != nil {
 			m.setStatus(statusErr, "export: %v", msg.err)
+		} else if msg.traceErr != nil {
+			m.setStatus(statusWarn, "exported to %s; no Perfetto trace: %v", msg.dir, msg.traceErr)
 		} else {
-			m.setStatus(statusInfo, "exported to %s", msg.dir)
+			m.setStatus(statusInfo, "exported to %s with a Perfetto trace (%s)", msg.dir, filepath.Base(msg.trace))
 		}
 	case tea.KeyMsg:
 		cmd = m.onKey(msg)
@@ -478,7 +484,11 @@ func (m *Model) export() tea.Cmd {
 			return exportedMsg{err: errors.New("no data recorded yet")}
 		}
 		out, err := exportRecording(dir, rec, now)
-		return exportedMsg{dir: out, err: err}
+		if err != nil {
+			return exportedMsg{err: err}
+		}
+		trace, terr := exportTrace(out, rec)
+		return exportedMsg{dir: out, trace: trace, traceErr: terr}
 	}
 }
 
