@@ -340,8 +340,8 @@ func (g *goData) ioEvidence(h holderFacts) []Evidence {
 // How a holder in I/O was found, for the evidence.
 const (
 	holderInSection  = "inside the critical section"
-	holderByReceiver = "not waiting, inside a method whose receiver holds the mutex the others wait on"
-	holderByType     = "not waiting, inside a method of the type whose methods wait for the lock"
+	holderByReceiver = "it waits for no lock and runs a method of the very object whose lock the others wait for"
+	holderByType     = "it waits for no lock and runs a method of the type whose methods wait for the lock"
 )
 
 // maxEmbedOffset bounds how far into a struct a mutex may lie for a
@@ -363,6 +363,7 @@ const maxEmbedOffset = 4096
 // file under another of them would be blamed.
 func (g *goData) dumpHolder(l *goLock, h *holderFacts) {
 	addrs := l.lockAddrs()
+	waiterRecv := l.waiterReceivers()
 	recvs := map[string]bool{}
 	for _, n := range l.waits {
 		if rt := receiverType(n.fn()); rt != "" {
@@ -379,7 +380,7 @@ func (g *goData) dumpHolder(l *goLock, h *holderFacts) {
 			fn := enclosingFunc(gr.frames[k].Func)
 			rank := 0
 			switch {
-			case recvs[receiverType(fn)] && receiverHolds(gr, k, addrs):
+			case recvs[receiverType(fn)] && (receiverHolds(gr, k, addrs) || waiterRecv[receiverOf(gr, k)]):
 				rank = 3
 			case recvs[receiverType(fn)]:
 				rank = 2
@@ -422,20 +423,46 @@ func (l *goLock) lockAddrs() []uint64 {
 	return out
 }
 
-// receiverHolds reports whether frame k of a dumped goroutine is a method
-// whose receiver pointer (its first argument) points at a struct that
-// contains one of the lock addresses.
-func receiverHolds(gr *gGroup, k int, addrs []uint64) bool {
-	if k >= len(gr.args) || len(addrs) == 0 {
-		return false
+// receiverOf returns the receiver pointer a debug=2 dump prints as the
+// first argument of frame k, 0 when unknown or marked unreliable ("?").
+func receiverOf(gr *gGroup, k int) uint64 {
+	if k < 0 || k >= len(gr.args) {
+		return 0
 	}
 	arg, _, _ := strings.Cut(gr.args[k], ",")
 	arg = strings.TrimSpace(arg)
 	if !strings.HasPrefix(arg, "0x") || strings.HasSuffix(arg, "?") {
-		return false
+		return 0
 	}
 	recv, err := strconv.ParseUint(arg[2:], 16, 64)
-	if err != nil || recv == 0 {
+	if err != nil {
+		return 0
+	}
+	return recv
+}
+
+// waiterReceivers returns the receiver pointers of the methods the dumped
+// waiters wait in: the objects whose lock they want. A holder found in a
+// method of the same object holds that lock (or is about to).
+func (l *goLock) waiterReceivers() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, n := range l.waits {
+		if n.group != nil && receiverType(n.fn()) != "" {
+			if r := receiverOf(n.group, n.group.pi); r != 0 {
+				out[r] = true
+			}
+		}
+	}
+	delete(out, 0)
+	return out
+}
+
+// receiverHolds reports whether frame k of a dumped goroutine is a method
+// whose receiver pointer (its first argument) points at a struct that
+// contains one of the lock addresses.
+func receiverHolds(gr *gGroup, k int, addrs []uint64) bool {
+	recv := receiverOf(gr, k)
+	if recv == 0 || len(addrs) == 0 {
 		return false
 	}
 	for _, a := range addrs {

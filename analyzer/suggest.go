@@ -92,7 +92,10 @@ func moveIOOff(s sugg) Suggestion {
 		why = fmt.Sprintf("%ss at %s, whose own critical section does no I/O, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O, which grows with the data and the disk, not with the work the lock protects. ",
 			strings.ToUpper(s.whom[:1])+s.whom[1:], s.victimAt, strings.Join(s.holderSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(s.holderSites) == 1], s.calls)
 	}
-	gain := fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", fmtSeconds(s.waitS))
+	gain := "the hold shrinks to the snapshot's cost, and with it most of the waiting"
+	if s.waitS > 0 {
+		gain = fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", fmtSeconds(s.waitS))
+	}
 	if s.ioShare > 0 {
 		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", fmtPercent(s.ioShare), fmtPercent(s.ioShare))
 	}

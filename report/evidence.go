@@ -273,15 +273,16 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%s of CPU was burned spinning in sync.Mutex before parking at the Lock site", w.sec("cpu_s"))
 	},
 	analyzer.EvDumpHolderIO: func(w words) string {
+		n := w.i("goroutines")
 		verb := "are"
-		if w.i("goroutines") == 1 {
+		if n == 1 {
 			verb = "is"
 		}
 		how := w.n("how")
-		if how == "" {
-			how = "inside the critical section"
+		if how == "" || how == "inside the critical section" {
+			return fmt.Sprintf("%d %s inside the critical section %s in %s (state %s), called from %s", n, plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"))
 		}
-		return fmt.Sprintf("%d %s %s %s in %s (state %s), called from %s", w.i("goroutines"), plural(w.i("goroutines"), "goroutine"), how, verb, w.n("call"), w.n("state"), w.n("at"))
+		return fmt.Sprintf("%d %s %s in %s (state %s), called from %s: %s, so it is taken to hold the lock", n, plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"), how)
 	},
 	analyzer.EvSectionIOCPU: func(w words) string {
 		names := make([]string, 0, 3)
