@@ -62,6 +62,9 @@ const (
 	// EvChain — F: share, wait_s, cycle (1 when the other lock's holders
 	// wait for this one). N: what.
 	EvChain EvidenceKind = "chain"
+	// EvChainDump — a dump's holders waiting for another lock. F: share
+	// (of the holders the dump shows). N: what.
+	EvChainDump EvidenceKind = "chain-dump"
 )
 
 // Evidence kinds of Go profiles and dumps.
@@ -162,6 +165,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvHotStripe,
 	EvArrayMerge,
 	EvChain,
+	EvChainDump,
 	EvDumpWaiters,
 	EvBlockWaits,
 	EvMutexRelease,

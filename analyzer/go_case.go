@@ -151,6 +151,7 @@ func (g *goData) lockCase(l *goLock, totalWait int64) (*lockCase, bool) {
 		c.sources++
 	}
 	c.io = g.ioFacts(l, h, totalWait)
+	c.chain = h.chain()
 	if c.io.explains && h.ioNS > 0 {
 		c.sources++
 	}
@@ -287,6 +288,28 @@ func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
 	io.holderSites = h.sites(l)
 	io.ev = g.ioEvidence(h)
 	return io
+}
+
+// chain turns the goroutines that wait for another lock from inside this
+// lock's critical section into links, most goroutines first. A dump is one
+// instant, so a link's share is of the holders the dump shows, not of time.
+func (h holderFacts) chain() []chainLink {
+	var links []chainLink
+	n := 0
+	for _, gr := range h.holdWaits {
+		n += gr.count
+	}
+	for _, gr := range h.holdWaits {
+		what := fmt.Sprintf("%s in %s", gr.state, pointString(newPoint(gr.frames, gr.pi)))
+		links = append(links, chainLink{what: what, share: float64(gr.count) / float64(n)})
+	}
+	sort.Slice(links, func(i, j int) bool {
+		if links[i].share != links[j].share {
+			return links[i].share > links[j].share
+		}
+		return links[i].what < links[j].what
+	})
+	return links
 }
 
 // ioState is the dump state of the goroutine seen in I/O, "" when none.

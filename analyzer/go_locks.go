@@ -477,6 +477,9 @@ type holderFacts struct {
 	// (holderInSection, or one of dumpHolder's inferences); holderFn is
 	// the function it holds the lock in, when inferred.
 	how, holderFn string
+	// holdWaits holds, by the point they wait at, dumped goroutines that
+	// wait for another lock from inside this lock's critical section.
+	holdWaits map[pointKey]*gGroup
 }
 
 func (g *goData) holders(l *goLock) holderFacts {
@@ -485,11 +488,22 @@ func (g *goData) holders(l *goLock) holderFacts {
 	h.ioFuncs = map[string]int64{}
 	h.ioIn = map[string]bool{}
 	for _, gr := range g.groups {
-		if gr.sc.class == classLock {
-			continue
-		}
 		k := cs.inside(gr.frames)
 		if k < 0 {
+			continue
+		}
+		if gr.sc.class == classLock {
+			// Waiting for a lock from inside this lock's critical
+			// section (above its own wait point): it holds this lock
+			// and waits for another one.
+			if k > gr.pi && gr.pi >= 0 {
+				if h.holdWaits == nil {
+					h.holdWaits = map[pointKey]*gGroup{}
+				}
+				if prev := h.holdWaits[gr.key]; prev == nil || gr.count > prev.count {
+					h.holdWaits[gr.key] = gr
+				}
+			}
 			continue
 		}
 		if io := ioIndex(gr.frames, k); io >= 0 {

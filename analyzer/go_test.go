@@ -1,6 +1,7 @@
 package analyzer
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -574,5 +575,55 @@ func TestBurstsUnseenByTheDumpAreNoConvoy(t *testing.T) {
 	}
 	if !hasFact(res.Findings[0], EvDumpUnseen) {
 		t.Errorf("evidence lacks the dump's view:\n%s", evidenceData(res.Findings[0]))
+	}
+}
+
+// A real debug=2 dump of the kvstore fixture's bad variant, taken alone:
+// 61 goroutines wait in RLock of one RWMutex while the goroutine that
+// holds its write side sits in fdatasync under (*store).commit. Without a
+// mutex profile the critical sections are unknown; the holder is found in
+// the dump by its method's type, and the verdict is I/O under the lock,
+// never "stripe it".
+func TestDumpHolderInIO(t *testing.T) {
+	rec, err := recording.Open(filepath.Join("testdata", "dumps", "kvstore-bad.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := analyze(t, rec)
+	if diff := cmp.Diff([]string{"io-under-lock@github.com/contend-dev/contend/fixtures/kvstore.(*store).Get"}, kinds(res)); diff != "" {
+		t.Fatalf("findings (-want +got):\n%s", diff)
+	}
+	f := res.Findings[0]
+	if !hasFact(f, EvDumpHolderIO, "call", "unix.Fdatasync", "state", "syscall", "at", "kvstore.(*store).commit (kvstore.go:75)") {
+		t.Errorf("evidence lacks the holder in fdatasync under commit:\n%s", evidenceData(f))
+	}
+	if !strings.Contains(f.Headline, "unix.Fdatasync") || !strings.Contains(f.Suggestion.Reasoning, "kvstore.(*store).commit") {
+		t.Errorf("headline %q, reasoning %q", f.Headline, f.Suggestion.Reasoning)
+	}
+}
+
+// A goroutine that waits for another lock from inside a contended lock's
+// critical section is a link of a chain: the waiters of the first lock
+// wait on the second too, and the evidence says so.
+func TestDumpChain(t *testing.T) {
+	get := fr("app.(*S).Get@/src/app/s.go:10")
+	update := fr("app.(*S).Update@/src/app/s.go:20")
+	flush := fr("app.(*T).Flush@/src/app/t.go:5")
+	worker := fr("app.worker@/src/app/s.go:80", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	block := contentionProf(t).add([]int64{900, 20 * sec}, stack(blockLock, get, worker)...).build()
+	mutex := contentionProf(t).add([]int64{900, 20 * sec}, stack(unlockLeaf, fr("app.(*S).Update@/src/app/s.go:30"), worker)...).build()
+	d := newDump(t).
+		add(12, "sync.Mutex.Lock", stack(lockFrames, get, worker)...).
+		add(1, "sync.Mutex.Lock", stack(lockFrames, flush, update, worker)...).
+		add(3, "sync.Mutex.Lock", stack(lockFrames, fr("app.(*T).Put@/src/app/t.go:9"), worker)...).
+		build()
+	cpu := cpuProf(t, 10*time.Second).cpu(100, stack(fr("app.(*S).Get@/src/app/s.go:11"), worker)...).build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, d))
+	if len(res.Findings) == 0 {
+		t.Fatal("no finding")
+	}
+	f := res.Findings[0]
+	if f.Point.Function != "app.(*S).Get" || !hasFact(f, EvChainDump, "share", 1.0, "what", "sync.Mutex.Lock in app.(*T).Flush (t.go:5)") {
+		t.Errorf("finding %s at %s, evidence:\n%s", f.Kind, f.Point.Function, evidenceData(f))
 	}
 }

@@ -52,6 +52,10 @@ func waiterCPUEvidence(c *lockCase) []Evidence {
 func chainEvidence(c *lockCase) []Evidence {
 	var ev []Evidence
 	for _, l := range c.chain {
+		if c.path == pathGo {
+			ev = append(ev, fact("goroutines", EvChainDump, "share", l.share, "what", l.what))
+			continue
+		}
 		ev = append(ev, fact("events", EvChain, "share", l.share, "wait_s", seconds(l.ns), "cycle", l.cycle, "what", l.what))
 	}
 	return ev

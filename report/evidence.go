@@ -207,6 +207,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		return t
 	},
+	analyzer.EvChainDump: func(w words) string {
+		return fmt.Sprintf("goroutines inside its critical section are themselves waiting, %s of them for %s: the lock's waiters wait on that lock too", w.pct("share"), w.n("what"))
+	},
 	analyzer.EvRunQueue: func(w words) string {
 		return fmt.Sprintf("on average %s threads were runnable but waiting for a CPU, beside the %s CPUs' worth running, on the %d CPUs the process may use (%s threads runnable on average out of %d, over %s)",
 			w.num("runq_threads"), w.num("running"), w.i("cpus"), w.num("runnable"), w.i("threads"), w.sec("dur_s"))
