@@ -160,7 +160,7 @@ func TestWindowsAddUp(t *testing.T) {
 			wantWaits += float64(l.Waits)
 		}
 	}
-	got := matching(s, MetricLockWaitSeconds, pid, "lock=table_lock (stripe)", "point=conn_on_message")
+	got := matching(s, MetricLockWaitSeconds, pid, "lock=stripe:table_lock", "point=stripe!conn_on_message")
 	if len(got) != 1 {
 		t.Fatalf("table_lock series: %v", got)
 	}
@@ -169,12 +169,12 @@ func TestWindowsAddUp(t *testing.T) {
 			t.Errorf("wait seconds %v, want 3 windows × %v", v, wantSecs)
 		}
 	}
-	for _, v := range matching(s, MetricLockWaits, pid, "lock=table_lock (stripe)") {
+	for _, v := range matching(s, MetricLockWaits, pid, "lock=stripe:table_lock") {
 		if v != 3*wantWaits {
 			t.Errorf("waits %v, want %v", v, 3*wantWaits)
 		}
 	}
-	if len(matching(s, MetricFinding, pid, "kind=lock-convoy", "point=conn_on_message")) != 1 {
+	if len(matching(s, MetricFinding, pid, "kind=lock-convoy", "point=stripe!conn_on_message")) != 1 {
 		t.Errorf("no lock-convoy finding at conn_on_message: %v", matching(s, MetricFinding))
 	}
 	// The process was recorded under its own comm, as /proc names it.

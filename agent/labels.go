@@ -11,12 +11,15 @@ const labelOther = "other"
 const labelUnknown = "unknown"
 
 // lockKey returns the lock and point label values of a lock row: the
-// analyzer's lock name (its futex address when it has none) and the
-// function its waiters sit in. These are the one place where metric
-// series are keyed by lock and program point; when the analysis gives
-// stable lock and point keys, they change here and nowhere else.
+// lock's stable key (the same across restarts and load addresses; its
+// name, then its address, only when the analysis gave none) and the key
+// of the program point its waiters sit at. These are the one place where
+// metric series are keyed by lock and program point.
 func lockKey(l analyzer.LockRow) (lock, point string) {
-	lock = l.Lock.Name
+	lock = l.Lock.Key
+	if lock == "" {
+		lock = l.Lock.Name
+	}
 	if lock == "" {
 		lock = l.Lock.Address
 	}
@@ -30,9 +33,13 @@ func lockKey(l analyzer.LockRow) (lock, point string) {
 	return lock, point
 }
 
-// pointKey returns the point label value of a program point: its
-// function, in full (a short name can be ambiguous across packages).
+// pointKey returns the point label value of a program point: its stable
+// key ("module!function", module-relative for unnamed code), else its
+// function in full (a short name can be ambiguous across packages).
 func pointKey(p analyzer.ProgramPoint) string {
+	if p.Key != "" {
+		return p.Key
+	}
 	if p.Function == "" {
 		return labelUnknown
 	}

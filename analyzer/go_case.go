@@ -38,7 +38,7 @@ func (l *goLock) name() string {
 }
 
 func (l *goLock) id() *LockID {
-	return &LockID{Name: l.name(), PairingGuess: l.guess()}
+	return &LockID{Key: l.key(), Name: l.name(), PairingGuess: l.guess()}
 }
 
 func detectGoLocks(a *analysis, g *goData) {

@@ -335,7 +335,7 @@ func (g *lockGroup) name() string {
 
 // id returns the LockID of the group.
 func (g *lockGroup) id(ld *liveData) LockID {
-	id := LockID{Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
+	id := LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
 	if id.Name == id.Address {
 		id.Name = ""
 	}

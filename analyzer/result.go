@@ -145,6 +145,10 @@ type Finding struct {
 
 // ProgramPoint is a code location with the stack that reached it.
 type ProgramPoint struct {
+	// Key names the point the same way in every recording of the same
+	// build, whatever the load addresses: "module!function", or
+	// "module+0xOFF" (module-relative) for an address no symbol names.
+	Key      string `json:"key,omitempty"`
 	Function string `json:"function"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
@@ -156,6 +160,10 @@ type ProgramPoint struct {
 
 // LockID identifies a lock.
 type LockID struct {
+	// Key names the lock the same way in every recording of the same
+	// program, across restarts and load addresses (see lockKey in
+	// identity.go for the rule): never a raw address.
+	Key string `json:"key,omitempty"`
 	// Address is the futex word ("0x7f…"), empty for Go mutexes.
 	Address string `json:"address,omitempty"`
 	// Name is the data symbol containing it or a Go description

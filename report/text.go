@@ -229,6 +229,9 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 			name += fmt.Sprintf(", owner %d", f.Lock.Owner)
 		}
 		t.field("lock", name)
+		if f.Lock.Key != "" {
+			t.field("lock key", f.Lock.Key)
+		}
 	}
 	if f.Releaser != nil && !samePoint(*f.Releaser, f.Point) {
 		t.field("released", pointLine(*f.Releaser))

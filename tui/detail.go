@@ -142,6 +142,9 @@ func (m *Model) findingDetail(item any, w int) []string {
 // lockIDText describes a lock identity on one (wrapped) line.
 func lockIDText(id analyzer.LockID) string {
 	parts := []string{lockName(id)}
+	if id.Key != "" {
+		parts = append(parts, "key "+id.Key)
+	}
 	if len(id.Words) > 1 {
 		parts = append(parts, "words "+strings.Join(id.Words, ", "))
 	}

@@ -192,8 +192,8 @@ func TestAgentFollowsRestartAndStopsClean(t *testing.T) {
 	first := startStripe(t, path)
 	a := startAgent(t, "--comm", comm, "--window", "1s")
 	pid1 := "pid=\"" + strconv.Itoa(first.PID) + "\""
-	a.waitMetric("contend_lock_wait_seconds_total", pid1, `lock="table_lock (`+comm+`)"`, `point="conn_on_message"`)
-	a.waitMetric("contend_finding", pid1, `point="conn_on_message"`)
+	a.waitMetric("contend_lock_wait_seconds_total", pid1, `lock="`+comm+`:table_lock"`, `point="`+comm+`!conn_on_message"`)
+	a.waitMetric("contend_finding", pid1, `point="`+comm+`!conn_on_message"`)
 
 	first.Cmd.Process.Kill()
 	<-first.Exited()
@@ -212,7 +212,7 @@ func TestAgentFollowsRestartAndStopsClean(t *testing.T) {
 
 	second := startStripe(t, path)
 	pid2 := "pid=\"" + strconv.Itoa(second.PID) + "\""
-	a.waitMetric("contend_finding", pid2, `point="conn_on_message"`)
+	a.waitMetric("contend_finding", pid2, `point="`+comm+`!conn_on_message"`)
 	if !strings.Contains(a.log(), fmt.Sprintf("attaching to pid %d (%s)", second.PID, comm)) {
 		t.Errorf("agent did not say it attached to the restarted process:\n%s", a.log())
 	}
@@ -300,7 +300,7 @@ scrape_configs:
 		pcmd.Wait()
 	})
 
-	lockRate := fmt.Sprintf(`rate(contend_lock_wait_seconds_total{pid="%d",lock="table_lock (%s)"}[10s]) > 0`, fx.PID, comm)
+	lockRate := fmt.Sprintf(`rate(contend_lock_wait_seconds_total{pid="%d",lock="%s:table_lock"}[10s]) > 0`, fx.PID, comm)
 	finding := fmt.Sprintf(`contend_finding{pid="%d"} == 1`, fx.PID)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
@@ -313,7 +313,7 @@ scrape_configs:
 			rates := promQuery(t, web, lockRate)
 			found := promQuery(t, web, finding)
 			if len(rates) == 1 && len(found) > 0 {
-				if rates[0].Metric["point"] != "conn_on_message" || rates[0].Metric["comm"] != comm {
+				if rates[0].Metric["point"] != comm+"!conn_on_message" || rates[0].Metric["comm"] != comm {
 					t.Errorf("rate series %v, want point conn_on_message, comm %s", rates[0].Metric, comm)
 				}
 				if v, _ := strconv.ParseFloat(fmt.Sprint(rates[0].Value[1]), 64); v <= 0 {
@@ -326,7 +326,7 @@ scrape_configs:
 				for _, f := range found {
 					points = append(points, f.Metric["point"])
 				}
-				if len(points) != 1 || points[0] != "conn_on_message" {
+				if len(points) != 1 || points[0] != comm+"!conn_on_message" {
 					t.Errorf("findings in Prometheus at %v, want conn_on_message", points)
 				}
 				break
