@@ -284,13 +284,13 @@ func judgeLock(c *lockCase, dur time.Duration) Finding {
 	switch {
 	case c.io.explains && !c.io.waitersDoIO:
 		f.Kind, r = KindIOUnderLock, remedyMoveIOOff
-		ev = append(ev, ioEvidence(c)...)
+		ev = append(ioEvidence(c), ev...) // the strongest fact first
 		if c.io.victimPoint != nil {
 			f.Point = *c.io.victimPoint
 		}
 	case c.io.explains:
 		f.Kind, r = KindContention, remedyCoalesceIO
-		ev = append(ev, ioEvidence(c)...)
+		ev = append(ioEvidence(c), ev...)
 	case c.turns:
 		f.Kind, r = KindContention, remedyTurns
 		if c.gil {

@@ -14,6 +14,24 @@ func missingDataStep(a *analysis) {
 	if rec.IsLive() {
 		liveMissing(a, rec)
 	}
+	if g := a.goData(); g != nil {
+		goMissing(a, g)
+	}
+}
+
+// goMissing lists what Go inputs lack.
+func goMissing(a *analysis, g *goData) {
+	if len(g.groups) == 0 || g.stateInferred {
+		a.missing("a goroutine dump with wait states (debug=2)",
+			"who waits right now and on which mutex, and what the goroutine holding it does (a system call, another lock): I/O under a lock is seen then even without a mutex profile. Fetch /debug/pprof/goroutine?debug=2")
+	}
+	if !g.blockSamples && !g.mutexSamples {
+		a.missing("a block or mutex profile with samples",
+			"how long goroutines waited for each lock, so locks are ranked by time lost and the number waiting on average is known; a single dump is one instant. Call runtime.SetBlockProfileRate and runtime.SetMutexProfileFraction, then fetch /debug/pprof/block and /debug/pprof/mutex")
+	}
+	if !g.cpuGiven {
+		a.missing("a CPU profile", "busy-waits (spinning goroutines) and what runs inside critical sections; fetch /debug/pprof/profile?seconds=10")
+	}
 }
 
 func liveMissing(a *analysis, rec *recording.Recording) {

@@ -263,7 +263,7 @@ func (c *lockCase) sugg() sugg {
 		s.whom = "thread"
 	}
 	var calls []string
-	for _, it := range c.io.calls {
+	for _, it := range c.io.calls[:min(len(c.io.calls), 3)] {
 		calls = append(calls, shortFunc(it.Name))
 	}
 	s.calls = strings.Join(calls, ", ")
