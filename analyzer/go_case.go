@@ -255,7 +255,8 @@ func (g *goData) sectionEvidence(h holderFacts, c *lockCase) []Evidence {
 // lock serializes the I/O: a different problem with a different fix.
 func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
 	io := ioFacts{share: -1}
-	io.explains = h.inIO > 0 || h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0
+	io.explains = h.inIO > 0 || h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
+		h.ioNS > 0 && l.ioReleaseShare(h) >= ioMinExplained
 	if !io.explains {
 		return io
 	}
@@ -310,6 +311,26 @@ func (h holderFacts) chain() []chainLink {
 		return links[i].what < links[j].what
 	})
 	return links
+}
+
+// ioReleaseShare is the share of the mutex profile's delay charged to
+// Unlock sites inside whose critical sections I/O was seen: the mutex
+// profile charges each contention's delay to the Unlock that ended it, so
+// a share of it is waiting that lasted until a holder that did I/O let go.
+// I/O waits off the CPU, so a CPU profile samples it rarely; one sample of
+// it under a lock whose delay falls mostly on that holder's Unlock says the
+// waits last as long as that I/O.
+func (l *goLock) ioReleaseShare(h holderFacts) float64 {
+	if l.relNS <= 0 {
+		return 0
+	}
+	var ns int64
+	for _, n := range l.releases {
+		if h.ioIn[n.fn()] {
+			ns += n.site.value
+		}
+	}
+	return float64(ns) / float64(l.relNS)
 }
 
 // ioState is the dump state of the goroutine seen in I/O, "" when none.

@@ -17,7 +17,9 @@ import (
 // section must be in I/O calls before the CPU profile alone says the lock
 // is held across I/O. I/O mostly waits off-CPU, so its samples are few;
 // three samples (30 ms at Go's 100 Hz) already mean the I/O runs under the
-// lock again and again, not once at start-up.
+// lock again and again, not once at start-up. Fewer suffice when the mutex
+// profile charges most of the lock's delay to the Unlock of the section
+// they were taken in (goLock.ioReleaseShare).
 const minIOCPUSamples = 3
 
 // lockNode is one place of a lock: a Lock site of the block profile, a

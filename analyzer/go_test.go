@@ -627,3 +627,30 @@ func TestDumpChain(t *testing.T) {
 		t.Errorf("finding %s at %s, evidence:\n%s", f.Kind, f.Point.Function, evidenceData(f))
 	}
 }
+
+// The mutex profile charges most of a lock's delay to the Unlock of the
+// goroutine that syncs the log under it; the CPU profile, which rarely
+// samples I/O (it waits off the CPU), has a single sample of that fsync
+// inside the critical section. Together they say the waits last as long
+// as the fsync: I/O under the lock, as InfluxDB's WAL shows.
+func TestOneIOSampleUnderTheHeaviestUnlock(t *testing.T) {
+	write := fr("app.(*WAL).writeToLog.func1@/src/app/wal.go:40")
+	worker := fr("app.worker@/src/app/w.go:9", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	block := contentionProf(t).add([]int64{2000, 30 * sec}, stack(blockLock, write, worker)...).build()
+	mutex := contentionProf(t).
+		add([]int64{500, 23 * sec}, stack(unlockLeaf, fr("app.(*WAL).scheduleSync.func1@/src/app/wal.go:85"), worker)...).
+		add([]int64{1500, 7 * sec}, stack(unlockLeaf, fr("app.(*WAL).writeToLog.func1@/src/app/wal.go:44"), worker)...).
+		build()
+	fsync := fr("syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	cpu := cpuProf(t, 10*time.Second).
+		cpu(1, stack(fsync, fr("app.(*WAL).scheduleSync.func1@/src/app/wal.go:83"), worker)...).
+		cpu(300, stack(fr("app.encode@/src/app/e.go:3"), worker)...).
+		build()
+	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}))
+	if len(res.Findings) == 0 || res.Findings[0].Kind != KindIOUnderLock {
+		t.Fatalf("findings %q, want io-under-lock first", kinds(res))
+	}
+	if !strings.Contains(res.Findings[0].Suggestion.Reasoning, "app.(*WAL).scheduleSync holds it across os.(*File).Sync") {
+		t.Errorf("reasoning %q does not name the holder's section", res.Findings[0].Suggestion.Reasoning)
+	}
+}

@@ -52,6 +52,9 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 		c.releaser = &p
 	}
 	c.what = lockWords(&c.id)
+	if g.queue {
+		c.what = g.name()
+	}
 	if c.point.Function != "" {
 		c.what += " in " + pointString(c.point)
 	}

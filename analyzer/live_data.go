@@ -111,8 +111,6 @@ type liveData struct {
 	meanRunnable float64
 
 	ev *eventIndex
-	// perWaiter caches the one-waiter futex words by waiter point.
-	perWaiter map[pointKey][]*lockGroup
 }
 
 // buildLiveData reads every part of a live recording.

@@ -41,6 +41,7 @@ const (
 	roleMutex            // a lock word: waiters in pthread_mutex_lock, __lll_lock_wait
 	roleCond             // a condition variable's sequence word
 	roleIdle             // an idle wait: a Go idle thread, a thread join
+	roleQueue            // a hand-rolled lock queue: one word per waiter (foldQueues)
 )
 
 // liveMachinery reports whether a program point may not be at f in a live
@@ -50,14 +51,43 @@ func liveMachinery(f recording.Frame) bool {
 }
 
 // livePointIndex is pointIndex with liveMachinery: the first frame outside
-// lock machinery and system-call plumbing, -1 when there is none.
+// lock machinery and system-call plumbing, -1 when there is none. When that
+// frame has no name (code of a stripped object: "libruby.so.3.1+0x20a2ad")
+// the first named frame above it is the point instead, unless the only
+// names above are a thread's entry (start_thread, main): a static helper
+// of a library is better told by the exported function that called it, a
+// stripped program's own code by its address.
 func livePointIndex(frames []recording.Frame) int {
+	first := -1
 	for i, f := range frames {
-		if !liveMachinery(f) {
-			return i
+		if liveMachinery(f) {
+			continue
 		}
+		if first < 0 {
+			first = i
+		}
+		if unnamed(f) {
+			continue
+		}
+		if i != first && threadEntryFuncs[normNative(f.Func)] {
+			break
+		}
+		return i
 	}
-	return -1
+	return first
+}
+
+// unnamed reports whether a frame has no symbol: its name is its address
+// ("0x7f…") or its module and offset ("libruby.so.3.1+0x20a2ad").
+func unnamed(f recording.Frame) bool {
+	return f.Func == "" || strings.HasPrefix(f.Func, "0x") || f.Module != "" && strings.HasPrefix(f.Func, f.Module+"+0x")
+}
+
+// threadEntryFuncs are where every thread's or process's stack starts;
+// they name no program point.
+var threadEntryFuncs = map[string]bool{
+	"start_thread": true, "clone": true, "clone3": true, "libc_start_main": true,
+	"libc_start_call_main": true, "start": true, "main": true, "runtime.goexit": true,
 }
 
 // roleOf judges a stack: the leaf-most frame that marks a role decides (a
@@ -278,6 +308,9 @@ type lockGroup struct {
 	// global lock). use holds the figures it was judged on.
 	turns bool
 	use   *turnUse
+	// queue is set for a hand-rolled lock queue: words of one waiter each,
+	// waited on at one program point (foldQueues).
+	queue bool
 
 	waits, blocked, timeouts, woken uint64
 	waitNS                          int64
@@ -301,8 +334,12 @@ func (g *lockGroup) addrs() []uint64 {
 }
 
 // name names the lock: the data symbol of its lowest word, or of each
-// symbol its words span ("pool_cv + pool_mu (idle)"), or its address.
+// symbol its words span ("pool_cv + pool_mu (idle)"), or its address; a
+// hand-rolled queue by its words.
 func (g *lockGroup) name() string {
+	if g.queue {
+		return fmt.Sprintf("a queue of %d per-thread wait words", len(g.words))
+	}
 	var syms []string
 	module := ""
 	seen := map[string]bool{}
@@ -434,7 +471,65 @@ func (ld *liveData) lockGroups() []*lockGroup {
 	for _, g := range out {
 		ld.sumGroup(g)
 	}
-	return out
+	return ld.foldQueues(out)
+}
+
+// minQueueWords is how many single-waiter words at one program point make
+// a hand-rolled lock queue: two threads each sleeping on its own word at
+// the point where they wait for the same thing already show the pattern,
+// and a thread count cannot make it more or less of one.
+const minQueueWords = 2
+
+// foldQueues folds hand-rolled lock queues into one lock each. In such a
+// queue every waiter sleeps on a word of its own (a per-thread condition
+// variable or semaphore) and the thread that gives the lock up wakes the
+// next waiter's word: Ruby's GVL, InnoDB's row-lock waits, RocksDB's write
+// queue and PostgreSQL's LWLocks are built this way. Each word then has a
+// single waiter, and nothing at the futex level ties the words together
+// but where they are waited on: the same program point. Judged one by
+// one, each looks like a thread idling alone; together they are one lock.
+func (ld *liveData) foldQueues(groups []*lockGroup) []*lockGroup {
+	byPoint := map[pointKey][]*lockGroup{}
+	var keys []pointKey
+	for _, g := range groups {
+		if len(g.words) != 1 || len(g.waiters) != 1 || g.waitNS == 0 || (g.role != roleCond && g.role != roleUnknown) {
+			continue
+		}
+		k := ld.waiterKey(g)
+		if k.fn == "" {
+			continue
+		}
+		if byPoint[k] == nil {
+			keys = append(keys, k)
+		}
+		byPoint[k] = append(byPoint[k], g)
+	}
+	folded := map[*lockGroup]bool{}
+	var queues []*lockGroup
+	for _, k := range keys {
+		gs := byPoint[k]
+		if len(gs) < minQueueWords {
+			continue
+		}
+		q := &lockGroup{queue: true, waiters: map[int]bool{}, wakers: map[int]bool{}, owners: map[int]uint64{}}
+		for _, g := range gs {
+			q.words = append(q.words, g.words...)
+			folded[g] = true
+		}
+		sort.Slice(q.words, func(i, j int) bool { return q.words[i].addr < q.words[j].addr })
+		ld.sumGroup(q)
+		queues = append(queues, q)
+	}
+	if len(queues) == 0 {
+		return groups
+	}
+	out := make([]*lockGroup, 0, len(groups)-len(folded)+len(queues))
+	for _, g := range groups {
+		if !folded[g] {
+			out = append(out, g)
+		}
+	}
+	return append(out, queues...)
 }
 
 // sumGroup adds up a group's figures and judges whether it is idle.
@@ -479,6 +574,8 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		}
 	}
 	switch {
+	case g.queue:
+		g.role = roleQueue
 	case roles[roleCond] > 0:
 		g.role = roleCond
 	case roles[roleMutex] > 0:
@@ -506,14 +603,20 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 				break
 			}
 		}
-	case roleCond:
+	case roleCond, roleQueue:
 		selfWoken, busy := ld.condUse(g)
 		g.turns = selfWoken && busy
 		switch {
 		case g.turns:
+		case selfWoken && g.queue:
+			g.idle = true
+			g.idleReason = "threads that each wait on a word of their own and wake each other, but together keep the CPU busy less than a quarter of the time (they wait mostly for something else)"
 		case selfWoken:
 			g.idle = true
 			g.idleReason = "threads that wake each other on a condition variable but together keep it busy less than a quarter of the time (they wait mostly for something else)"
+		case g.queue:
+			g.idle = true
+			g.idleReason = "idle threads, each parked on a word of its own, woken by a thread that never waits there (a producer handing out work)"
 		default:
 			g.idle = true
 			g.idleReason = "idle threads parked on a condition variable, woken by a producer's signal"
@@ -573,7 +676,7 @@ func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
 	condWaiters := map[int]bool{}
 	for _, w := range g.words {
 		for _, s := range w.waitS {
-			if condSide(s.userFrames()) == condWaitSide {
+			if g.queue || condSide(s.userFrames()) == condWaitSide {
 				condWaiters[s.tid] = true
 			}
 		}
@@ -585,7 +688,7 @@ func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
 	// that woke somebody counts.
 	var wakes, selfWakes, anyWakes, anySelf int64
 	for _, w := range g.words {
-		if w.role != roleCond {
+		if w.role != roleCond && !g.queue {
 			continue
 		}
 		for _, s := range w.wakeS {

@@ -1,7 +1,6 @@
 package analyzer
 
 import (
-	"fmt"
 	"sort"
 )
 
@@ -109,13 +108,9 @@ func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {
 		if ld.dur > 0 && float64(g.waitNS)/float64(ld.dur) < minShareOfActive*float64(active) {
 			continue
 		}
-		if len(g.words) == 1 && len(g.waiters) == 1 && ld.perWaiterWord(g, locks) {
-			continue // said once in a note, below
-		}
 		a.res.Findings = append(a.res.Findings, judgeLock(ld.lockCase(g, locks), ld.dur))
 		judged++
 	}
-	ld.perWaiterNote(a, locks)
 	if judged > 0 {
 		a.note("live lock rows: p50 and p99 are over the waits that slept at least the stack threshold, from the event log, when it holds 20 or more of them; otherwise from the in-kernel log2 histogram of every wait, including those that returned at once")
 	}
@@ -149,62 +144,10 @@ func (ld *liveData) factsOf(g *lockGroup) *lockFacts {
 	return g.facts
 }
 
-// perWaiterWord reports whether a one-waiter word is one of several that
-// each have their own single waiter at the same program point: the
-// address then names the waiter (a per-thread semaphore or event), not a
-// shared lock.
-func (ld *liveData) perWaiterWord(g *lockGroup, locks []*lockGroup) bool {
-	return len(ld.perWaiterPoints(locks)[ld.waiterKey(g)]) >= minConvoyParticipants
-}
-
 // waiterKey returns the heaviest waiter program point of a group.
 func (ld *liveData) waiterKey(g *lockGroup) pointKey {
 	if p := pointsOf(g.waitSamples(), 1); len(p) > 0 {
 		return p[0].key
 	}
 	return pointKey{}
-}
-
-// perWaiterPoints groups the non-idle one-word, one-waiter locks by their
-// waiter's program point.
-func (ld *liveData) perWaiterPoints(locks []*lockGroup) map[pointKey][]*lockGroup {
-	if ld.perWaiter != nil {
-		return ld.perWaiter
-	}
-	ld.perWaiter = map[pointKey][]*lockGroup{}
-	for _, g := range locks {
-		// A pthread mutex or condition variable is a shared lock even when
-		// a short recording saw one thread wait on it; only words of no
-		// known lock (a semaphore, a hand-rolled futex) can name a waiter.
-		if g.idle || g.role != roleUnknown || len(g.words) != 1 || len(g.waiters) != 1 || g.waitNS == 0 {
-			continue
-		}
-		k := ld.waiterKey(g)
-		if k.fn == "" {
-			continue
-		}
-		ld.perWaiter[k] = append(ld.perWaiter[k], g)
-	}
-	return ld.perWaiter
-}
-
-// perWaiterNote says where futex addresses identify waiters rather than
-// locks.
-func (ld *liveData) perWaiterNote(a *analysis, locks []*lockGroup) {
-	pts := ld.perWaiterPoints(locks)
-	keys := make([]pointKey, 0, len(pts))
-	for k, gs := range pts {
-		if len(gs) >= minConvoyParticipants {
-			keys = append(keys, k)
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	for _, k := range keys {
-		var ns int64
-		for _, g := range pts[k] {
-			ns += g.waitNS
-		}
-		a.note(fmt.Sprintf("%d futex addresses waited on at %s each have a single waiter (%s in all): each address identifies its waiter (a per-thread semaphore or event, a hand-rolled queue), not a shared lock, so they are not reported as locks; which lock the threads queue for is not visible at the futex level",
-			len(pts[k]), k, fmtSeconds(seconds(ns))))
-	}
 }

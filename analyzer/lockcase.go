@@ -261,12 +261,13 @@ func (c *lockCase) convoy() bool {
 
 // judgeLock turns a significant lock case into a finding: the verdict is
 // the first that the case's facts support, in order of how much each
-// explains (I/O under the lock explains the waiting outright; threads
-// taking turns say what the lock is for; a hot stripe says why an already
-// striped lock still waits, whatever the hand-offs look like, since more
-// stripes is the advice it must stop; a serialized writer pays per
-// hand-off; a convoy says the waiting comes from sharing; anything else
-// is contention).
+// explains (I/O under the lock explains the waiting outright; a hot
+// stripe says why an already striped lock still waits, whatever the
+// hand-offs look like, since more stripes is the advice it must stop; a
+// serialized writer pays per hand-off, thousands a second, each producer
+// waiting for about one hold; threads taking turns hold the lock long
+// while they compute; a convoy says the waiting comes from sharing;
+// anything else is contention).
 func judgeLock(c *lockCase, dur time.Duration) Finding {
 	f := Finding{
 		Unit:         c.unit,
@@ -291,17 +292,17 @@ func judgeLock(c *lockCase, dur time.Duration) Finding {
 	case c.io.explains:
 		f.Kind, r = KindContention, remedyCoalesceIO
 		ev = append(ioEvidence(c), ev...)
-	case c.turns:
-		f.Kind, r = KindContention, remedyTurns
-		if c.gil {
-			r = remedyGIL
-		}
 	case c.hotStripe():
 		f.Kind, r = KindHotStripe, remedyHotKey
 		ev = append(ev, hotStripeEvidence(c))
 	case c.handoffBound():
 		f.Kind, r = KindSerializedWriter, remedyCombine
 		ev = append(ev, writerEvidence(c)...)
+	case c.turns:
+		f.Kind, r = KindContention, remedyTurns
+		if c.gil {
+			r = remedyGIL
+		}
 	case c.convoy():
 		f.Kind, r = KindLockConvoy, remedyStripe
 		ev = append(ev, convoyEvidence(c)...)
