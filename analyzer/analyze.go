@@ -84,6 +84,7 @@ func liveLocksStep(a *analysis) {
 func liveSpinStep(a *analysis) {
 	if ld := a.live(); ld != nil {
 		a.spinning = liveSpin(a, ld)
+		liveYield(a, ld, a.spinning)
 	}
 }
 

@@ -13,7 +13,8 @@ type EvidenceKind string
 // Evidence kinds of lock verdicts, both paths.
 const (
 	// EvFutexWaits — F: waits, blocked, threads, words, wait_s, dur_s,
-	// mean, truncated (1 when the waiter list hit its bound). N: lock.
+	// mean, truncated (1 when the waiter list hit its bound), queue (1 when
+	// the words are one per waiter, a hand-rolled queue). N: lock.
 	EvFutexWaits EvidenceKind = "futex-waits"
 	// EvWaitPoints — the points the lock is waited for at. I: point →
 	// seconds waited there.
@@ -118,6 +119,9 @@ const (
 	EvSpinRunq EvidenceKind = "spin-runq"
 	// EvSpinPark — F: park_s, spin_s. N: function.
 	EvSpinPark EvidenceKind = "spin-park"
+	// EvYieldLoop — F: yields, rate, threads, runq_s, cpu_s, share (of the
+	// process's busy time). N: function.
+	EvYieldLoop EvidenceKind = "yield-loop"
 	// EvGoSpinCPU — F: spin_s, share, function_share, cpus, dur_s. N:
 	// function.
 	EvGoSpinCPU EvidenceKind = "go-spin-cpu"
@@ -186,6 +190,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvSpinRunnable,
 	EvSpinRunq,
 	EvSpinPark,
+	EvYieldLoop,
 	EvGoSpinCPU,
 	EvGoSpinYield,
 	EvGoSpinDump,

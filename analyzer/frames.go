@@ -128,6 +128,14 @@ var nativeLockFuncs = map[string]bool{
 	"PyCOND_BROADCAST":                 true,
 	"PyMUTEX_LOCK":                     true,
 	"PyMUTEX_UNLOCK":                   true,
+	// Ruby's wrappers of its native condition variables and mutexes
+	// (thread_pthread.c), exported, below the static code of the GVL.
+	"rb_native_cond_wait":      true,
+	"rb_native_cond_timedwait": true,
+	"rb_native_cond_signal":    true,
+	"rb_native_cond_broadcast": true,
+	"rb_native_mutex_lock":     true,
+	"rb_native_mutex_unlock":   true,
 	"pthread_mutex_trylock":            true,
 	"pthread_spin_lock":                true,
 	"lll_unlock_wake":                  true,
@@ -142,6 +150,11 @@ var nativeLockFuncs = map[string]bool{
 	"new_sem_wait_slow":                true,
 	"new_sem_wait_slow64":              true,
 	"syscall":                          true,
+	// Giving up the CPU is how a yielding busy-wait waits: the program
+	// point is the loop that yields, not the yield.
+	"sched_yield":                      true,
+	"pthread_yield":                    true,
+	"thrd_yield":                       true,
 	"syscall_cancel":                   true,
 	"syscall_cancel_arch":              true,
 	"internal_syscall_cancel":          true,

@@ -77,7 +77,7 @@ func (ld *liveData) lockEvidence(lf *lockFacts, c *lockCase) []Evidence {
 	ev := []Evidence{fact("futex", EvFutexWaits,
 		"waits", g.waits, "blocked", g.blocked, "threads", len(g.waiters), "words", len(g.words),
 		"wait_s", seconds(g.waitNS), "dur_s", ld.dur, "mean", lf.mean, "truncated", g.truncated,
-		"lock", lockName(&c.id))}
+		"queue", g.queue, "lock", lockName(&c.id))}
 	if pts := lf.mainWaitPoints(); len(pts) > 1 {
 		items := make([]Item, 0, 4)
 		for _, p := range pts[:min(len(pts), 4)] {

@@ -480,6 +480,28 @@ func (ld *liveData) lockGroups() []*lockGroup {
 // and a thread count cannot make it more or less of one.
 const minQueueWords = 2
 
+// ownWaiter reports whether a lock group is one thread's own wait word: a
+// word of no known lock that one thread waits on, or a condition variable
+// (with the mutex folded beside it) that one thread waits on — the threads
+// that signal it may wait briefly on its mutex.
+func ownWaiter(g *lockGroup) bool {
+	switch g.role {
+	case roleUnknown:
+		return len(g.waiters) == 1
+	case roleCond:
+		waiters := map[int]bool{}
+		for _, w := range g.words {
+			for _, s := range w.waitS {
+				if condSide(s.userFrames()) == condWaitSide {
+					waiters[s.tid] = true
+				}
+			}
+		}
+		return len(waiters) == 1
+	}
+	return false
+}
+
 // foldQueues folds hand-rolled lock queues into one lock each. In such a
 // queue every waiter sleeps on a word of its own (a per-thread condition
 // variable or semaphore) and the thread that gives the lock up wakes the
@@ -492,7 +514,7 @@ func (ld *liveData) foldQueues(groups []*lockGroup) []*lockGroup {
 	byPoint := map[pointKey][]*lockGroup{}
 	var keys []pointKey
 	for _, g := range groups {
-		if len(g.words) != 1 || len(g.waiters) != 1 || g.waitNS == 0 || (g.role != roleCond && g.role != roleUnknown) {
+		if g.waitNS == 0 || !ownWaiter(g) {
 			continue
 		}
 		k := ld.waiterKey(g)

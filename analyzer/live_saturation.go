@@ -134,7 +134,7 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	}
 	if len(pts) > 1 {
 		items := make([]Item, 0, 4)
-		for _, p := range pts[:min(len(pts), 4)] {
+		for _, p := range pts[1:min(len(pts), 5)] {
 			items = append(items, Item{Name: p.key.String(), Value: seconds(p.weight)})
 		}
 		f.Evidence = append(f.Evidence, fact("sched", EvRunQueuePoints, "items", items))
@@ -148,16 +148,67 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	a.res.Findings = append(a.res.Findings, f)
 }
 
-// runqPoints groups the run-queue time of the busy threads by the program
-// point they left their CPU at, heaviest first.
+// runqPoints finds where the busy threads sit runnable. Preempted
+// threads leave their CPU wherever they happen to be, so the leaf frames
+// scatter over every function the work calls; what they share is the code
+// that does the work. The first point is the most specific function that
+// at least half of the run-queue time passes through (walking each stack
+// from its leaf, once per function); the others are the heaviest leaf
+// functions, for the evidence.
 func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
 	var samples []*liveSample
+	var total int64
+	through := map[string]int64{}
+	best := map[string]*liveSample{}
 	for _, s := range ld.offcpu {
-		if busy[s.tid] && runqOf(s) > 0 && s.state == recording.StateRunnable {
-			samples = append(samples, &liveSample{tid: s.tid, frames: s.frames, values: []int64{0, runqOf(s)}})
+		v := runqOf(s)
+		if !busy[s.tid] || v <= 0 || s.state != recording.StateRunnable {
+			continue
+		}
+		samples = append(samples, &liveSample{tid: s.tid, frames: s.frames, values: []int64{0, v}})
+		total += v
+		seen := map[string]bool{}
+		for _, f := range s.userFrames() {
+			if seen[f.Func] || liveMachinery(f) || unnamed(f) || threadEntryFuncs[normNative(f.Func)] {
+				continue
+			}
+			seen[f.Func] = true
+			through[f.Func] += v
+			if b := best[f.Func]; b == nil || v > runqOf(b) {
+				best[f.Func] = s
+			}
 		}
 	}
-	return byFunction(pointsOf(samples, 1))
+	leaves := byFunction(pointsOf(samples, 1))
+	common, weight := "", int64(0)
+	for fn, w := range through {
+		if 2*w < total {
+			continue
+		}
+		if common == "" || w < weight || w == weight && fn < common {
+			common, weight = fn, w
+		}
+	}
+	if common == "" {
+		return leaves
+	}
+	fr := best[common].userFrames()
+	pi := 0
+	for i, f := range fr {
+		if f.Func == common {
+			pi = i
+			break
+		}
+	}
+	top := &pointAgg{key: keyOf(fr, pi), point: newPoint(fr, pi), weight: weight}
+	top.key.line = 0
+	out := []*pointAgg{top}
+	for _, l := range leaves {
+		if l.key.fn != common {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // byFunction merges points of one function (a thread is preempted at any

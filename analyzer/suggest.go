@@ -62,6 +62,8 @@ type sugg struct {
 	runqThreads, demand float64
 	// hint is the runtime-lock hint.
 	hint string
+	// yield is set for a busy-wait that yields the CPU between polls.
+	yield bool
 }
 
 // suggestions is the table: one entry per remedy.
@@ -200,6 +202,14 @@ func park(s sugg) Suggestion {
 			gain += fmt.Sprintf(" (%s of the process's samples)", fmtPercent(s.share))
 		}
 		gain += "; if the lock is still contended once it parks, stripe it by key"
+	}
+	if s.yield {
+		return Suggestion{
+			Action: fmt.Sprintf("Replace the yielding busy-wait in %s with %s, or bound how long it yields before it parks: waiters then sleep until the holder releases it.", s.fn, lock),
+			Reasoning: fmt.Sprintf("%ss poll in %s and give up the CPU between polls without parking; with more of them runnable than %s, each yield puts the thread straight back in the run queue, so the one that would end the wait queues behind the yielders. Yielding only pays when the CPUs are otherwise idle.",
+				strings.ToUpper(s.whom[:1])+s.whom[1:], s.fn, cpus),
+			ExpectedGain: gain,
+		}
 	}
 	return Suggestion{
 		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", s.fn, lock),

@@ -88,7 +88,10 @@ func countItems(v float64) string { return analyzer.FormatCount(int64(v + 0.5)) 
 var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	analyzer.EvFutexWaits: func(w words) string {
 		lock := w.n("lock")
-		if w.i("words") > 1 {
+		switch {
+		case w.on("queue"):
+			lock += " (one word per waiter, waited on at one program point: a hand-rolled queue for one lock)"
+		case w.i("words") > 1:
 			lock = fmt.Sprintf("%s (%d futex words of one lock structure)", lock, w.i("words"))
 		}
 		t := fmt.Sprintf("%s futex %s by %d threads on %s waited %s in total", w.cnt("waits"), plural(w.i("waits"), "wait"), w.i("threads"), lock, w.sec("wait_s"))
@@ -218,7 +221,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("the busy threads spent %s of their time runnable without a CPU and %s waiting for locks: they wait for CPUs, not for locks", w.pct("share"), w.pct("lock_share"))
 	},
 	analyzer.EvRunQueuePoints: func(w words) string {
-		return "they sat runnable at " + w.items(analyzer.FormatSeconds)
+		return "the work they were preempted in, by function: " + w.items(analyzer.FormatSeconds)
 	},
 	analyzer.EvDumpWaiters: func(w words) string {
 		return fmt.Sprintf("%d of %d goroutines were waiting for this lock when the %s was taken: %s", w.i("waiters"), w.i("population"), w.n("source"), w.states())
@@ -340,6 +343,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 			return "no futex wait was seen from " + w.n("function") + ": the waiters never park"
 		}
 		return fmt.Sprintf("only %s of futex waits from %s against %s spinning: the waiters hardly ever park", w.sec("park_s"), w.n("function"), w.sec("spin_s"))
+	},
+	analyzer.EvYieldLoop: func(w words) string {
+		return fmt.Sprintf("%d threads gave up the CPU %s times in %s (%s a second) and queued for it again at once: %s runnable after yielding and %s on the CPU in the loop, %s of the process's busy time",
+			w.i("threads"), w.cnt("yields"), w.n("function"), analyzer.FormatRate(w.f("rate")), w.sec("runq_s"), w.sec("cpu_s"), w.pct("share"))
 	},
 	analyzer.EvGoSpinCPU: func(w words) string {
 		t := fmt.Sprintf("%s of CPU (%s of the profile) is spent on the lines of %s that execute atomic loads or compare-and-swaps (%s of the function's CPU)", w.sec("spin_s"), w.pct("share"), w.n("function"), w.pct("function_share"))
