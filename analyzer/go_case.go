@@ -152,6 +152,10 @@ func (g *goData) lockCase(l *goLock, totalWait int64) (*lockCase, bool) {
 	}
 	c.io = g.ioFacts(l, h, totalWait)
 	c.chain = h.chain()
+	if share, runnable := g.cpuQueue(); share >= chainMinShare {
+		c.preempt = share
+		c.chain = append(c.chain, chainLink{what: fmt.Sprintf("a CPU: %d goroutines were runnable without one", runnable), share: share})
+	}
 	if c.io.explains && h.ioNS > 0 {
 		c.sources++
 	}
@@ -331,6 +335,34 @@ func (l *goLock) ioReleaseShare(h holderFacts) float64 {
 		}
 	}
 	return float64(ns) / float64(l.relNS)
+}
+
+// cpuQueue reads from the dump how crowded the CPUs are: the share of the
+// goroutines that want a CPU (running or runnable) that wait for one, and
+// how many do. It is 0 unless they outnumber the CPUs twice over: a crowd
+// that size keeps every P's run queue full, so a goroutine that holds a
+// lock is descheduled with it, and its waiters wait for the CPU it waits
+// for.
+func (g *goData) cpuQueue() (float64, int) {
+	if len(g.groups) == 0 || g.stateInferred || g.numCPU <= 0 {
+		return 0, 0
+	}
+	running, runnable := 0, 0
+	for _, gr := range g.groups {
+		if gr.sc.class == classLock || gr.sc.class == classIdle {
+			continue
+		}
+		switch gr.state {
+		case "running":
+			running += gr.count
+		case "runnable", "preempted":
+			runnable += gr.count
+		}
+	}
+	if runnable < 2*g.numCPU || running+runnable == 0 {
+		return 0, 0
+	}
+	return float64(runnable) / float64(running+runnable), runnable
 }
 
 // ioState is the dump state of the goroutine seen in I/O, "" when none.

@@ -62,6 +62,9 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 	c.io = ld.ioFacts(lf)
 	c.array = ld.arrayOf(g, locks)
 	c.chain = ld.chainOf(lf, locks)
+	if lf.evWaitNS > 0 {
+		c.preempt = float64(lf.preemptNS) / float64(lf.evWaitNS)
+	}
 	for _, have := range []bool{lf.evWaits > 0, lf.cpuNS > 0, lf.preemptNS > 0} {
 		if have {
 			c.sources++

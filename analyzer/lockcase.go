@@ -113,8 +113,11 @@ type lockCase struct {
 	cpuFn                          string
 
 	// preemptNS is how long holders sat runnable without a CPU while
-	// others waited, evWaitNS the logged waiting it is a share of.
+	// others waited, evWaitNS the logged waiting it is a share of (live);
+	// preempt is that share, or for a goroutine dump the share of the
+	// goroutines that want a CPU which wait for one.
 	preemptNS, evWaitNS int64
+	preempt             float64
 
 	// chain lists what the holders waited for while holding (another
 	// lock, the run queue), heaviest first.
@@ -251,6 +254,11 @@ func (c *lockCase) hotStripe() bool {
 // queued behind short holds: the waiting comes from how many share it.
 func (c *lockCase) convoy() bool {
 	if c.spread || c.unseen || !c.known || c.participants < minConvoyParticipants {
+		return false
+	}
+	// Holders that sit runnable without a CPU for much of the waiting make
+	// the queue: the CPUs are oversubscribed, and striping would not help.
+	if c.preempt >= chainMinShare {
 		return false
 	}
 	if !c.dumpOnly && c.mean < convoyMeanWaiting {
