@@ -146,8 +146,20 @@ func family(f lockFlavor) lockFlavor {
 	return f
 }
 
-// goLocks assembles the locks of the Go data.
+// goLocks assembles the locks of the Go data: nodes for the Lock sites
+// (block profile and dump) and Unlock sites (mutex profile), joined into
+// locks by pairing, heaviest first.
 func goLocks(g *goData) []*goLock {
+	nodes := lockNodes(g)
+	u := newUnion(nodes)
+	pairNodes(nodes, u)
+	return assemble(nodes, u)
+}
+
+// lockNodes returns one node per Lock site of the block profile or the
+// dump (a site in both is one node) and per Unlock site of the mutex
+// profile.
+func lockNodes(g *goData) []*lockNode {
 	var nodes []*lockNode
 	byKey := map[siteKey]*lockNode{}
 	for _, s := range g.block {
@@ -172,55 +184,81 @@ func goLocks(g *goData) []*goLock {
 			byKey[k] = n
 			nodes = append(nodes, n)
 		}
-		if n.states == nil {
-			n.states = map[string]int{}
-		}
-		n.waiters += gr.count
-		n.states[gr.state] += gr.count
-		if gr.lockAddr != "" {
-			if n.addrs == nil {
-				n.addrs = map[string]int{}
-			}
-			n.addrs[gr.lockAddr] += gr.count
-		}
-		if n.group == nil || gr.count > n.group.count {
-			n.group = gr
-		}
+		n.addGroup(gr)
 	}
 	for _, s := range g.mutex {
-		if s.sc.class != classUnlock {
-			continue
+		if s.sc.class == classUnlock {
+			nodes = append(nodes, &lockNode{release: true, site: s, key: s.key, flavor: s.sc.flavor, callers: s.callers})
 		}
-		nodes = append(nodes, &lockNode{release: true, site: s, key: s.key, flavor: s.sc.flavor, callers: s.callers})
 	}
+	return nodes
+}
+
+// addGroup counts a dumped group of waiters at the node.
+func (n *lockNode) addGroup(gr *gGroup) {
+	if n.states == nil {
+		n.states = map[string]int{}
+	}
+	n.waiters += gr.count
+	n.states[gr.state] += gr.count
+	if gr.lockAddr != "" {
+		if n.addrs == nil {
+			n.addrs = map[string]int{}
+		}
+		n.addrs[gr.lockAddr] += gr.count
+	}
+	if n.group == nil || gr.count > n.group.count {
+		n.group = gr
+	}
+}
+
+// union joins nodes into locks (union-find over the node indexes) and
+// keeps the reasons of the pairings that are guesses.
+type union struct {
+	nodes []*lockNode
+	edges []unionEdge
+}
+
+type unionEdge struct {
+	i, j   int
+	reason string // "" for a direct pairing
+}
+
+func newUnion(nodes []*lockNode) *union {
 	for i := range nodes {
 		nodes[i].parent = i
 	}
-	find := func(i int) int {
-		for nodes[i].parent != i {
-			nodes[i].parent = nodes[nodes[i].parent].parent
-			i = nodes[i].parent
-		}
-		return i
+	return &union{nodes: nodes}
+}
+
+func (u *union) find(i int) int {
+	for u.nodes[i].parent != i {
+		u.nodes[i].parent = u.nodes[u.nodes[i].parent].parent
+		i = u.nodes[i].parent
 	}
-	type edge struct {
-		i, j   int
-		reason string // "" for a direct pairing
+	return i
+}
+
+func (u *union) link(i, j int, reason string) {
+	u.edges = append(u.edges, unionEdge{i, j, reason})
+	if a, b := u.find(i), u.find(j); a != b {
+		u.nodes[b].parent = a
 	}
-	var edges []edge
-	link := func(i, j int, reason string) {
-		edges = append(edges, edge{i, j, reason})
-		if a, b := find(i), find(j); a != b {
-			nodes[b].parent = a
-		}
-	}
-	// Direct pairings and pairings through a receiver type first. Release
-	// sites are indexed by function and receiver so pairing stays linear in
-	// the number of sites.
-	type famKey struct {
-		name string
-		fam  lockFlavor
-	}
+}
+
+// famKey indexes release sites by a name (function, receiver, caller) and
+// lock family.
+type famKey struct {
+	name string
+	fam  lockFlavor
+}
+
+// pairNodes links Lock sites with the Unlock sites of the same lock:
+// directly (one function locks and unlocks) or through a receiver type
+// first, then, for sites that found no partner that way, through a shared
+// caller. Release sites are indexed by function, receiver and caller so
+// that pairing stays linear in the number of sites.
+func pairNodes(nodes []*lockNode, u *union) {
 	byFn, byRecv := map[famKey][]int{}, map[famKey][]int{}
 	for j, r := range nodes {
 		if !r.release {
@@ -244,16 +282,20 @@ func goLocks(g *goData) []*goLock {
 		}
 		for _, j := range cands {
 			if kind, reason := pairing(w, nodes[j]); kind == pairDirect || kind == pairReceiver {
-				link(i, j, reason)
+				u.link(i, j, reason)
 				partnered[i], partnered[j] = true, true
 			}
 		}
 	}
-	// A shared caller only pairs sites that found no partner that way (a
-	// plain lockState/unlockState pair of helpers called from one place),
-	// since two locks of one worker loop share its callers too; a caller
-	// above more than maxCallerFanout unpaired Unlock sites is a dispatcher,
-	// not the caller of one helper pair.
+	pairByCaller(nodes, u, partnered)
+}
+
+// pairByCaller pairs the sites left unpartnered through a shared caller (a
+// plain lockState/unlockState pair of helpers called from one place),
+// since two locks of one worker loop share its callers too; a caller above
+// more than maxCallerFanout unpaired Unlock sites is a dispatcher, not the
+// caller of one helper pair.
+func pairByCaller(nodes []*lockNode, u *union, partnered []bool) {
 	byCaller := map[famKey][]int{}
 	for j, r := range nodes {
 		if r.release && !partnered[j] {
@@ -273,46 +315,30 @@ func goLocks(g *goData) []*goLock {
 			}
 			for _, j := range cands {
 				if kind, reason := pairing(w, nodes[j]); kind == pairCaller {
-					link(i, j, reason)
+					u.link(i, j, reason)
 				}
 			}
 		}
 	}
+}
+
+// assemble builds one lock per component of the union, heaviest first.
+func assemble(nodes []*lockNode, u *union) []*goLock {
 	comps := map[int]*goLock{}
 	var locks []*goLock
 	for i, n := range nodes {
-		root := find(i)
+		root := u.find(i)
 		l := comps[root]
 		if l == nil {
 			l = &goLock{flavor: family(n.flavor), states: map[string]int{}}
 			comps[root] = l
 			locks = append(locks, l)
 		}
-		if n.release {
-			l.releases = append(l.releases, n)
-			l.relNS += n.site.value
-			l.relCount += n.site.count
-			continue
-		}
-		l.waits = append(l.waits, n)
-		if n.site != nil {
-			l.waitNS += n.site.value
-			l.waitCount += n.site.count
-		}
-		l.waiters += n.waiters
-		for s, c := range n.states {
-			l.states[s] += c
-		}
-		for a, c := range n.addrs {
-			if l.addrs == nil {
-				l.addrs = map[string]int{}
-			}
-			l.addrs[a] += c
-		}
+		l.add(n)
 	}
-	for _, e := range edges {
+	for _, e := range u.edges {
 		if e.reason != "" {
-			l := comps[find(e.i)]
+			l := comps[u.find(e.i)]
 			l.guessWhy = append(l.guessWhy, e.reason)
 		}
 	}
@@ -324,6 +350,31 @@ func goLocks(g *goData) []*goLock {
 	}
 	sort.SliceStable(locks, func(i, j int) bool { return locks[i].wait() > locks[j].wait() })
 	return locks
+}
+
+// add adds a node's figures to the lock.
+func (l *goLock) add(n *lockNode) {
+	if n.release {
+		l.releases = append(l.releases, n)
+		l.relNS += n.site.value
+		l.relCount += n.site.count
+		return
+	}
+	l.waits = append(l.waits, n)
+	if n.site != nil {
+		l.waitNS += n.site.value
+		l.waitCount += n.site.count
+	}
+	l.waiters += n.waiters
+	for s, c := range n.states {
+		l.states[s] += c
+	}
+	for a, c := range n.addrs {
+		if l.addrs == nil {
+			l.addrs = map[string]int{}
+		}
+		l.addrs[a] += c
+	}
 }
 
 // maxLockRows bounds the locks table: locks come heaviest first, a table
