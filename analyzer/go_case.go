@@ -152,7 +152,7 @@ func (g *goData) lockCase(l *goLock, totalWait int64) (*lockCase, bool) {
 	}
 	c.io = g.ioFacts(l, h, totalWait)
 	c.chain = h.chain()
-	if share, runnable := g.cpuQueue(); share >= chainMinShare {
+	if share, runnable := g.cpuQueue(); share >= chainMinShare && runnable >= l.waiters {
 		c.preempt = share
 		c.chain = append(c.chain, chainLink{what: fmt.Sprintf("a CPU: %d goroutines were runnable without one", runnable), share: share})
 	}
@@ -342,7 +342,8 @@ func (l *goLock) ioReleaseShare(h holderFacts) float64 {
 // how many do. It is 0 unless they outnumber the CPUs twice over: a crowd
 // that size keeps every P's run queue full, so a goroutine that holds a
 // lock is descheduled with it, and its waiters wait for the CPU it waits
-// for.
+// for. The caller weighs it against the lock's own queue: a CPU queue
+// shorter than the crowd waiting for the lock does not explain that crowd.
 func (g *goData) cpuQueue() (float64, int) {
 	if len(g.groups) == 0 || g.stateInferred || g.numCPU <= 0 {
 		return 0, 0
