@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -249,7 +250,11 @@ func (m *Model) loadCmd(gen int) tea.Cmd {
 		if err != nil {
 			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
 		}
-		return frameMsg{gen: gen, frame: &frame{rec: rec, res: res, sum: summarize(rec, window), window: window}}
+		// What is shown goes through termsafe: names and warnings come
+		// from the target. Exports take their own snapshot, exact.
+		shown := *rec
+		shown.Meta = termsafe.Value(rec.Meta)
+		return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
 	}
 }
 
@@ -355,7 +360,7 @@ func (m *Model) endText() string {
 }
 
 func (m *Model) setStatus(k statusKind, format string, args ...any) {
-	m.status = fmt.Sprintf(format, args...)
+	m.status = termsafe.String(fmt.Sprintf(format, args...))
 	m.statusK = k
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -405,8 +406,10 @@ func info(side []sideRec) sideInfo {
 	return in
 }
 
-// renderComparison writes the comparison as a table.
+// renderComparison writes the comparison as a table, every string from
+// the recordings (paths, function names) escaped for the terminal.
 func renderComparison(w io.Writer, c comparison) error {
+	c = termsafe.Value(c)
 	side := func(label string, s sideInfo) string {
 		n := len(s.Paths)
 		return fmt.Sprintf("%s  %s (%d %s, %s in all)", label, strings.Join(s.Paths, ", "), n, map[bool]string{true: "recording", false: "recordings"}[n == 1], s.Duration.Round(10*time.Millisecond))

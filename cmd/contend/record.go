@@ -14,6 +14,7 @@ import (
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/report"
 )
@@ -135,7 +136,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if rec.Meta.Partial {
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
-	fmt.Fprintln(stderr, summary+")")
+	fmt.Fprintln(stderr, termsafe.String(summary+")"))
 	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
 		fmt.Fprintf(stderr, "contend: %d events seen, %d lost (drop_* in meta.json counters)\n", events, drops)
 	}
