@@ -76,7 +76,7 @@ func TestGzipBombStopsAtBudget(t *testing.T) {
 // valid profile compressed twice is refused.
 func TestNestedGzipRefused(t *testing.T) {
 	twice := testbin.Gzip(readTestdata(t, "go126-mutex.pb.gz")) // already gzip inside
-	bombInside := testbin.Gzip(testbin.GzipZeros(2048))          // 2 GiB of zeros, 2.6 MB, compressed again
+	bombInside := testbin.Gzip(testbin.GzipZeros(2048))         // 2 GiB of zeros, 2.6 MB, compressed again
 	for name, data := range map[string][]byte{"valid profile": twice, "bomb": bombInside} {
 		var err error
 		alloc := allocated(func() { _, err = goprof.Parse(name, data) })
