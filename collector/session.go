@@ -733,6 +733,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 
 	meta.Start = s.clk.wallAt(from)
 	meta.Duration = to - from
+	meta.Warnings = append(meta.Warnings, s.res.symWarnings()...)
 	meta.Counters = map[string]uint64{}
 	for _, name := range s.tr.counterNames() {
 		if name != "" {

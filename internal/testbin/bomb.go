@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"compress/gzip"
 	"encoding/binary"
+	"hash/adler32"
 	"hash/crc32"
 )
 
@@ -12,44 +13,64 @@ import (
 // decompression bomb of about 1.3 KiB per MiB.
 func GzipZeros(n int) []byte { return GzipFill(0, n) }
 
-// GzipFill returns a valid gzip stream of n MiB of the byte fill. It
-// deflates one MiB twice and repeats the second block, which only refers
-// back to earlier bytes, so building a stream of gigabytes costs
-// milliseconds, not a compression of gigabytes.
+// GzipFill returns a valid gzip stream of n MiB of the byte fill (see
+// DeflateFill).
 func GzipFill(fill byte, n int) []byte {
-	const mib = 1 << 20
-	zero := bytes.Repeat([]byte{fill}, mib)
-	var blk bytes.Buffer
-	fw, _ := flate.NewWriter(&blk, flate.BestSpeed)
-	fw.Write(zero)
-	fw.Flush() // byte-aligned end of the first block
-	first := append([]byte(nil), blk.Bytes()...)
-	blk.Reset()
-	fw.Write(zero)
-	fw.Flush()
-	repeat := append([]byte(nil), blk.Bytes()...)
-	blk.Reset()
-	fw.Close() // the final, empty block
-	final := blk.Bytes()
-
 	var out bytes.Buffer
 	// The 10-byte gzip header gzip.Writer writes for an unnamed stream.
 	var hdr bytes.Buffer
 	gw := gzip.NewWriter(&hdr)
 	gw.Flush()
 	out.Write(hdr.Bytes()[:10])
-	out.Write(first)
-	crc := crc32.Update(0, crc32.IEEETable, zero)
-	for i := 1; i < n; i++ {
-		out.Write(repeat)
-		crc = crc32.Update(crc, crc32.IEEETable, zero)
+	out.Write(DeflateFill(fill, n))
+	mib := bytes.Repeat([]byte{fill}, 1<<20)
+	crc := uint32(0)
+	for i := 0; i < n; i++ {
+		crc = crc32.Update(crc, crc32.IEEETable, mib)
 	}
-	out.Write(final)
 	var trailer [8]byte
 	binary.LittleEndian.PutUint32(trailer[0:], crc)
-	binary.LittleEndian.PutUint32(trailer[4:], uint32(int64(n)*mib))
+	binary.LittleEndian.PutUint32(trailer[4:], uint32(int64(n)<<20))
 	out.Write(trailer[:])
 	return out.Bytes()
+}
+
+// ZlibFill returns a valid zlib stream (as compressed ELF sections hold)
+// of n MiB of the byte fill (see DeflateFill).
+func ZlibFill(fill byte, n int) []byte {
+	out := []byte{0x78, 0x01}
+	out = append(out, DeflateFill(fill, n)...)
+	h := adler32.New()
+	mib := bytes.Repeat([]byte{fill}, 1<<20)
+	for i := 0; i < n; i++ {
+		h.Write(mib)
+	}
+	return h.Sum(out) // big-endian, as zlib stores it
+}
+
+// DeflateFill returns a raw deflate stream of n MiB (n >= 1) of the byte
+// fill: a decompression bomb of about 1.3 KiB per MiB. It deflates one
+// MiB twice and repeats the second block, which only refers back to
+// earlier bytes, so building a stream of gigabytes costs milliseconds,
+// not a compression of gigabytes.
+func DeflateFill(fill byte, n int) []byte {
+	mib := bytes.Repeat([]byte{fill}, 1<<20)
+	var blk bytes.Buffer
+	fw, _ := flate.NewWriter(&blk, flate.BestSpeed)
+	fw.Write(mib)
+	fw.Flush() // byte-aligned end of the first block
+	first := append([]byte(nil), blk.Bytes()...)
+	blk.Reset()
+	fw.Write(mib)
+	fw.Flush()
+	repeat := append([]byte(nil), blk.Bytes()...)
+	blk.Reset()
+	fw.Close() // the final, empty block
+	out := append([]byte(nil), first...)
+	for i := 1; i < n; i++ {
+		out = append(out, repeat...)
+	}
+	return append(out, blk.Bytes()...)
 }
 
 // Gzip compresses data.

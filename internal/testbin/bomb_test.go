@@ -3,6 +3,7 @@ package testbin
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"io"
 	"testing"
 )
@@ -21,5 +22,12 @@ func TestGzipZeros(t *testing.T) {
 	n, err := io.Copy(io.Discard, zr)
 	if err != nil || n != 64<<20 {
 		t.Fatal(n, err)
+	}
+	zl, err := zlib.NewReader(bytes.NewReader(ZlibFill(' ', 3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, zl); err != nil || n != 3<<20 {
+		t.Fatal("zlib:", n, err)
 	}
 }
