@@ -13,9 +13,9 @@ import (
 type dwarfInfo struct {
 	d      *dwarf.Data
 	budget *objBudget
-	cus   []cuRange
-	units map[dwarf.Offset]*cuInfo
-	names map[dwarf.Offset]string
+	cus    []cuRange
+	units  map[dwarf.Offset]*cuInfo
+	names  map[dwarf.Offset]string
 }
 
 type cuRange struct {

@@ -302,7 +302,9 @@ func inflatedSize(data []byte, s *elf.Section) (uint64, bool, error) {
 	return binary.BigEndian.Uint64(h[4:]), true, nil
 }
 
-func (o *object) sectionBytes(s *elf.Section) ([]byte, error) { return sectionBytes(o.data, s, o.budget) }
+func (o *object) sectionBytes(s *elf.Section) ([]byte, error) {
+	return sectionBytes(o.data, s, o.budget)
+}
 
 // biasCandidates returns the load biases (runtime address = bias + ELF
 // virtual address) that a mapping of this object may have: one per PT_LOAD
