@@ -212,7 +212,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		}()
 	}
 	if o.PprofURL != "" {
-		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
+		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration, Command: o.GoFetchCommand})
 		if err != nil {
 			s.end(endError, nil)
 			s.Stop()

@@ -15,8 +15,8 @@ import (
 const maxExportTries = 100
 
 // exportRecording writes rec under dir in a new directory named after the
-// target and the time, and returns its path.
-func exportRecording(dir string, rec *recording.Recording, now time.Time) (string, error) {
+// target and the time, given to owner when not nil, and returns its path.
+func exportRecording(dir string, rec *recording.Recording, owner *recording.Owner, now time.Time) (string, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -27,7 +27,7 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 			name = fmt.Sprintf("%s-%d", base, i)
 		}
 		path := filepath.Join(dir, name)
-		err := recording.Write(path, rec)
+		err := recording.WriteAs(path, rec, owner)
 		if errors.Is(err, recording.ErrExists) {
 			continue
 		}

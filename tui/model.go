@@ -44,6 +44,9 @@ type Options struct {
 	// ExportDir is the directory `e` writes recordings into; "" means the
 	// current directory.
 	ExportDir string
+	// ExportOwner, when set, is who exported recordings belong to: the
+	// user a TUI running as root (contend top under sudo) records for.
+	ExportOwner *recording.Owner
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
@@ -473,7 +476,7 @@ func (m *Model) export() tea.Cmd {
 	}
 	m.exporting = true
 	m.setStatus(statusInfo, "exporting…")
-	src, dir, now := m.src, m.opts.ExportDir, m.opts.Now()
+	src, dir, owner, now := m.src, m.opts.ExportDir, m.opts.ExportOwner, m.opts.Now()
 	return func() tea.Msg {
 		rec, err := src.Snapshot(0)
 		if err != nil {
@@ -482,7 +485,7 @@ func (m *Model) export() tea.Cmd {
 		if rec == nil {
 			return exportedMsg{err: errors.New("no data recorded yet")}
 		}
-		out, err := exportRecording(dir, rec, now)
+		out, err := exportRecording(dir, rec, owner, now)
 		return exportedMsg{dir: out, err: err}
 	}
 }

@@ -31,8 +31,9 @@ type compareOptions struct {
 func newCompareCmd() *cobra.Command {
 	var o compareOptions
 	c := &cobra.Command{
-		Use:   "compare A B",
-		Short: "Did a fix help? The same figures before (A) and after (B), with their spread",
+		Use:         "compare A B",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Did a fix help? The same figures before (A) and after (B), with their spread",
 		Long: `compare analyzes two sets of recordings — A, before a change, and B, after
 it — and puts the same figures side by side: the threads waiting and the
 CPUs burning in the findings, per program point, and for live recordings

@@ -79,6 +79,7 @@ explains why, and says what to change.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitUsage, fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath()))
 	})
+	addRootFlags(root)
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}

@@ -104,6 +104,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		IOThreshold:    o.ioThreshold,
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
+		GoFetchCommand: fetchChildCommand(),
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.
@@ -126,11 +127,16 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if dir == "" {
 		dir = recording.DirName(rec.Meta, rec.Meta.Start)
 	}
-	if werr := recording.Write(dir, rec); werr != nil {
+	if werr := recording.WriteAs(dir, rec, recordingOwner()); werr != nil {
 		if errors.Is(werr, recording.ErrExists) {
 			return withCode(exitUsage, fmt.Errorf("record: %w", werr))
 		}
 		return fmt.Errorf("record: %w", werr)
+	}
+	// The probes are detached and the recording written: nothing left
+	// needs root.
+	if derr := dropPrivileges("record"); derr != nil {
+		return derr
 	}
 	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
 	if rec.Meta.Partial {
