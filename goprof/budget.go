@@ -161,11 +161,29 @@ func OpenRegular(path string) (*os.File, error) {
 	return f, nil
 }
 
+// decodeSlot lets one input at a time be inflated and parsed in this
+// process: the budget bounds one input, and readers that run at once (a
+// live recording fetches four or five profiles together) would otherwise
+// add their budgets up. Decoding is CPU-bound, so waiting for the slot
+// costs little.
+var decodeSlot = make(chan struct{}, 1)
+
+// withSlot runs f holding the decode slot.
+func withSlot[T any](f func() (T, error)) (T, error) {
+	decodeSlot <- struct{}{}
+	defer func() { <-decodeSlot }()
+	return f()
+}
+
 // Decompress returns data inflated when it is gzip-compressed, data itself
 // otherwise. Inflation stops at the budget; data that inflates to gzip
 // again (a nested stream, a way around any limit on the outer one) is
 // refused, as is anything over the budget.
 func Decompress(data []byte) ([]byte, error) {
+	return withSlot(func() ([]byte, error) { return decompress(data) })
+}
+
+func decompress(data []byte) ([]byte, error) {
 	if int64(len(data)) > MaxDecoded() {
 		return nil, tooLarge("%s compressed", sizeText(int64(len(data))))
 	}
@@ -257,7 +275,11 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 // a live endpoint's answers all come through here. Errors wrap
 // ErrBadProfile.
 func ParseProfile(data []byte) (*profile.Profile, error) {
-	data, err := Decompress(data)
+	return withSlot(func() (*profile.Profile, error) { return parseCompressed(data) })
+}
+
+func parseCompressed(data []byte) (*profile.Profile, error) {
+	data, err := decompress(data)
 	if err != nil {
 		return nil, err
 	}

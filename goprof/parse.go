@@ -31,7 +31,7 @@ func Load(path string) (*File, error) {
 // a non-Go program) are refused. Every error is one line, starts with name
 // and wraps ErrBadProfile when the content is at fault.
 func Parse(name string, data []byte) (*File, error) {
-	f, err := parse(name, data)
+	f, err := withSlot(func() (*File, error) { return parse(name, data) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -43,7 +43,7 @@ func parse(name string, data []byte) (f *File, err error) {
 		return nil, badf("empty file")
 	}
 	wasGzip := isGzip(data)
-	if data, err = Decompress(data); err != nil {
+	if data, err = decompress(data); err != nil {
 		return nil, err
 	}
 	if len(data) == 0 && wasGzip {
@@ -54,7 +54,7 @@ func parse(name string, data []byte) (f *File, err error) {
 	case bytes.HasPrefix(text, []byte("goroutine profile:")),
 		goroutineHeaderStart.Match(text),
 		isTraceback(text):
-		d, err := ParseDump(data)
+		d, err := parseDump(data)
 		if err != nil {
 			return nil, err
 		}
