@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -386,8 +387,14 @@ func readJSONOpt(path string, v any) (bool, error) {
 	return true, nil
 }
 
-// readEvents reads the event log, inflated through goprof's budgeted
-// reader.
+// maxEventLine bounds one line of the event log: an event is about a
+// hundred bytes of JSON. Reading line by line keeps the decoder from
+// buffering an endless value (a JSON decoder reads a stream of spaces
+// into memory looking for one).
+const maxEventLine = 64 << 10
+
+// readEvents reads the event log, one JSON event per line, inflated
+// through goprof's budgeted reader.
 func readEvents(path string, r *Recording) error {
 	f, err := goprof.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -401,19 +408,28 @@ func readEvents(path string, r *Recording) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
-	dec := json.NewDecoder(zr)
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
 	r.Events = []Event{}
-	for {
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
 		var e Event
-		if err := dec.Decode(&e); err == io.EOF {
-			break
-		} else if err != nil {
-			return fmt.Errorf("%s: event %d: %w: %w", EventsFile, len(r.Events)+1, err, ErrInvalid)
+		if err := json.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("%s: line %d: %w: %w", EventsFile, line, err, ErrInvalid)
 		}
 		if e.Stack >= len(r.Stacks) || e.Stack < -1 {
-			return fmt.Errorf("%s: event %d: stack %d out of range: %w", EventsFile, len(r.Events)+1, e.Stack, ErrInvalid)
+			return fmt.Errorf("%s: line %d: stack %d out of range: %w", EventsFile, line, e.Stack, ErrInvalid)
 		}
 		r.Events = append(r.Events, e)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s: a line longer than %d KiB: %w", EventsFile, maxEventLine>>10, ErrInvalid)
+		}
+		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
 	return nil
 }

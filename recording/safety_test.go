@@ -104,8 +104,8 @@ func TestReadBombsStopAtBudget(t *testing.T) {
 		data []byte
 	}{
 		{"futex-wait.pb.gz", testbin.GzipZeros(256)},
-		// Whitespace: the JSON decoder buffers it all, looking for a value.
-		{EventsFile, testbin.GzipFill(' ', 256)},
+		// Blank lines, read and skipped until the budget is spent.
+		{EventsFile, testbin.GzipFill('\n', 256)},
 		{"go-mutex.pb.gz", testbin.Gzip(testbin.GzipZeros(256))},
 	} {
 		dir := minimalDir(t)
@@ -121,9 +121,20 @@ func TestReadBombsStopAtBudget(t *testing.T) {
 			t.Errorf("%s bomb: reading allocated %d MiB with an 8 MiB budget", c.file, alloc>>20)
 		}
 	}
+	// A line without end: refused at the longest line an event takes
+	// (a JSON decoder buffered a stream of spaces whole, looking for a
+	// value).
+	dir := minimalDir(t)
+	if err := os.WriteFile(filepath.Join(dir, EventsFile), testbin.GzipFill(' ', 256), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if alloc := allocated(func() { _, err = Read(dir) }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "longer than") || alloc > 1<<20 {
+		t.Errorf("events of spaces: %v, %d KiB allocated", err, alloc>>10)
+	}
 	// JSON files are refused by size before they are decoded.
 	withBudget(t, 1<<20)
-	dir := minimalDir(t)
+	dir = minimalDir(t)
 	writeTestFile(t, dir, StacksFile, "["+strings.Repeat(`{"frames":[]},`, 1<<17)+`{"frames":[]}]`)
 	if _, err := Read(dir); !errors.Is(err, goprof.ErrTooLarge) || !strings.Contains(err.Error(), StacksFile) {
 		t.Errorf("large stacks.json: %v", err)

@@ -67,21 +67,32 @@ func AsNobody(t testing.TB, cmd *exec.Cmd) {
 		}
 		t.Skip("running as root without setpriv (util-linux): cannot drop privileges")
 	}
-	dir := tempDir(t, "contend-nobody-", 0o755)
-	data, err := os.ReadFile(cmd.Path)
-	if err != nil {
-		t.Fatalf("testbin: %v", err)
-	}
-	bin := filepath.Join(dir, filepath.Base(cmd.Path))
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatalf("testbin: %v", err)
-	}
+	bin := PublicCopy(t, cmd.Path)
+	dir := filepath.Dir(bin)
 	id := fmt.Sprint(NobodyID)
 	args := append([]string{setpriv, "--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = setpriv, args
 	if cmd.Dir == "" {
 		cmd.Dir = dir
 	}
+}
+
+// PublicCopy copies the program at path into a new directory anyone may
+// enter (test binaries and build caches live under root's private
+// directories) and returns the copy's path, removed when the test ends:
+// for a program that runs, or starts children, as another user.
+func PublicCopy(t testing.TB, path string) string {
+	t.Helper()
+	dir := tempDir(t, "contend-nobody-", 0o755)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	bin := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	return bin
 }
 
 // WritableDir returns a new directory user nobody can write into (a
