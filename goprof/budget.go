@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 
@@ -212,6 +213,10 @@ func decompress(data []byte) ([]byte, error) {
 			return nil, badf("truncated gzip stream")
 		}
 		if errors.Is(err, ErrTooLarge) {
+			// A budget's worth of garbage: give it back now rather than
+			// let the next input's buffer be allocated beside it (the
+			// collector only runs once the heap has doubled).
+			debug.FreeOSMemory()
 			return nil, tooLarge("decompresses to more than %s", sizeText(limit))
 		}
 		return nil, badWrap(err, "corrupt gzip")
