@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +37,9 @@ func debugCandidates(o *object, root string, debugDirs []string) []debugCandidat
 			out = append(out, debugCandidate{path: filepath.Join(d, ".build-id", o.buildID[:2], o.buildID[2:]+".debug")})
 		}
 	}
-	if o.debugLink != "" && filepath.Base(o.debugLink) == o.debugLink {
+	// A debug link is a file name: no directory part, and not "." or ".."
+	// (which would name the object's directory or its parent).
+	if l := o.debugLink; l != "" && !strings.ContainsRune(l, '/') && l != "." && l != ".." {
 		dir := filepath.Dir(o.path)
 		out = append(out,
 			debugCandidate{path: filepath.Join(root, dir, o.debugLink), beside: true},

@@ -206,12 +206,14 @@ func (o *object) close() {
 func (o *object) readNotes() {
 	scan := func(b []byte) {
 		for len(b) >= 12 {
-			namesz := binary.LittleEndian.Uint32(b[0:])
-			descsz := binary.LittleEndian.Uint32(b[4:])
+			// Sizes are the file's: computed in 64 bits, so that no
+			// 32-bit size wraps around.
+			namesz := uint64(binary.LittleEndian.Uint32(b[0:]))
+			descsz := uint64(binary.LittleEndian.Uint32(b[4:]))
 			typ := binary.LittleEndian.Uint32(b[8:])
-			nameEnd := 12 + uint64(namesz+3)&^3
-			descEnd := nameEnd + uint64(descsz+3)&^3
-			if nameEnd > uint64(len(b)) || nameEnd+uint64(descsz) > uint64(len(b)) {
+			nameEnd := 12 + (namesz+3)&^3
+			descEnd := nameEnd + (descsz+3)&^3
+			if nameEnd > uint64(len(b)) || nameEnd+descsz > uint64(len(b)) {
 				return
 			}
 			name := string(bytes.TrimRight(b[12:12+namesz], "\x00"))
