@@ -6,6 +6,7 @@
 #   make fixtures   build the native fixture programs into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
 #   make bench      overhead and speed benchmarks (ratios against baselines)
+#   make fuzz       every fuzz target for FUZZTIME each (default 20s)
 #   make lint       gofmt, go vet
 
 GO        ?= go
@@ -15,7 +16,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build demo deps test unit validate generate check-generate fixtures bench lint capture clean
+.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench lint capture clean
 
 all: build
 
@@ -62,7 +63,25 @@ deps:
 unit:
 	$(GO) test ./...
 
-test: deps build fixtures unit validate
+test: deps build fixtures unit fuzz validate
+
+# fuzz runs every fuzz target in the repository for FUZZTIME each. Targets
+# are found with go test -list, so a new one runs without editing this
+# file. A crash fails the run and its input is kept under the package's
+# testdata/fuzz. Minimizing a new input is cut to FUZZMINIMIZE so that a
+# short run explores instead of shrinking its first finding. make test
+# runs it with TEST_FUZZTIME each, a smoke run that keeps CI short.
+FUZZTIME      ?= 20s
+FUZZMINIMIZE  ?= 2s
+TEST_FUZZTIME ?= 8s
+test: FUZZTIME = $(TEST_FUZZTIME)
+fuzz:
+	@set -e; for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz $$t in $$pkg for $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+		done; \
+	done
 
 validate: build fixtures
 	$(GO) run ./fixtures/cmd/validate -contend $(BIN)/contend -fixtures $(BIN)/fixtures
