@@ -96,20 +96,12 @@ func TestGoFetchRedirects(t *testing.T) {
 	}
 }
 
-// withBudget sets goprof's budget for one test.
-func withBudget(t *testing.T, n int64) {
-	t.Helper()
-	old := goprof.MaxDecoded()
-	goprof.SetMaxDecoded(n)
-	t.Cleanup(func() { goprof.SetMaxDecoded(old) })
-}
-
 // TestGoFetchBombs: an endpoint that answers with a small gzip stream
 // inflating to gigabytes (or a stream inside a stream) is refused at the
 // budget, in process and in a fetch child. The body limit applies to the
 // compressed answer; without the budget the inflation had none.
 func TestGoFetchBombs(t *testing.T) {
-	withBudget(t, 8<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(8 << 20))
 	for name, body := range map[string][]byte{
 		"bomb":   testbin.GzipZeros(256),
 		"nested": testbin.Gzip(testbin.GzipZeros(2048)),

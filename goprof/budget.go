@@ -42,13 +42,14 @@ var maxDecoded atomic.Int64
 func init() { maxDecoded.Store(DefaultMaxDecoded) }
 
 // SetMaxDecoded sets the budget of every later read (see
-// DefaultMaxDecoded); n <= 0 restores the default. The CLI sets it once
-// from --max-profile-size before reading anything.
-func SetMaxDecoded(n int64) {
+// DefaultMaxDecoded) and returns the previous one; n <= 0 restores the
+// default. The CLI sets it once from --max-profile-size before reading
+// anything.
+func SetMaxDecoded(n int64) (previous int64) {
 	if n <= 0 {
 		n = DefaultMaxDecoded
 	}
-	maxDecoded.Store(n)
+	return maxDecoded.Swap(n)
 }
 
 // MaxDecoded returns the current budget in bytes.

@@ -4,20 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/google/pprof/profile"
-)
 
-func allocDuring(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
+	"github.com/contend-dev/contend/internal/testbin"
+)
 
 func shape(nSamples, nLocs, linesPerLoc, strLabels, numLabels, locsPerSample int) []byte {
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "a", Unit: "count"}, {Type: "b", Unit: "nanoseconds"}}}
@@ -102,7 +94,7 @@ func TestModelEstimateBoundsAllocation(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", in.name, err)
 		}
-		alloc := allocDuring(func() {
+		alloc := testbin.Allocated(func() {
 			if _, err := profile.ParseData(in.data); err != nil {
 				t.Fatalf("%s: %v", in.name, err)
 			}

@@ -6,33 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/internal/testbin"
 )
-
-// withBudget sets the budget for one test.
-func withBudget(t *testing.T, n int64) {
-	t.Helper()
-	old := goprof.MaxDecoded()
-	goprof.SetMaxDecoded(n)
-	t.Cleanup(func() { goprof.SetMaxDecoded(old) })
-}
-
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 func checkTooLarge(t *testing.T, what string, err error) {
 	t.Helper()
@@ -47,15 +27,15 @@ func checkTooLarge(t *testing.T, what string, err error) {
 // TestGzipBombStopsAtBudget inflates a 64 MiB bomb with an 8 MiB budget:
 // it is refused, and what it cost is the budget, not the bomb.
 func TestGzipBombStopsAtBudget(t *testing.T) {
-	withBudget(t, 8<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(8 << 20))
 	bomb := testbin.GzipZeros(64)
 	var err error
-	alloc := allocated(func() { _, err = goprof.Parse("bomb.pb.gz", bomb) })
+	alloc := testbin.Allocated(func() { _, err = goprof.Parse("bomb.pb.gz", bomb) })
 	checkTooLarge(t, "Parse", err)
 	if alloc > 24<<20 {
 		t.Errorf("refusing the bomb allocated %d MiB, want at most 3 times the 8 MiB budget", alloc>>20)
 	}
-	alloc = allocated(func() { _, err = goprof.ParseProfile(bomb) })
+	alloc = testbin.Allocated(func() { _, err = goprof.ParseProfile(bomb) })
 	checkTooLarge(t, "ParseProfile", err)
 	if alloc > 24<<20 {
 		t.Errorf("ParseProfile allocated %d MiB for the bomb", alloc>>20)
@@ -79,7 +59,7 @@ func TestNestedGzipRefused(t *testing.T) {
 	bombInside := testbin.Gzip(testbin.GzipZeros(2048))         // 2 GiB of zeros, 2.6 MB, compressed again
 	for name, data := range map[string][]byte{"valid profile": twice, "bomb": bombInside} {
 		var err error
-		alloc := allocated(func() { _, err = goprof.Parse(name, data) })
+		alloc := testbin.Allocated(func() { _, err = goprof.Parse(name, data) })
 		if !errors.Is(err, goprof.ErrBadProfile) || !strings.Contains(err.Error(), "nested") {
 			t.Errorf("%s gzipped twice: error %v, want nested compression refused", name, err)
 		}
@@ -99,7 +79,7 @@ func TestNestedGzipRefused(t *testing.T) {
 // two bytes each on the wire and hundreds once parsed, is refused from
 // its estimate before the parser runs.
 func TestExpandingProfileRefused(t *testing.T) {
-	withBudget(t, 1<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(1 << 20))
 	var b bytes.Buffer
 	b.WriteString("\x0a\x04\x08\x01\x10\x02") // sample_type {type: 1, unit: 2}
 	for b.Len() < 1<<20-16 {
@@ -108,7 +88,7 @@ func TestExpandingProfileRefused(t *testing.T) {
 	b.WriteString("\x32\x00\x32\x01a\x32\x01b") // string table "", "a", "b"
 	data := b.Bytes()
 	var err error
-	alloc := allocated(func() { _, err = goprof.ParseProfile(data) })
+	alloc := testbin.Allocated(func() { _, err = goprof.ParseProfile(data) })
 	checkTooLarge(t, "ParseProfile", err)
 	if alloc > 4<<20 {
 		t.Errorf("refusing it allocated %d MiB: the parser ran", alloc>>20)
@@ -122,7 +102,7 @@ func TestExpandingProfileRefused(t *testing.T) {
 // TestTextBudget: a goroutine dump or legacy text profile larger than the
 // budget, or with more lines than the budget allows, is refused.
 func TestTextBudget(t *testing.T) {
-	withBudget(t, 1<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(1 << 20))
 	dump := readTestdata(t, "go126-debug2.txt")
 	if _, err := goprof.ParseDump(dump); err != nil {
 		t.Fatalf("a real dump under the budget: %v", err)
@@ -143,24 +123,18 @@ func TestLoadOpensRegularFilesOnly(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	err := testbin.NoBlock(t, "Load(FIFO)", func() error {
 		_, err := goprof.Load(fifo)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, goprof.ErrNotRegular) {
-			t.Errorf("Load(FIFO): %v, want ErrNotRegular", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Load blocked on a FIFO")
+		return err
+	})
+	if !errors.Is(err, goprof.ErrNotRegular) {
+		t.Errorf("Load(FIFO): %v, want ErrNotRegular", err)
 	}
-	withBudget(t, 1<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(1 << 20))
 	big := filepath.Join(dir, "big.pb.gz")
 	if err := os.WriteFile(big, make([]byte, 2<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := goprof.Load(big)
+	_, err = goprof.Load(big)
 	checkTooLarge(t, "Load of a large file", err)
 }

@@ -16,8 +16,7 @@ import (
 func FuzzRead(f *testing.F) {
 	// Small budgets: a fuzzed event log must not make a worker inflate
 	// hundreds of MiB.
-	old := goprof.MaxDecoded()
-	goprof.SetMaxDecoded(1 << 20)
+	old := goprof.SetMaxDecoded(1 << 20)
 	f.Cleanup(func() { goprof.SetMaxDecoded(old) })
 	f.Add([]byte(`{"version":1,"source":"live","pid":1,"start":"2024-01-01T00:00:00Z","duration_ns":1000000000}`),
 		[]byte(`{"interval_ns":100000000,"clock_ticks":100,"samples":3,"threads":[{"tid":7,"comm":"w","first":1,"states":"RS","utime":[1,2],"stime":[0,0],"voluntary":[1,1],"involuntary":[0,0]}]}`),

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,27 +77,10 @@ func TestReadRejectsBadReferences(t *testing.T) {
 	}
 }
 
-// withBudget sets goprof's budget for one test.
-func withBudget(t *testing.T, n int64) {
-	t.Helper()
-	old := goprof.MaxDecoded()
-	goprof.SetMaxDecoded(n)
-	t.Cleanup(func() { goprof.SetMaxDecoded(old) })
-}
-
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
-
 // TestReadBombsStopAtBudget: a view or an event log that inflates far
 // past the budget is refused, having cost about the budget.
 func TestReadBombsStopAtBudget(t *testing.T) {
-	withBudget(t, 8<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(8 << 20))
 	for _, c := range []struct {
 		file string
 		data []byte
@@ -113,7 +95,7 @@ func TestReadBombsStopAtBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		var err error
-		alloc := allocated(func() { _, err = Read(dir) })
+		alloc := testbin.Allocated(func() { _, err = Read(dir) })
 		if !errors.Is(err, goprof.ErrBadProfile) || !strings.Contains(err.Error(), c.file) {
 			t.Errorf("%s bomb: %v, want a bad-input error naming the file", c.file, err)
 		}
@@ -129,11 +111,11 @@ func TestReadBombsStopAtBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	if alloc := allocated(func() { _, err = Read(dir) }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "longer than") || alloc > 1<<20 {
+	if alloc := testbin.Allocated(func() { _, err = Read(dir) }); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "longer than") || alloc > 1<<20 {
 		t.Errorf("events of spaces: %v, %d KiB allocated", err, alloc>>10)
 	}
 	// JSON files are refused by size before they are decoded.
-	withBudget(t, 1<<20)
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(1 << 20))
 	dir = minimalDir(t)
 	writeTestFile(t, dir, StacksFile, "["+strings.Repeat(`{"frames":[]},`, 1<<17)+`{"frames":[]}]`)
 	if _, err := Read(dir); !errors.Is(err, goprof.ErrTooLarge) || !strings.Contains(err.Error(), StacksFile) {
@@ -149,18 +131,12 @@ func TestReadRefusesFIFO(t *testing.T) {
 		if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() {
+		err := testbin.NoBlock(t, "Read with "+name+" a FIFO", func() error {
 			_, err := Read(dir)
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if !errors.Is(err, goprof.ErrNotRegular) {
-				t.Errorf("%s as a FIFO: %v, want ErrNotRegular", name, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("Read blocked on %s as a FIFO", name)
+			return err
+		})
+		if !errors.Is(err, goprof.ErrNotRegular) {
+			t.Errorf("%s as a FIFO: %v, want ErrNotRegular", name, err)
 		}
 	}
 }
@@ -175,38 +151,11 @@ func TestWritePrivate(t *testing.T) {
 		Events:  []Event{{Kind: EventWait, Stack: 0}},
 	}
 	rec.SetProfile(ViewGoMutex, contention([]string{"sync.(*Mutex).Unlock"}, 5))
-	check := func(dir string, uid, gid int) {
-		t.Helper()
-		entries, err := os.ReadDir(dir)
-		if err != nil || len(entries) < 5 {
-			t.Fatalf("recording has %d files: %v", len(entries), err)
-		}
-		paths := []string{dir}
-		for _, e := range entries {
-			paths = append(paths, filepath.Join(dir, e.Name()))
-		}
-		for _, p := range paths {
-			st, err := os.Lstat(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := os.FileMode(0o600)
-			if p == dir {
-				want = os.ModeDir | 0o700
-			}
-			if st.Mode() != want {
-				t.Errorf("%s: mode %v, want %v", p, st.Mode(), want)
-			}
-			if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != uid || int(sys.Gid) != gid {
-				t.Errorf("%s: owned by %d:%d, want %d:%d", p, sys.Uid, sys.Gid, uid, gid)
-			}
-		}
-	}
 	dir := filepath.Join(t.TempDir(), "rec")
 	if err := Write(dir, rec); err != nil {
 		t.Fatal(err)
 	}
-	check(dir, os.Geteuid(), os.Getegid())
+	testbin.CheckPrivateDir(t, dir, os.Geteuid(), os.Getegid(), 5)
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") != "" {
 			t.Fatal("WriteAs to another owner needs root, and CI runs as root")
@@ -217,5 +166,5 @@ func TestWritePrivate(t *testing.T) {
 	if err := WriteAs(dir, rec, &Owner{UID: testbin.NobodyID, GID: testbin.NobodyID}); err != nil {
 		t.Fatal(err)
 	}
-	check(dir, testbin.NobodyID, testbin.NobodyID)
+	testbin.CheckPrivateDir(t, dir, testbin.NobodyID, testbin.NobodyID, 5)
 }

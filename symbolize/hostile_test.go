@@ -5,25 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/contend-dev/contend/internal/testbin"
 )
-
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
 
 // TestPclntabCountPastTable: a Go function table whose count leaves no
 // room for the end entry is refused; one with room is read, and looking
@@ -66,18 +54,26 @@ func readyAddr(t *testing.T, bin, name string) (*target, uint64) {
 	return nil, 0
 }
 
-// TestLiveCraftedPclntab symbolizes a running program that carries the
-// 104-byte crafted .gopclntab (testdata/badpcln.c): the table is refused
-// and its functions are named from the ELF symbols. Trusting the table's
-// count read past it, and the panic killed contend record.
-func TestLiveCraftedPclntab(t *testing.T) {
+// openBadPcln starts testdata/badpcln.c and opens it, returning the
+// address of its spin_here.
+func openBadPcln(t *testing.T) (*Process, uint64) {
+	t.Helper()
 	bin := buildC(t, t.TempDir(), "badpcln.c", "badpcln", "-O2")
 	tg, spin := readyAddr(t, bin, "spin")
 	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
+	return p, spin
+}
+
+// TestLiveCraftedPclntab symbolizes a running program that carries the
+// 104-byte crafted .gopclntab (testdata/badpcln.c): the table is refused
+// and its functions are named from the ELF symbols. Trusting the table's
+// count read past it, and the panic killed contend record.
+func TestLiveCraftedPclntab(t *testing.T) {
+	p, spin := openBadPcln(t)
 	for _, pc := range []uint64{spin, spin + 1} {
 		fr := p.Frames(pc, true)
 		if last := fr[len(fr)-1]; last.Func != "spin_here" {
@@ -99,13 +95,7 @@ func TestLiveCraftedPclntab(t *testing.T) {
 // the count shows in Warnings. A function table that slipped past its
 // checks stands in for the next bug of that kind.
 func TestLookupPanicGivesRawFrame(t *testing.T) {
-	bin := buildC(t, t.TempDir(), "badpcln.c", "badpcln", "-O2")
-	tg, spin := readyAddr(t, bin, "spin")
-	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, spin := openBadPcln(t)
 	p.impl.mu.Lock()
 	r := p.impl.regionAt(spin)
 	if r == nil || r.obj == nil {
@@ -156,7 +146,7 @@ func TestDWARFBombStopsAtBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dw *dwarfInfo
-	alloc := allocated(func() { dw = o.dwarf() })
+	alloc := testbin.Allocated(func() { dw = o.dwarf() })
 	if dw != nil {
 		t.Error("DWARF of 1.2 GiB inflated was loaded")
 	}
@@ -175,7 +165,7 @@ func TestDWARFBombStopsAtBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc = allocated(func() { dw = o.dwarf() })
+	alloc = testbin.Allocated(func() { dw = o.dwarf() })
 	if dw != nil || alloc > 16<<20 {
 		t.Errorf(".zdebug bomb: dwarf %v, %d MiB allocated", dw != nil, alloc>>20)
 	}
@@ -189,7 +179,7 @@ func TestDWARFNeedsInfoFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dw *dwarfInfo
-	if alloc := allocated(func() { dw = o.dwarf() }); dw != nil || alloc > 1<<20 {
+	if alloc := testbin.Allocated(func() { dw = o.dwarf() }); dw != nil || alloc > 1<<20 {
 		t.Errorf("DWARF without .debug_info: loaded %v, %d KiB allocated", dw != nil, alloc>>10)
 	}
 }
@@ -223,7 +213,7 @@ func TestSectionInflatesOnlyWhatItStates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b []byte
-	alloc := allocated(func() { b, err = o.sectionBytes(o.ef.Section(".debug_str")) })
+	alloc := testbin.Allocated(func() { b, err = o.sectionBytes(o.ef.Section(".debug_str")) })
 	if err != nil || len(b) != 4096 || alloc > 1<<20 {
 		t.Errorf("got %d bytes, %v, %d KiB allocated", len(b), err, alloc>>10)
 	}
@@ -313,21 +303,15 @@ func TestMappedFIFO(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	done := make(chan error, 1)
-	go func() {
+	err := testbin.NoBlock(t, "Open with a FIFO at the mapped path", func() error {
 		p, err := Open(4242, Options{ProcRoot: root, DebugDirs: []string{}})
 		if err == nil {
 			p.Close()
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Open: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Open blocked on a FIFO at the mapped path")
+		return err
+	})
+	if err != nil {
+		t.Errorf("Open: %v", err)
 	}
 }
 
@@ -340,18 +324,12 @@ func TestOpenFileRegularOnly(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	err := testbin.NoBlock(t, "OpenFile(FIFO)", func() error {
 		_, err := OpenFile(fifo, Options{DebugDirs: []string{}})
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-			t.Errorf("OpenFile(FIFO): %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("OpenFile blocked on a FIFO")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("OpenFile(FIFO): %v", err)
 	}
 	if _, err := OpenFile(dir, Options{DebugDirs: []string{}}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("OpenFile(directory): %v", err)

@@ -308,28 +308,7 @@ func TestRecordDropsPrivileges(t *testing.T) {
 	if len(seen) != 1 || seen[testbin.NobodyID] == 0 {
 		t.Errorf("pprof requests by uid: %v, want all from %d", seen, testbin.NobodyID)
 	}
-	entries, err := os.ReadDir(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	paths := []string{rec}
-	for _, e := range entries {
-		paths = append(paths, filepath.Join(rec, e.Name()))
-	}
-	for _, p := range paths {
-		st, err := os.Lstat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sys := st.Sys().(*syscall.Stat_t)
-		want := os.FileMode(0o600)
-		if p == rec {
-			want = os.ModeDir | 0o700
-		}
-		if st.Mode() != want || sys.Uid != testbin.NobodyID || sys.Gid != testbin.NobodyID {
-			t.Errorf("%s: %v owned by %d:%d, want %v owned by nobody", p, st.Mode(), sys.Uid, sys.Gid, want)
-		}
-	}
+	testbin.CheckPrivateDir(t, rec, testbin.NobodyID, testbin.NobodyID, 5)
 	r, err := recording.Read(rec)
 	if err != nil {
 		t.Fatal(err)

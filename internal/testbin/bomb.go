@@ -7,6 +7,9 @@ import (
 	"encoding/binary"
 	"hash/adler32"
 	"hash/crc32"
+	"runtime"
+	"testing"
+	"time"
 )
 
 // GzipZeros returns a valid gzip stream of n MiB of zero bytes, a
@@ -80,4 +83,32 @@ func Gzip(data []byte) []byte {
 	zw.Write(data)
 	zw.Close()
 	return b.Bytes()
+}
+
+// Allocated returns how many bytes f allocates (the Go heap's running
+// total, after a collection): how a test checks that refusing an input
+// over a budget cost about the budget, not the input's claim.
+func Allocated(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// NoBlock runs f and returns its error, failing the test at once when f
+// has not returned within five seconds: for opens that must not block on
+// a FIFO planted in a file's place. A blocked f is left behind.
+func NoBlock(t testing.TB, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s blocked", what)
+		return nil
+	}
 }

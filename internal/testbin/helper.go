@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -117,4 +118,33 @@ func tempDir(t testing.TB, prefix string, perm os.FileMode) string {
 		t.Fatalf("testbin: %v", err)
 	}
 	return dir
+}
+
+// CheckPrivateDir fails unless dir is a 0700 directory of 0600 files
+// (at least minFiles of them), all owned by uid:gid: how a recording
+// holding command lines and stacks must be left.
+func CheckPrivateDir(t testing.TB, dir string, uid, gid, minFiles int) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) < minFiles {
+		t.Fatalf("%s has %d files, want at least %d: %v", dir, len(entries), minFiles, err)
+	}
+	paths := []string{dir}
+	for _, e := range entries {
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if p == dir {
+			want = os.ModeDir | 0o700
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if st.Mode() != want || int(sys.Uid) != uid || int(sys.Gid) != gid {
+			t.Errorf("%s: %v owned by %d:%d, want %v owned by %d:%d", p, st.Mode(), sys.Uid, sys.Gid, want, uid, gid)
+		}
+	}
 }
