@@ -6,6 +6,7 @@
 #   make fixtures   build the native fixture programs into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
 #   make bench      overhead and speed benchmarks (ratios against baselines)
+#   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
 #   make fuzz       every fuzz target for FUZZTIME each (default 20s)
 #   make lint       gofmt, go vet
 
@@ -16,7 +17,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench lint capture clean
+.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean
 
 all: build
 
@@ -48,8 +49,9 @@ demo: build fixtures
 
 # deps installs what the tests use beyond Go, gcc and make: tmux drives the
 # TUI end-to-end tests, libc6-dbg lets the unwinding tests check glibc's
-# internal names. Installed with apt when missing and running as root.
-TEST_DEBS := tmux libc6-dbg
+# internal names, prometheus scrapes the agent in its end-to-end test.
+# Installed with apt when missing and running as root.
+TEST_DEBS := tmux libc6-dbg prometheus
 deps:
 	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -99,6 +101,14 @@ check-generate: generate
 bench: build fixtures
 	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
 	$(GO) test -run '^$$' -bench AnalyzeVsPprof -benchtime 5x ./cmd/contend
+	$(MAKE) bench-agent
+
+# bench-agent: contend agent's own CPU and RSS over time while it watches
+# a lock convoy, against the target's CPU in the same run and the budget
+# of an always-on recorder (needs root). AGENT_BENCH=1h for a soak.
+AGENT_BENCH ?= 90s
+bench-agent: build fixtures
+	$(GO) run ./fixtures/cmd/agentbench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -duration $(AGENT_BENCH)
 
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:

@@ -275,8 +275,9 @@ type lockGroup struct {
 	idleReason string
 	// turns is set for a condition variable that its own waiters wake:
 	// threads taking turns on a lock built from it (an interpreter's
-	// global lock).
+	// global lock). use holds the figures it was judged on.
 	turns bool
+	use   *turnUse
 
 	waits, blocked, timeouts, woken uint64
 	waitNS                          int64
@@ -334,7 +335,7 @@ func (g *lockGroup) name() string {
 
 // id returns the LockID of the group.
 func (g *lockGroup) id(ld *liveData) LockID {
-	id := LockID{Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
+	id := LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
 	if id.Name == id.Address {
 		id.Name = ""
 	}
@@ -512,7 +513,7 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		case g.turns:
 		case selfWoken:
 			g.idle = true
-			g.idleReason = "threads that wake each other on a condition variable but barely run between waits (they wait mostly for something else)"
+			g.idleReason = "threads that wake each other on a condition variable but together keep it busy less than a quarter of the time (they wait mostly for something else)"
 		default:
 			g.idle = true
 			g.idleReason = "idle threads parked on a condition variable, woken by a producer's signal"
@@ -521,66 +522,157 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 }
 
 // Thresholds that tell a condition variable of an idle pool from one that
-// threads take turns on.
+// threads take turns on. Neither depends on how many threads there are or
+// on how many CPUs: a lock that serializes N threads gives each 1/N of its
+// time, so no per-thread share can tell an idle thread from one that waits
+// its turn behind N-1 others.
 const (
-	// turnMinSelfWake is the share of a condition variable's waiters that
-	// must also be the ones waking it for it to be a lock the threads take
-	// turns on. Workers of an idle pool are woken by a producer that never
-	// waits there itself; threads taking turns on a lock built from a
-	// condition variable (an interpreter's global lock) wake each other, so
-	// each waiter is also a waker. Half leaves room for a thread seen only
-	// waiting in a short recording.
+	// turnMinSelfWake is the share of a condition variable's hand-offs
+	// (wakes that woke a waiter) that its own waiters must make for it to
+	// be a lock they take turns on. Workers of an idle pool are woken by a
+	// producer that never waits there itself; threads taking turns on a
+	// lock built from a condition variable (an interpreter's global lock)
+	// wake each other when they drop it. Half leaves room for a producer
+	// that also wakes them now and then.
 	turnMinSelfWake = 0.5
-	// turnMinBusy is the share of their wall time the waiters must spend on
-	// a CPU, taken together, to be taking turns rather than idling. Pool
-	// workers run microseconds per job and stay under 1%; threads that hand
-	// a global lock around run whenever they hold it, which is most of the
-	// time the lock is not being handed over. A tenth separates the two by
-	// an order of magnitude either way.
-	turnMinBusy = 0.1
+	// turnMinBusy is how busy the waiters, taken together, must keep the
+	// lock for their waiting to come from it: their CPU and run-queue time
+	// per second of wall time, in CPUs. One holder at a time runs under a
+	// lock that serializes its users, so a busy lock keeps them near one
+	// CPU; an idle pool's workers, waiting for work, use a few hundredths.
+	// A quarter is where queueing alone cannot keep even minMeanWaiting
+	// (0.1) threads waiting on a server busy that share of the time (a
+	// single server at utilisation 0.25 queues 0.25²/0.75 = 0.08 on
+	// average): a group that waits much more while keeping the lock busy
+	// less is waiting for something else.
+	turnMinBusy = 0.25
 )
 
+// turnUse is how the waiters of a condition-variable lock use it.
+type turnUse struct {
+	// waiters is how many threads wait on the condition variable;
+	// selfShare the share of its hand-offs they make themselves.
+	waiters   int
+	selfShare float64
+	// cpu and runq are the waiters' CPU and run-queue time per second of
+	// wall time (CPUs' worth); demand their sum.
+	cpu, runq, demand float64
+	// mean is how many of them wait on the lock on average.
+	mean float64
+}
+
 // condUse tells how a condition-variable lock is used: selfWoken when its
-// waiters are also the ones waking it (turnMinSelfWake), busy when they run
-// between waits (turnMinBusy). Threads taking turns on a lock built from
+// waiters make the hand-offs (turnMinSelfWake), busy when together they
+// keep it busy (turnMinBusy). Threads taking turns on a lock built from
 // it are both; an idle pool's workers are neither.
 func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
-	condWaiters, condWakers := map[int]bool{}, map[int]bool{}
+	// The condition variable's waiters are the threads that sleep inside
+	// pthread_cond_wait (on any word of the structure); a producer that
+	// sleeps only inside pthread_cond_signal, waiting for the waiters of
+	// an old group to quiesce, is not one of them.
+	condWaiters := map[int]bool{}
+	for _, w := range g.words {
+		for _, s := range w.waitS {
+			if condSide(s.userFrames()) == condWaitSide {
+				condWaiters[s.tid] = true
+			}
+		}
+	}
+	// A hand-off is a signal (pthread_cond_signal or broadcast) that woke
+	// a waiter. Wakes from inside pthread_cond_wait (a waiter releasing
+	// its group reference, waking a quiescing signaller) hand nothing
+	// over. When no waker stack names its side (stacks lost), every wake
+	// that woke somebody counts.
+	var wakes, selfWakes, anyWakes, anySelf int64
 	for _, w := range g.words {
 		if w.role != roleCond {
 			continue
 		}
-		for t := range w.waiters {
-			condWaiters[t] = true
-		}
-		for t := range w.wokeWaiters {
-			condWakers[t] = true
+		for _, s := range w.wakeS {
+			n := value(s, 1)
+			anyWakes += n
+			if condWaiters[s.tid] {
+				anySelf += n
+			}
+			if condSide(s.userFrames()) != condSignalSide {
+				continue
+			}
+			wakes += n
+			if condWaiters[s.tid] {
+				selfWakes += n
+			}
 		}
 	}
-	if len(condWaiters) < 2 {
+	if wakes == 0 {
+		wakes, selfWakes = anyWakes, anySelf
+	}
+	if len(condWaiters) < 2 || wakes == 0 {
 		return false, false
 	}
-	self := 0
-	for t := range condWaiters {
-		if condWakers[t] {
-			self++
-		}
+	u := &turnUse{waiters: len(condWaiters), selfShare: float64(selfWakes) / float64(wakes)}
+	u.cpu, u.runq = ld.demand(condWaiters)
+	u.demand = u.cpu + u.runq
+	if ld.dur > 0 {
+		u.mean = float64(g.waitNS) / float64(ld.dur)
 	}
-	selfWoken = float64(self) >= turnMinSelfWake*float64(len(condWaiters))
-	return selfWoken, ld.busyShare(condWaiters) >= turnMinBusy
+	g.use = u
+	return u.selfShare >= turnMinSelfWake, u.demand >= turnMinBusy
 }
 
-// busyShare returns the CPU time of a set of threads divided by their
-// combined wall time over the recording.
-func (ld *liveData) busyShare(tids map[int]bool) float64 {
-	if ld.dur <= 0 || len(tids) == 0 {
-		return 0
+// condSideOf tells the two sides of a condition variable apart.
+type condSideOf uint8
+
+const (
+	condNone condSideOf = iota
+	condWaitSide
+	condSignalSide
+)
+
+// condWaitFuncs and condSignalFuncs are the waiting and signalling entry
+// points of condition variables (normalised names).
+var (
+	condWaitFuncs = map[string]bool{
+		"pthread_cond_wait": true, "pthread_cond_timedwait": true, "pthread_cond_clockwait": true,
+		"pthread_cond_wait_common": true, "std::condition_variable::wait": true, "std::__1::condition_variable::wait": true,
 	}
-	var cpu float64
-	for t := range tids {
-		if th := ld.threads[t]; th != nil {
-			cpu += th.cpu()
+	condSignalFuncs = map[string]bool{
+		"pthread_cond_signal": true, "pthread_cond_broadcast": true,
+		"std::condition_variable::notify_one": true, "std::condition_variable::notify_all": true,
+	}
+)
+
+// condSide returns which side of a condition variable a stack is on: the
+// leaf-most entry point decides.
+func condSide(frames []recording.Frame) condSideOf {
+	for _, f := range frames {
+		if f.Kernel {
+			continue
+		}
+		n := normNative(f.Func)
+		switch {
+		case condWaitFuncs[n]:
+			return condWaitSide
+		case condSignalFuncs[n]:
+			return condSignalSide
 		}
 	}
-	return cpu / (ld.dur.Seconds() * float64(len(tids)))
+	return condNone
+}
+
+// demand returns the CPU time and the run-queue time (runnable without a
+// CPU) of a set of threads per second of wall time: how many CPUs' worth
+// they used and how many more they waited for.
+func (ld *liveData) demand(tids map[int]bool) (cpu, runq float64) {
+	if ld.dur <= 0 || len(tids) == 0 {
+		return 0, 0
+	}
+	var cpuS float64
+	var runqNS int64
+	for t := range tids {
+		if th := ld.threads[t]; th != nil {
+			cpuS += th.cpu()
+			runqNS += th.runqNS
+		}
+	}
+	return cpuS / ld.dur.Seconds(), seconds(runqNS) / ld.dur.Seconds()
 }

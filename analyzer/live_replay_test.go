@@ -137,7 +137,7 @@ func checkFinding(t *testing.T, res *Result, f Finding) {
 		t.Errorf("suggestion %+v", f.Suggestion)
 	}
 	for _, e := range f.Evidence {
-		if e.Source == "" || e.Text == "" {
+		if e.Source == "" || e.Kind == "" || len(e.Figures)+len(e.Names)+len(e.Items) == 0 {
 			t.Errorf("evidence %+v", e)
 		}
 	}

@@ -42,16 +42,20 @@ type spinCand struct {
 	inlinedIn string
 }
 
-func liveSpin(a *analysis, ld *liveData) {
+// liveSpin reports busy-wait convoys and returns the threads that spin in
+// them.
+func liveSpin(a *analysis, ld *liveData) map[int]bool {
+	spinning := map[int]bool{}
 	if ld.cpuTotalNS == 0 {
-		return
+		return spinning
 	}
 	cands := ld.spinCandidates()
 	for _, c := range cands {
-		if f, ok := ld.judgeSpin(a, c); ok {
+		if f, ok := ld.judgeSpin(a, c, spinning); ok {
 			a.res.Findings = append(a.res.Findings, f)
 		}
 	}
+	return spinning
 }
 
 // userSpace reports whether a cpu-clock sample interrupted user code (its
@@ -135,7 +139,7 @@ func (ld *liveData) spinCandidates() []*spinCand {
 }
 
 // judgeSpin decides whether a hot function is a busy-wait convoy.
-func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
+func (ld *liveData) judgeSpin(a *analysis, c *spinCand, spinning map[int]bool) (Finding, bool) {
 	// A Go function's busy-wait is the Go detector's when the recording
 	// carries the runtime's CPU profile and goroutine dumps: it sees the
 	// goroutines, which the threads below them hide.
@@ -253,6 +257,9 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 		}
 	}
 
+	for t := range spinners {
+		spinning[t] = true
+	}
 	f := Finding{
 		Kind:         KindSpinConvoy,
 		Point:        c.point,
@@ -273,53 +280,31 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 	f.Headline = fmt.Sprintf("%s sit at ONE program point: busy-wait in %s", who, where)
 
 	share := float64(spinNS) / float64(ld.cpuTotalNS)
-	t := fmt.Sprintf("%s of %s sampled CPU (%s) falls on the spin loop's instructions in %s, from %d threads", fmtSeconds(seconds(spinNS)), fmtSeconds(seconds(ld.cpuTotalNS)), fmtPercent(share), shortFunc(c.fn), len(spinners))
+	cpus := 0.0
 	if ld.dur > 0 {
-		t += fmt.Sprintf(": %s CPUs busy-waiting on average over %s", fmtFloat(float64(spinNS)/float64(ld.dur)), fmtDuration(ld.dur))
+		cpus = float64(spinNS) / float64(ld.dur)
 	}
-	ev = append(ev, Evidence{Source: "oncpu", Text: t})
+	ev = append(ev, fact("oncpu", EvSpinCPU, "spin_s", seconds(spinNS), "total_s", seconds(ld.cpuTotalNS), "share", share,
+		"threads", len(spinners), "cpus", cpus, "dur_s", ld.dur, "function", shortFunc(c.fn)))
 	sources++
 	if disasm {
-		ev = append(ev, Evidence{Source: "disasm", Text: "the " + describeLoop(rep)})
+		ev = append(ev, fact("disasm", EvSpinLoop, "insns", rep.insns, "start", rep.start, "pause", rep.pause, "shape", rep.text))
 		sources++
 	} else {
-		t := fmt.Sprintf("%s of the function's samples fall on %d instruction addresses: a tight loop (its machine code could not be read to confirm the shape)", fmtPercent(float64(spinNS)/float64(c.cpuNS)), len(spinAddrs))
-		if c.atomicNS > 0 {
-			t += fmt.Sprintf("; %s of them execute an atomic operation", fmtPercent(float64(c.atomicNS)/float64(c.cpuNS)))
-		}
-		ev = append(ev, Evidence{Source: "oncpu", Text: t})
+		ev = append(ev, fact("oncpu", EvTightLoop, "share", float64(spinNS)/float64(c.cpuNS), "addrs", len(spinAddrs),
+			"atomic_share", float64(c.atomicNS)/float64(c.cpuNS)))
 	}
 	if ld.rec.Threads != nil {
-		t := fmt.Sprintf("the spinning threads were runnable (R) at %s of the /proc samples and were preempted %s times (involuntary context switches)", fmtPercent(rShare), fmtCount(int64(invol)))
-		if ld.numCPU > 0 {
-			t += fmt.Sprintf("; on average %s of the process's threads were runnable, on %d CPUs", fmtFloat(ld.meanRunnable), ld.numCPU)
-		}
-		ev = append(ev, Evidence{Source: "proc", Text: t})
+		ev = append(ev, fact("proc", EvSpinRunnable, "runnable_share", rShare, "involuntary", invol,
+			"mean_runnable", ld.meanRunnable, "num_cpu", ld.cpus()))
 		sources++
 	}
 	if runqNS > 0 {
-		ev = append(ev, Evidence{Source: "sched", Text: fmt.Sprintf("they also sat %s runnable without a CPU inside %s: time slices queued behind other spinners while the thread that holds the flag may itself be waiting for a CPU", fmtSeconds(seconds(runqNS)), shortFunc(c.fn))})
+		ev = append(ev, fact("sched", EvSpinRunq, "runq_s", seconds(runqNS), "function", shortFunc(c.fn)))
 	}
-	if parkNS == 0 {
-		ev = append(ev, Evidence{Source: "futex", Text: "no futex wait was seen from " + shortFunc(c.fn) + ": the waiters never park"})
-	} else {
-		ev = append(ev, Evidence{Source: "futex", Text: fmt.Sprintf("only %s of futex waits from %s against %s spinning: the waiters hardly ever park", fmtSeconds(seconds(parkNS)), shortFunc(c.fn), fmtSeconds(seconds(spinNS)))})
-	}
-
-	cpus := "the CPUs"
-	if ld.numCPU > 0 {
-		cpus = fmt.Sprintf("the %d CPUs", ld.numCPU)
-	}
-	lockName := "a parking lock (pthread_mutex_t, a futex-based lock, std::mutex)"
-	if goPackage(c.fn) != "" {
-		lockName = "a parking lock (sync.Mutex)"
-	}
-	f.Suggestion = Suggestion{
-		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", shortFunc(c.fn), lockName),
-		Reasoning: fmt.Sprintf("%d threads burn CPU re-reading one memory word in %s without parking or yielding, and more threads are runnable than %s, so the thread that holds the flag is preempted and its waiters spend whole time slices spinning instead of letting it finish. "+
-			"Spinning only pays when the holder cannot be descheduled, which is never true of an ordinary thread.", len(spinners), shortFunc(c.fn), cpus),
-		ExpectedGain: fmt.Sprintf("up to %s of CPU freed (%s of the process's samples); if the lock is still contended once it parks, stripe it by key", fmtSeconds(f.CPUSeconds), fmtPercent(share)),
-	}
+	ev = append(ev, fact("futex", EvSpinPark, "park_s", seconds(parkNS), "spin_s", seconds(spinNS), "function", shortFunc(c.fn)))
+	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "", whom: "thread", fn: shortFunc(c.fn),
+		cpus: ld.cpus(), cpuS: f.CPUSeconds, share: share})
 	f.Evidence = ev
 	f.Confidence = confidenceOf(sources, !disasm)
 	finish(&f, ld.dur, true)

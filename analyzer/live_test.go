@@ -141,7 +141,7 @@ func TestTurnTakingCondvarIsContention(t *testing.T) {
 	if !f.ld.isInterpreterLock(f.ld.factsOf(g)) {
 		t.Error("not recognised as the interpreter's global lock")
 	}
-	fd := f.ld.judgeLock(f.ld.factsOf(g))
+	fd := judgeLock(f.ld.lockCase(g, groups), f.ld.dur)
 	if fd.Kind != KindContention || !strings.Contains(fd.Headline, "take turns") || !strings.Contains(fd.Suggestion.Action, "processes") {
 		t.Errorf("finding %s %q / %q", fd.Kind, fd.Headline, fd.Suggestion.Action)
 	}
@@ -236,9 +236,9 @@ func TestIOOfTheHolderExplainsTheWait(t *testing.T) {
 	if lf.preemptNS != ms || lf.preemptWaits != 1 {
 		t.Errorf("holder preempted %d ns over %d waits, want 1 ms over 1", lf.preemptNS, lf.preemptWaits)
 	}
-	site, ok, calls := f.ld.ioSite(lf)
-	if !ok || site.Function != "journal_write" || !strings.HasPrefix(calls, "fsync") {
-		t.Errorf("I/O site %q (%v), calls %q", site.Function, ok, calls)
+	io := f.ld.ioFacts(lf)
+	if !io.explains || io.site == nil || io.site.Function != "journal_write" || io.call != "fsync" {
+		t.Errorf("I/O facts %+v, want fsync at journal_write explaining the wait", io)
 	}
 }
 

@@ -357,16 +357,17 @@ func (s *Session) baseMeta(warnings []string) recording.Meta {
 	o := s.opts
 	t := readTarget(o.ProcRoot, o.PID)
 	m := recording.Meta{
-		Version:   recording.FormatVersion,
-		Source:    recording.SourceLive,
-		PID:       o.PID,
-		Comm:      t.comm,
-		Cmdline:   t.cmdline,
-		Exe:       t.exe,
-		Kernel:    release(),
-		NumCPU:    s.cfg.ncpu,
-		GoVersion: t.goVersion,
-		Warnings:  warnings,
+		Version:     recording.FormatVersion,
+		Source:      recording.SourceLive,
+		PID:         o.PID,
+		Comm:        t.comm,
+		Cmdline:     t.cmdline,
+		Exe:         t.exe,
+		Kernel:      release(),
+		NumCPU:      s.cfg.ncpu,
+		GoVersion:   t.goVersion,
+		CPUsAllowed: t.cpusAllowed,
+		Warnings:    warnings,
 		Settings: map[string]string{
 			"stack_threshold":        o.StackThreshold.String(),
 			"io_threshold":           o.IOThreshold.String(),

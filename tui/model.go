@@ -7,6 +7,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -75,6 +76,9 @@ type (
 	exportedMsg struct {
 		dir string
 		err error
+		// trace is the Perfetto trace written into dir, or why none was.
+		trace    string
+		traceErr error
 	}
 )
 
@@ -288,8 +292,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.exporting = false
 		if msg.err != nil {
 			m.setStatus(statusErr, "export: %v", msg.err)
+		} else if msg.traceErr != nil {
+			m.setStatus(statusWarn, "exported to %s; no Perfetto trace: %v", msg.dir, msg.traceErr)
 		} else {
-			m.setStatus(statusInfo, "exported to %s", msg.dir)
+			m.setStatus(statusInfo, "exported to %s with a Perfetto trace (%s)", msg.dir, filepath.Base(msg.trace))
 		}
 	case tea.KeyMsg:
 		cmd = m.onKey(msg)
@@ -486,7 +492,11 @@ func (m *Model) export() tea.Cmd {
 			return exportedMsg{err: errors.New("no data recorded yet")}
 		}
 		out, err := exportRecording(dir, rec, owner, now)
-		return exportedMsg{dir: out, err: err}
+		if err != nil {
+			return exportedMsg{err: err}
+		}
+		trace, terr := exportTrace(out, rec, owner)
+		return exportedMsg{dir: out, trace: trace, traceErr: terr}
 	}
 }
 

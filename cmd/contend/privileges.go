@@ -21,8 +21,8 @@ import (
 // for what needs it and runs the rest as the invoking user (--user, else
 // the user sudo names; see privdrop.Target):
 //
-//   - analyze, tui, compare: nothing needs root; they drop before reading
-//     any input.
+//   - analyze, tui, compare, export: nothing needs root; they drop before
+//     reading any input.
 //   - record, demo: root until the probes are detached and the recording
 //     written (owned by the user); the analysis and the report run after
 //     the drop. The pprof endpoint is fetched and parsed by child
@@ -31,6 +31,9 @@ import (
 //     loads later), its /proc files and the probes' maps, and the view
 //     draws each window's analysis as it comes, so the session and the
 //     view stay root; the pprof fetches run as the user, as in record.
+//   - agent: every window attaches the probes anew, so it stays root;
+//     its pprof fetches run as the user when there is one.
+//   - export: like analyze, drops before reading.
 //   - doctor: reports what this process may do; it never drops.
 const (
 	annPrivileges = "contend/privileges"
