@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/export/perfetto"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/internal/atomicfile"
 	"github.com/contend-dev/contend/recording"
 )
@@ -86,7 +87,7 @@ func runExport(o exportOptions, stderr io.Writer) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(stderr, "contend: note: %s\n", n)
+		fmt.Fprintf(stderr, "contend: note: %s\n", termsafe.String(n))
 	}
 	fmt.Fprintf(stderr, "contend: wrote %s (%d bytes); open it in https://ui.perfetto.dev\n", o.output, len(data))
 	return nil
