@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/export/perfetto"
-	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/internal/atomicfile"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
