@@ -73,6 +73,9 @@ test: deps build fixtures unit fuzz validate
 # testdata/fuzz. Minimizing a new input is cut to FUZZMINIMIZE so that a
 # short run explores instead of shrinking its first finding. make test
 # runs it with TEST_FUZZTIME each, a smoke run that keeps CI short.
+# Go 1.26's fuzz coordinator can report "context deadline exceeded" when
+# -fuzztime ends while a worker is busy (go.dev/issue/75804, fixed in Go
+# 1.27): that stop, with no failing input written, is not a failure.
 FUZZTIME      ?= 20s
 FUZZMINIMIZE  ?= 2s
 TEST_FUZZTIME ?= 8s
@@ -81,7 +84,14 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
 		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 			echo "fuzz $$t in $$pkg for $(FUZZTIME)"; \
-			$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg; \
+			if out=$$($(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg 2>&1); then \
+				echo "$$out" | tail -n 1; \
+			elif echo "$$out" | grep -q '^    context deadline exceeded$$' && ! echo "$$out" | grep -q 'Failing input written'; then \
+				echo "$$out" | tail -n 3; \
+				echo "fuzz $$t: stopped by the fuzztime deadline race of Go 1.26 (go.dev/issue/75804), no failing input: not a failure"; \
+			else \
+				echo "$$out"; exit 1; \
+			fi; \
 		done; \
 	done
 
