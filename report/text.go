@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -139,8 +140,12 @@ func stripANSI(s string) string {
 
 // Text renders r for people: each finding's headline first, then where,
 // which lock, the figures, the evidence, the suggestion with its reasoning
-// and the stack; then idle waits, notes and a summary line.
+// and the stack; then idle waits, notes and a summary line. Every string
+// of r (thread, function, file and lock names come from the target) is
+// rendered through termsafe, so control characters show as escapes and
+// never reach the terminal.
 func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
+	r = termsafe.Value(r)
 	t := &textWriter{w: bufio.NewWriter(w), width: opts.Width, color: opts.Color}
 	if t.width <= 0 {
 		t.width = defaultWidth

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -21,8 +22,8 @@ const TraceFile = "timeline.pftrace"
 const maxExportTries = 100
 
 // exportRecording writes rec under dir in a new directory named after the
-// target and the time, and returns its path.
-func exportRecording(dir string, rec *recording.Recording, now time.Time) (string, error) {
+// target and the time, given to owner when not nil, and returns its path.
+func exportRecording(dir string, rec *recording.Recording, owner *recording.Owner, now time.Time) (string, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -33,7 +34,7 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 			name = fmt.Sprintf("%s-%d", base, i)
 		}
 		path := filepath.Join(dir, name)
-		err := recording.Write(path, rec)
+		err := recording.WriteAs(path, rec, owner)
 		if errors.Is(err, recording.ErrExists) {
 			continue
 		}
@@ -46,8 +47,8 @@ func exportRecording(dir string, rec *recording.Recording, now time.Time) (strin
 }
 
 // exportTrace writes rec's Perfetto trace into the exported recording
-// directory dir and returns its path.
-func exportTrace(dir string, rec *recording.Recording) (string, error) {
+// directory dir, given to owner when not nil, and returns its path.
+func exportTrace(dir string, rec *recording.Recording, owner *recording.Owner) (string, error) {
 	data, _, err := perfetto.Export(rec)
 	if err != nil {
 		return "", err
@@ -55,6 +56,11 @@ func exportTrace(dir string, rec *recording.Recording) (string, error) {
 	path := filepath.Join(dir, TraceFile)
 	if err := atomicfile.WriteFile(path, data); err != nil {
 		return "", err
+	}
+	if owner != nil {
+		if err := os.Lchown(path, owner.UID, owner.GID); err != nil {
+			return "", fmt.Errorf("give %s to uid %d: %w", path, owner.UID, err)
+		}
 	}
 	return path, nil
 }

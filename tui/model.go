@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -44,6 +45,9 @@ type Options struct {
 	// ExportDir is the directory `e` writes recordings into; "" means the
 	// current directory.
 	ExportDir string
+	// ExportOwner, when set, is who exported recordings belong to: the
+	// user a TUI running as root (contend top under sudo) records for.
+	ExportOwner *recording.Owner
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
@@ -253,7 +257,11 @@ func (m *Model) loadCmd(gen int) tea.Cmd {
 		if err != nil {
 			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
 		}
-		return frameMsg{gen: gen, frame: &frame{rec: rec, res: res, sum: summarize(rec, window), window: window}}
+		// What is shown goes through termsafe: names and warnings come
+		// from the target. Exports take their own snapshot, exact.
+		shown := *rec
+		shown.Meta = termsafe.Value(rec.Meta)
+		return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
 	}
 }
 
@@ -361,7 +369,7 @@ func (m *Model) endText() string {
 }
 
 func (m *Model) setStatus(k statusKind, format string, args ...any) {
-	m.status = fmt.Sprintf(format, args...)
+	m.status = termsafe.String(fmt.Sprintf(format, args...))
 	m.statusK = k
 }
 
@@ -474,7 +482,7 @@ func (m *Model) export() tea.Cmd {
 	}
 	m.exporting = true
 	m.setStatus(statusInfo, "exporting…")
-	src, dir, now := m.src, m.opts.ExportDir, m.opts.Now()
+	src, dir, owner, now := m.src, m.opts.ExportDir, m.opts.ExportOwner, m.opts.Now()
 	return func() tea.Msg {
 		rec, err := src.Snapshot(0)
 		if err != nil {
@@ -483,11 +491,11 @@ func (m *Model) export() tea.Cmd {
 		if rec == nil {
 			return exportedMsg{err: errors.New("no data recorded yet")}
 		}
-		out, err := exportRecording(dir, rec, now)
+		out, err := exportRecording(dir, rec, owner, now)
 		if err != nil {
 			return exportedMsg{err: err}
 		}
-		trace, terr := exportTrace(out, rec)
+		trace, terr := exportTrace(out, rec, owner)
 		return exportedMsg{dir: out, trace: trace, traceErr: terr}
 	}
 }

@@ -610,7 +610,7 @@ func TestExportNameIsSafe(t *testing.T) {
 	rec := hmRecording()
 	rec.Meta.Comm = "../we ird/"
 	dir := t.TempDir()
-	out, err := exportRecording(dir, rec, fixedNow)
+	out, err := exportRecording(dir, rec, nil, fixedNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/contend-dev/contend/agent"
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/termsafe"
 )
 
 func init() { subcommands = append(subcommands, newAgentCmd) }
@@ -126,7 +127,8 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	logf := func(format string, args ...any) {
-		fmt.Fprintf(stderr, "contend agent: "+format+"\n", args...)
+		// Lines name targets by their process names: escaped.
+		fmt.Fprintln(stderr, "contend agent: "+termsafe.String(fmt.Sprintf(format, args...)))
 	}
 	a, err := agent.New(agent.Options{
 		Targets: targets,
@@ -136,6 +138,7 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 			IOThreshold:    o.ioThreshold,
 			OnCPUHz:        o.hz,
 			PprofURL:       o.pprofURL,
+			GoFetchCommand: fetchChildCommand(),
 		},
 		TopN:      o.topN,
 		Pyroscope: agent.PyroscopeOptions{URL: o.pyroscope, App: o.pyroscopeApp},

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -30,8 +31,9 @@ type compareOptions struct {
 func newCompareCmd() *cobra.Command {
 	var o compareOptions
 	c := &cobra.Command{
-		Use:   "compare A B",
-		Short: "Did a fix help? The same figures before (A) and after (B), with their spread",
+		Use:         "compare A B",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Did a fix help? The same figures before (A) and after (B), with their spread",
 		Long: `compare analyzes two sets of recordings — A, before a change, and B, after
 it — and puts the same figures side by side: the threads waiting and the
 CPUs burning in the findings, per program point, and for live recordings
@@ -450,8 +452,10 @@ func info(side []sideRec) sideInfo {
 	return in
 }
 
-// renderComparison writes the comparison as a table.
+// renderComparison writes the comparison as a table, every string from
+// the recordings (paths, function names) escaped for the terminal.
 func renderComparison(w io.Writer, c comparison) error {
+	c = termsafe.Value(c)
 	side := func(label string, s sideInfo) string {
 		n := len(s.Paths)
 		return fmt.Sprintf("%s  %s (%d %s, %s in all)", label, strings.Join(s.Paths, ", "), n, map[bool]string{true: "recording", false: "recordings"}[n == 1], s.Duration.Round(10*time.Millisecond))

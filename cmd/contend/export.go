@@ -10,6 +10,7 @@ import (
 
 	"github.com/contend-dev/contend/export/perfetto"
 	"github.com/contend-dev/contend/internal/atomicfile"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -28,8 +29,9 @@ type exportOptions struct {
 func newExportCmd() *cobra.Command {
 	var o exportOptions
 	c := &cobra.Command{
-		Use:   "export DIR --format perfetto -o FILE",
-		Short: "Write a recording as a timeline to open in Perfetto",
+		Use:         "export DIR --format perfetto -o FILE",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Write a recording as a timeline to open in Perfetto",
 		Long: `export writes a recording directory as a Perfetto trace (a protobuf Trace of
 TracePackets) that opens in ui.perfetto.dev or trace_processor:
 
@@ -85,7 +87,7 @@ func runExport(o exportOptions, stderr io.Writer) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(stderr, "contend: note: %s\n", n)
+		fmt.Fprintf(stderr, "contend: note: %s\n", termsafe.String(n))
 	}
 	fmt.Fprintf(stderr, "contend: wrote %s (%d bytes); open it in https://ui.perfetto.dev\n", o.output, len(data))
 	return nil
