@@ -7,6 +7,7 @@
 #   make validate   run every fixture variant under contend and check verdicts
 #   make bench      overhead and speed benchmarks (ratios against baselines)
 #   make lint       gofmt, go vet
+#   make realworld  contend on real programs (databases, servers, Ruby), verdicts vs ground truth
 
 GO        ?= go
 BIN       := bin
@@ -15,7 +16,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build demo deps test unit validate generate check-generate fixtures bench lint capture clean
+.PHONY: all build demo deps test unit validate generate check-generate fixtures bench lint capture clean realworld realworld-ci realworld-truth
 
 all: build
 
@@ -84,6 +85,22 @@ bench: build fixtures
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:
 	$(GO) run ./fixtures/cmd/capture -out analyzer/testdata/fixtures
+
+# realworld: contend on programs nobody here wrote (realworld/<name>/), each
+# under a bounded load on 127.0.0.1, verdicts checked against the ground
+# truth in each scenario's README. Installs missing Debian packages (root).
+# Takes /tmp/contend-heavy.lock per scenario itself: do not wrap it in flock.
+# NAME=ruby-gvl,postgres-hotrow runs some; realworld-truth re-collects the
+# ground truth (perf, gdb, schedstat, the programs' own views).
+REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out realworld-out $(if $(NAME),-only $(NAME))
+realworld: build
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS)
+
+realworld-ci: build
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -ci
+
+realworld-truth:
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -truth
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)

@@ -1,0 +1,42 @@
+# Helpers shared by the scenarios' run.sh. Each run.sh defines do_STEP
+# functions and ends with `rw_main "$@"`; the runner
+# (fixtures/cmd/realworld) calls the steps with WORK (a temp dir removed
+# afterwards), OUT (where logs and results stay), SCENARIO_DIR, PORT,
+# PORT2, … and LOAD_SECONDS (how long the load must last) set, and from
+# the start on SERVER_PID, the process run.sh start exec'd.
+#
+#   setup  prepare data in $WORK (optional)
+#   start  exec the program in the foreground (it is stopped by signal)
+#   ready  exit 0 once the program serves
+#   load   a bounded load against 127.0.0.1 that stops by itself
+#   pids   print the process ids to record, comma-separated
+#   truth  print the program's own view of its waits (optional; ground truth)
+set -euo pipefail
+
+rw_main() {
+	local step=${1:?step}
+	if declare -F "do_$step" >/dev/null; then
+		"do_$step"
+		return
+	fi
+	case $step in
+	setup | truth) ;;
+	*)
+		echo "run.sh: no step $step" >&2
+		exit 2
+		;;
+	esac
+}
+
+# rw_port_open PORT: is something listening on 127.0.0.1:PORT?
+rw_port_open() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# rw_ab URL CONCURRENCY [ab options…]: HTTP load with ApacheBench on
+# keep-alive connections, bounded by LOAD_SECONDS and a request count.
+rw_ab() {
+	local url=$1 conc=$2
+	shift 2
+	exec timeout "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -n 100000000 -t "$LOAD_SECONDS" "$@" "$url"
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prometheus 2.42 with an empty scrape configuration: an idle Go server,
+# the negative control. The "load" is a health check every second.
+# Prometheus enables the mutex and block profiles itself
+# (runtime.SetMutexProfileFraction(20), SetBlockProfileRate(20)).
+. "$REALWORLD/lib.sh"
+
+do_setup() {
+	cat >"$WORK/prometheus.yml" <<CONF
+global:
+  scrape_interval: 15s
+  evaluation_interval: 15s
+scrape_configs: []
+CONF
+}
+do_start() {
+	exec prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/data" \
+		--web.listen-address="127.0.0.1:$PORT" --log.level=warn
+}
+do_ready() { curl -sf -o /dev/null "http://127.0.0.1:$PORT/-/ready"; }
+do_load() {
+	local end=$((SECONDS + LOAD_SECONDS))
+	while ((SECONDS < end)); do
+		curl -s -o /dev/null "http://127.0.0.1:$PORT/-/healthy" || true
+		sleep 1
+	done
+}
+do_pids() { echo "$SERVER_PID"; }
+# The Go runtime's own view: goroutines by wait state (debug=2 dump).
+do_truth() {
+	curl -s "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2" >"$OUT/truth-goroutines.txt"
+	grep -oE '^goroutine [0-9]+ \[[^],]*' "$OUT/truth-goroutines.txt" | sed 's/.*\[//' | sort | uniq -c | sort -rn | sed 's/^/  goroutines waiting in state /'
+}
+
+rw_main "$@"
