@@ -34,9 +34,10 @@ rw_port_open() {
 }
 
 # rw_ab URL CONCURRENCY [ab options…]: HTTP load with ApacheBench on
-# keep-alive connections, bounded by LOAD_SECONDS and a request count.
+# keep-alive connections, bounded by LOAD_SECONDS and a request count
+# (-n after -t: -t alone caps the run at 50,000 requests).
 rw_ab() {
 	local url=$1 conc=$2
 	shift 2
-	exec timeout "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -n 100000000 -t "$LOAD_SECONDS" "$@" "$url"
+	exec timeout "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -t "$LOAD_SECONDS" -n 100000000 "$@" "$url"
 }
