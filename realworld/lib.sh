@@ -41,3 +41,14 @@ rw_ab() {
 	shift 2
 	exec timeout "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -t "$LOAD_SECONDS" -n 100000000 "$@" "$url"
 }
+
+# rw_rocksdb_stats: RocksDB's own statistics, which db_bench's
+# --stats_dump_period_sec=5 dumps into the database's LOG: the last dump's
+# mutex, write-path and stall counters and the DB stats' write-group lines.
+rw_rocksdb_stats() {
+	sleep 6
+	awk '/STATISTICS:/ {buf=""} {buf=buf $0 "\n"} END {printf "%s", buf}' "$WORK/db/LOG" |
+		grep -E 'db.mutex.wait|write.self|write.other|write.wal|wal.synced|wal.bytes|stall|number.keys.(read|written)|block.cache.(hit|miss) |db.get.micros|db.write.micros|memtable.(hit|miss)' |
+		sed 's/^/  /'
+	grep -E 'Cumulative writes|Cumulative WAL|Cumulative stall|Interval writes|Interval stall' "$WORK/db/LOG" | tail -5 | sed 's/^/  /'
+}

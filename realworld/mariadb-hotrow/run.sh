@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MariaDB 10.11 (InnoDB): CLIENTS connections of mariadb-slap all updating
-# one row, autocommit, innodb_flush_log_at_trx_commit=1 on a disk-backed
+# one row, autocommit, innodb_flush_log_at_trx_commit=FLUSH_AT_COMMIT on a disk-backed
 # data dir. One process, a thread per connection.
 . "$REALWORLD/lib.sh"
 
@@ -15,7 +15,7 @@ do_start() {
 	exec mariadbd --no-defaults --datadir="$WORK/data" --user=mysql \
 		--bind-address=127.0.0.1 --port="$PORT" --socket="$WORK/run/mysqld.sock" \
 		--pid-file="$WORK/run/mysqld.pid" --skip-log-bin --innodb-buffer-pool-size=128M \
-		--innodb-flush-log-at-trx-commit=1 --max-connections=200 --performance-schema=ON
+		--innodb-flush-log-at-trx-commit="$FLUSH_AT_COMMIT" --max-connections=200 --performance-schema=ON
 }
 do_ready() { mariadb-admin --no-defaults -h 127.0.0.1 -P "$PORT" -u root ping >/dev/null 2>&1; }
 do_load() {

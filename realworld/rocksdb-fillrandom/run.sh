@@ -12,14 +12,6 @@ do_start() {
 do_ready() { kill -0 "$SERVER_PID"; }
 do_load() { exec sleep "$LOAD_SECONDS"; }
 do_pids() { echo "$SERVER_PID"; }
-# RocksDB's own statistics, dumped into the database's LOG every 5 s: the
-# last dump's mutex, write-path and stall counters.
-do_truth() {
-	sleep 6
-	awk '/STATISTICS:/ {buf=""} {buf=buf $0 "\n"} END {printf "%s", buf}' "$WORK/db/LOG" |
-		grep -E 'db.mutex.wait|write.self|write.other|write.wal|wal.synced|wal.bytes|stall|number.keys.(read|written)|block.cache.(hit|miss) |db.get.micros|db.write.micros|get.hit.l0|memtable.(hit|miss)' |
-		sed 's/^/  /'
-	grep -E 'Cumulative writes|Cumulative WAL|Cumulative stall|Interval writes|Interval stall' "$WORK/db/LOG" | tail -5 | sed 's/^/  /'
-}
+do_truth() { rw_rocksdb_stats; }
 
 rw_main "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # RocksDB 7.8 db_bench: THREADS reader threads doing random point reads of
-# a small database that fits the block cache. db_bench is its own bounded
-# load: it stops after LOAD_SECONDS.
+# a small database that fits the block cache, which is RocksDB's lock-free
+# HyperClockCache (the default LRU cache takes a shard mutex per lookup).
+# db_bench is its own bounded load: it stops after LOAD_SECONDS.
 . "$REALWORLD/lib.sh"
 
 do_setup() {
@@ -10,20 +11,12 @@ do_setup() {
 }
 do_start() {
 	exec db_bench --benchmarks=readrandom --use_existing_db=1 --db="$WORK/db" --num=200000 \
-		--threads="$THREADS" --duration="$LOAD_SECONDS" --cache_size=268435456 \
+		--threads="$THREADS" --duration="$LOAD_SECONDS" --cache_size=268435456 --cache_type=hyper_clock_cache \
 		--statistics=1 --stats_level=4 --histogram=1 --stats_dump_period_sec=5
 }
 do_ready() { kill -0 "$SERVER_PID"; }
 do_load() { exec sleep "$LOAD_SECONDS"; }
 do_pids() { echo "$SERVER_PID"; }
-# RocksDB's own statistics, dumped into the database's LOG every 5 s: the
-# last dump's mutex, write-path and stall counters.
-do_truth() {
-	sleep 6
-	awk '/STATISTICS:/ {buf=""} {buf=buf $0 "\n"} END {printf "%s", buf}' "$WORK/db/LOG" |
-		grep -E 'db.mutex.wait|write.self|write.other|write.wal|wal.synced|wal.bytes|stall|number.keys.(read|written)|block.cache.(hit|miss) |db.get.micros|db.write.micros|get.hit.l0|memtable.(hit|miss)' |
-		sed 's/^/  /'
-	grep -E 'Cumulative writes|Cumulative WAL|Cumulative stall|Interval writes|Interval stall' "$WORK/db/LOG" | tail -5 | sed 's/^/  /'
-}
+do_truth() { rw_rocksdb_stats; }
 
 rw_main "$@"
