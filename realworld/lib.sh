@@ -52,3 +52,14 @@ rw_rocksdb_stats() {
 		sed 's/^/  /'
 	grep -E 'Cumulative writes|Cumulative WAL|Cumulative stall|Interval writes|Interval stall' "$WORK/db/LOG" | tail -5 | sed 's/^/  /'
 }
+
+# rw_go_states URL: a Go server's own view of its goroutines: the debug=2
+# dump at URL kept in $OUT/truth-goroutines.txt, and goroutines counted by
+# wait state.
+rw_go_states() {
+	local dump="$OUT/truth-goroutines.txt"
+	curl -sf "$1" -o "$dump"
+	echo "  goroutine dump: $(grep -c '^goroutine ' "$dump") goroutines ($dump)"
+	grep -oE '^goroutine [0-9]+ \[[^],]*' "$dump" | sed 's/.*\[//' | sort | uniq -c | sort -rn |
+		sed 's/^/  goroutines in state /'
+}

@@ -24,9 +24,6 @@ do_start() { exec caddy run --config "$WORK/Caddyfile" --adapter caddyfile; }
 do_ready() { rw_port_open "$PORT" && curl -sf -o /dev/null "http://127.0.0.1:$PORT2/debug/pprof/"; }
 do_load() { rw_ab "http://127.0.0.1:$PORT/index.html" "$CONC"; }
 do_pids() { echo "$SERVER_PID"; }
-do_truth() {
-	curl -s "http://127.0.0.1:$PORT2/debug/pprof/goroutine?debug=2" >"$OUT/truth-goroutines.txt"
-	grep -oE '^goroutine [0-9]+ \[[^],]*' "$OUT/truth-goroutines.txt" | sed 's/.*\[//' | sort | uniq -c | sort -rn | sed 's/^/  goroutines waiting in state /'
-}
+do_truth() { rw_go_states "http://127.0.0.1:$PORT2/debug/pprof/goroutine?debug=2"; }
 
 rw_main "$@"

@@ -38,9 +38,6 @@ do_load() {
 	rw_ab "http://127.0.0.1:$PORT/write?db=rw" "$CONC" -p "$WORK/batch.txt" -T text/plain
 }
 do_pids() { echo "$SERVER_PID"; }
-do_truth() {
-	curl -s "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2" >"$OUT/truth-goroutines.txt"
-	grep -oE '^goroutine [0-9]+ \[[^],]*' "$OUT/truth-goroutines.txt" | sed 's/.*\[//' | sort | uniq -c | sort -rn | sed 's/^/  goroutines waiting in state /'
-}
+do_truth() { rw_go_states "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2"; }
 
 rw_main "$@"

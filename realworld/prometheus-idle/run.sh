@@ -26,10 +26,6 @@ do_load() {
 	done
 }
 do_pids() { echo "$SERVER_PID"; }
-# The Go runtime's own view: goroutines by wait state (debug=2 dump).
-do_truth() {
-	curl -s "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2" >"$OUT/truth-goroutines.txt"
-	grep -oE '^goroutine [0-9]+ \[[^],]*' "$OUT/truth-goroutines.txt" | sed 's/.*\[//' | sort | uniq -c | sort -rn | sed 's/^/  goroutines waiting in state /'
-}
+do_truth() { rw_go_states "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2"; }
 
 rw_main "$@"
