@@ -12,7 +12,7 @@ do_setup() {
 {
 	admin 127.0.0.1:$PORT2
 	auto_https off
-	persist_config off
+
 }
 http://127.0.0.1:$PORT {
 	root * $WORK/html
