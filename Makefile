@@ -92,7 +92,8 @@ capture:
 # Takes /tmp/contend-heavy.lock per scenario itself: do not wrap it in flock.
 # NAME=ruby-gvl,postgres-hotrow runs some; realworld-truth re-collects the
 # ground truth (perf, gdb, schedstat, the programs' own views).
-REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out realworld-out $(if $(NAME),-only $(NAME))
+REALWORLD_OUT ?= realworld-out
+REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out $(REALWORLD_OUT) $(if $(NAME),-only $(NAME))
 realworld: build
 	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS)
 

@@ -63,3 +63,13 @@ rw_go_states() {
 	grep -oE '^goroutine [0-9]+ \[[^],]*' "$dump" | sed 's/.*\[//' | sort | uniq -c | sort -rn |
 		sed 's/^/  goroutines in state /'
 }
+
+# rw_idle_load URL: the load of an idle server: one request a second for
+# LOAD_SECONDS, so the program is alive and polled but never busy.
+rw_idle_load() {
+	local end=$((SECONDS + LOAD_SECONDS))
+	while ((SECONDS < end)); do
+		curl -s -o /dev/null "$1" || true
+		sleep 1
+	done
+}

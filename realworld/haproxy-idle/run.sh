@@ -21,13 +21,7 @@ CONF
 }
 do_start() { exec haproxy -db -f "$WORK/haproxy.cfg"; }
 do_ready() { rw_port_open "$PORT"; }
-do_load() {
-	local end=$((SECONDS + LOAD_SECONDS))
-	while ((SECONDS < end)); do
-		curl -s -o /dev/null "http://127.0.0.1:$PORT/health" || true
-		sleep 1
-	done
-}
+do_load() { rw_idle_load "http://127.0.0.1:$PORT/health"; }
 do_pids() { echo "$SERVER_PID"; }
 
 rw_main "$@"

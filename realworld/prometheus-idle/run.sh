@@ -18,13 +18,7 @@ do_start() {
 		--web.listen-address="127.0.0.1:$PORT" --log.level=warn
 }
 do_ready() { curl -sf -o /dev/null "http://127.0.0.1:$PORT/-/ready"; }
-do_load() {
-	local end=$((SECONDS + LOAD_SECONDS))
-	while ((SECONDS < end)); do
-		curl -s -o /dev/null "http://127.0.0.1:$PORT/-/healthy" || true
-		sleep 1
-	done
-}
+do_load() { rw_idle_load "http://127.0.0.1:$PORT/-/healthy"; }
 do_pids() { echo "$SERVER_PID"; }
 do_truth() { rw_go_states "http://127.0.0.1:$PORT/debug/pprof/goroutine?debug=2"; }
 
