@@ -9,6 +9,7 @@
 #   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
 #   make fuzz       every fuzz target for FUZZTIME each (default 20s)
 #   make lint       gofmt, go vet
+#   make realworld  contend on real programs (databases, servers, Ruby), verdicts vs ground truth
 
 GO        ?= go
 BIN       := bin
@@ -17,7 +18,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean
+.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean realworld realworld-ci realworld-truth
 
 all: build
 
@@ -123,6 +124,23 @@ bench-agent: build fixtures
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:
 	$(GO) run ./fixtures/cmd/capture -out analyzer/testdata/fixtures
+
+# realworld: contend on programs nobody here wrote (realworld/<name>/), each
+# under a bounded load on 127.0.0.1, verdicts checked against the ground
+# truth in each scenario's README. Installs missing Debian packages (root).
+# Takes /tmp/contend-heavy.lock per scenario itself: do not wrap it in flock.
+# NAME=ruby-gvl,postgres-hotrow runs some; realworld-truth re-collects the
+# ground truth (perf, gdb, schedstat, the programs' own views).
+REALWORLD_OUT ?= realworld-out
+REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out $(REALWORLD_OUT) $(if $(NAME),-only $(NAME))
+realworld: build
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS)
+
+realworld-ci: build
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -ci
+
+realworld-truth:
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -truth
 
 lint:
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && false)
