@@ -48,7 +48,8 @@ const (
 	EvTurnsDemand EvidenceKind = "turns-demand"
 	// EvTurnsTimeouts — F: timeouts.
 	EvTurnsTimeouts EvidenceKind = "turns-timeouts"
-	// EvWriterQueue — F: p50_s, holds, hold_bound_s, p99_s, tail.
+	// EvWriterQueue — F: p50_s, holds, hold_bound_s, p99_s, tail,
+	// wake_latency_s.
 	EvWriterQueue EvidenceKind = "writer-queue"
 	// EvWaiterCPU — F: cpu_s, machinery_share, section_share,
 	// outside_share. N: function.

@@ -32,6 +32,7 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 		holdBound:    lf.holdBound,
 		p50:          lf.p50,
 		p99:          lf.p99,
+		wakeLatency:  lf.wakeLatency,
 		cond:         g.role == roleCond,
 		turns:        g.turns,
 		cpuNS:        lf.cpuNS,
@@ -58,7 +59,9 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 	if c.point.Function != "" {
 		c.what += " in " + pointString(c.point)
 	}
-	c.gil = c.turns && ld.isInterpreterLock(lf)
+	if c.turns {
+		c.interp = g.interp
+	}
 	c.io = ld.ioFacts(lf)
 	c.array = ld.arrayOf(g, locks)
 	c.chain = ld.chainOf(lf, locks)
@@ -231,23 +234,36 @@ func (lf *lockFacts) mainWaitPoints() []*pointAgg {
 	return out
 }
 
-// isInterpreterLock reports whether a lock is CPython's global interpreter
-// lock: it lies in _PyRuntime, or its waiters run the bytecode loop.
-func (ld *liveData) isInterpreterLock(lf *lockFacts) bool {
-	sym, module := symbolModule(lf.g.name())
+// Interpreters whose global lock contend recognises.
+const (
+	interpPython = "python"
+	interpRuby   = "ruby"
+)
+
+// interpreterOf names the interpreter whose global lock a group is, ""
+// when it is none: CPython's GIL lies in _PyRuntime (or a _gil state) and
+// is waited for from the bytecode loop; Ruby's GVL is waited for inside
+// libruby, from its blocking regions and thread scheduler.
+func interpreterOf(g *lockGroup) string {
+	sym, module := symbolModule(g.name())
 	if strings.HasPrefix(sym, "_PyRuntime") || strings.HasPrefix(sym, "_gil") {
-		return true
+		return interpPython
 	}
-	if strings.Contains(module, "python") {
-		for _, p := range lf.waitPoints {
-			for _, fr := range p.point.Stack {
-				if strings.HasPrefix(fr.Func, "_PyEval_") || strings.HasPrefix(fr.Func, "PyEval_") || fr.Func == "take_gil" {
-					return true
+	for _, w := range g.words {
+		for _, s := range w.waitS {
+			for _, fr := range s.userFrames() {
+				switch {
+				case strings.HasPrefix(fr.Func, "_PyEval_") || strings.HasPrefix(fr.Func, "PyEval_") || fr.Func == "take_gil":
+					if strings.Contains(module+fr.Module, "python") {
+						return interpPython
+					}
+				case strings.HasPrefix(fr.Module, "libruby") || strings.HasPrefix(fr.Func, "rb_thread_") || strings.HasPrefix(fr.Func, "gvl_"):
+					return interpRuby
 				}
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // arrayOf places a lock group in an array of locks: the groups of single

@@ -96,6 +96,11 @@ type lockFacts struct {
 	// thread was blocked on the lock.
 	contended float64
 
+	// wakeLatency is how long the waiters sat runnable after being woken,
+	// on average per sleep: the wait a futex call measures ends when the
+	// waiter runs again, so each wait includes one of these.
+	wakeLatency time.Duration
+
 	// I/O and uninterruptible sleep of the holders (owner at wait time, or
 	// the thread that woke the waiter) during the logged waits.
 	ioNS      int64
@@ -135,7 +140,24 @@ func (ld *liveData) facts(g *lockGroup) *lockFacts {
 	lf.wakePoints = pointsOf(wokeSamples, 1)
 	ld.eventFacts(lf)
 	ld.cpuFacts(lf)
+	lf.wakeLatency = ld.wakeLatency(g.waiters)
 	return lf
+}
+
+// wakeLatency returns the mean time threads sat runnable after a sleep
+// ended (their sleeping off-CPU samples' run-queue time per switch).
+func (ld *liveData) wakeLatency(tids map[int]bool) time.Duration {
+	var runq, n int64
+	for _, s := range ld.offcpu {
+		if tids[s.tid] && s.state == recording.StateSleeping {
+			runq += runqOf(s)
+			n += value(s, 0)
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return time.Duration(runq / n)
 }
 
 // minLoggedWaits is how many logged waits the quantiles need to come from

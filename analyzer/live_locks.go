@@ -311,6 +311,8 @@ type lockGroup struct {
 	// queue is set for a hand-rolled lock queue: words of one waiter each,
 	// waited on at one program point (foldQueues).
 	queue bool
+	// interp names the interpreter whose global lock this is, if any.
+	interp string
 
 	waits, blocked, timeouts, woken uint64
 	waitNS                          int64
@@ -533,6 +535,14 @@ func (ld *liveData) foldQueues(groups []*lockGroup) []*lockGroup {
 		if len(gs) < minQueueWords {
 			continue
 		}
+		// The mutex that guards the queue (the one pthread_cond_wait
+		// re-takes, or that the waiters take to enqueue) is waited for at
+		// the same point: it is part of the same lock.
+		for _, g := range groups {
+			if g.waitNS > 0 && !ownWaiter(g) && (g.role == roleMutex || g.role == roleCond) && ld.waiterKey(g) == k {
+				gs = append(gs, g)
+			}
+		}
 		q := &lockGroup{queue: true, waiters: map[int]bool{}, wakers: map[int]bool{}, owners: map[int]uint64{}}
 		for _, g := range gs {
 			q.words = append(q.words, g.words...)
@@ -627,9 +637,15 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		}
 	case roleCond, roleQueue:
 		selfWoken, busy := ld.condUse(g)
-		g.turns = selfWoken && busy
+		g.interp = interpreterOf(g)
+		// Threads taking turns: a lock built from a condition variable
+		// that its waiters hand to each other while they compute, or an
+		// interpreter's lock queue. Any other hand-rolled queue that its
+		// waiters hand on is a lock like a mutex (a database's row lock,
+		// a write queue), judged by its hand-offs and holds.
+		g.turns = selfWoken && busy && (g.role == roleCond || g.interp != "")
 		switch {
-		case g.turns:
+		case g.turns, selfWoken && busy:
 		case selfWoken && g.queue:
 			g.idle = true
 			g.idleReason = "threads that each wait on a word of their own and wake each other, but together keep the CPU busy less than a quarter of the time (they wait mostly for something else)"

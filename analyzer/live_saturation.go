@@ -59,11 +59,22 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	if ld.dur <= 0 || cpus <= 0 {
 		return
 	}
+	// Threads that take turns on a global lock wake to take it back and
+	// queue for a CPU on the way: that run-queue time is the lock's
+	// hand-offs, and the lock's verdict says so.
+	turning := map[int]bool{}
+	for _, g := range locks {
+		if g.turns {
+			for t := range g.waiters {
+				turning[t] = true
+			}
+		}
+	}
 	busy := map[int]bool{}
 	var runqNS int64
 	var cpuS float64
 	for _, t := range ld.threads {
-		if spinning[t.tid] {
+		if spinning[t.tid] || turning[t.tid] {
 			continue
 		}
 		if (t.cpu()+seconds(t.runqNS))/ld.dur.Seconds() >= satMinThreadDemand {
@@ -148,6 +159,12 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	a.res.Findings = append(a.res.Findings, f)
 }
 
+// satCommonShare is the share of the run-queue time a function must be on
+// the stacks of to name the work the saturating threads share: four in
+// five, so that the point is code nearly all of them run (a request
+// handler), not one branch of it that half of them happen to be in.
+const satCommonShare = 0.8
+
 // runqPoints finds where the busy threads sit runnable. Preempted
 // threads leave their CPU wherever they happen to be, so the leaf frames
 // scatter over every function the work calls; what they share is the code
@@ -182,7 +199,7 @@ func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
 	leaves := byFunction(pointsOf(samples, 1))
 	common, weight := "", int64(0)
 	for fn, w := range through {
-		if 2*w < total {
+		if float64(w) < satCommonShare*float64(total) {
 			continue
 		}
 		if common == "" || w < weight || w == weight && fn < common {

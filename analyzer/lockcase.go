@@ -78,8 +78,10 @@ type lockCase struct {
 	// duration over the contended acquisitions.
 	handoffRate float64
 	holdBound   time.Duration
-	// p50 and p99 of the waits (live), 0 when unknown.
-	p50, p99 time.Duration
+	// p50 and p99 of the waits (live), 0 when unknown; wakeLatency the
+	// waiters' mean time runnable after a wake-up, part of every wait.
+	p50, p99    time.Duration
+	wakeLatency time.Duration
 	// cond is set for a lock built from a condition variable.
 	cond bool
 
@@ -87,9 +89,9 @@ type lockCase struct {
 	// each other and, taken together, keep it busy (turnFacts says how
 	// sure): threads taking turns on a global lock.
 	turns bool
-	// gil is set when the lock is a language runtime's global interpreter
-	// lock (CPython's GIL).
-	gil bool
+	// interp names the interpreter whose global lock this is
+	// (interpPython, interpRuby), "" for any other lock.
+	interp string
 
 	// io holds what the holders did in I/O while others waited.
 	io ioFacts
@@ -225,6 +227,15 @@ const (
 	minArrayElements = 2
 )
 
+// lockWait is the typical wait for the lock itself: the median wait less
+// the waiters' wake-up latency. A futex wait ends when its thread runs
+// again, so on a machine with more runnable threads than CPUs every wait
+// carries a queue for a CPU that says nothing of how many holds it spans;
+// taken out, the count of holds means the same at 2 or 64 threads per CPU.
+func (c *lockCase) lockWait() time.Duration {
+	return max(c.p50-c.wakeLatency, 0)
+}
+
 // hotStripe reports whether the lock is the hot element of an array: it
 // takes at least hotStripeShare of the array's waiting and at least twice
 // its fair share (1/elements), so that of two or three stripes seen, one
@@ -239,7 +250,7 @@ func (c *lockCase) handoffBound() bool {
 	return c.path == pathLive && c.participants >= minConvoyParticipants && !c.cond &&
 		c.holdBound > 0 && c.holdBound <= maxShortHold &&
 		c.handoffRate >= writerMinHandoffRate &&
-		c.p50 > 0 && c.p50 <= writerMaxQueue*c.holdBound &&
+		c.p50 > 0 && c.lockWait() <= writerMaxQueue*c.holdBound &&
 		(c.cpuNS > 0 && float64(c.machNS) >= writerMinHandoffCPU*float64(c.cpuNS) ||
 			c.handoffRate*c.p50.Seconds() >= writerMinHandoffWaiting)
 }
@@ -294,12 +305,17 @@ func judgeLock(c *lockCase, dur time.Duration) Finding {
 	case c.io.explains && !c.io.waitersDoIO:
 		f.Kind, r = KindIOUnderLock, remedyMoveIOOff
 		ev = append(ioEvidence(c), ev...) // the strongest fact first
-		if c.io.victimPoint != nil {
-			f.Point = *c.io.victimPoint
-		}
 	case c.io.explains:
 		f.Kind, r = KindContention, remedyCoalesceIO
 		ev = append(ioEvidence(c), ev...)
+	case c.turns && c.interp != "":
+		// An interpreter's lock hands over at whatever rate its threads
+		// block and wake: its threads take turns running the
+		// interpreter, whatever the hand-offs look like.
+		f.Kind, r = KindContention, remedyGIL
+		if c.interp == interpRuby {
+			r = remedyGVL
+		}
 	case c.hotStripe():
 		f.Kind, r = KindHotStripe, remedyHotKey
 		ev = append(ev, hotStripeEvidence(c))
@@ -308,8 +324,11 @@ func judgeLock(c *lockCase, dur time.Duration) Finding {
 		ev = append(ev, writerEvidence(c)...)
 	case c.turns:
 		f.Kind, r = KindContention, remedyTurns
-		if c.gil {
+		switch c.interp {
+		case interpPython:
 			r = remedyGIL
+		case interpRuby:
+			r = remedyGVL
 		}
 	case c.convoy():
 		f.Kind, r = KindLockConvoy, remedyStripe

@@ -8,8 +8,8 @@ func ioEvidence(c *lockCase) []Evidence { return c.io.ev }
 // writerEvidence shows that each producer waits for one hand-off, not
 // behind a crowd.
 func writerEvidence(c *lockCase) []Evidence {
-	ev := []Evidence{fact("events", EvWriterQueue, "p50_s", c.p50, "holds", float64(c.p50)/float64(c.holdBound),
-		"hold_bound_s", c.holdBound, "p99_s", c.p99, "tail", float64(c.p99)/max(1, float64(c.p50)))}
+	ev := []Evidence{fact("events", EvWriterQueue, "p50_s", c.p50, "holds", float64(c.lockWait())/float64(c.holdBound),
+		"hold_bound_s", c.holdBound, "p99_s", c.p99, "tail", float64(c.p99)/max(1, float64(c.p50)), "wake_latency_s", c.wakeLatency)}
 	return append(ev, waiterCPUEvidence(c)...)
 }
 

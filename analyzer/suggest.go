@@ -19,6 +19,7 @@ const (
 	remedyCoalesceIO                 // the waiters' own I/O: write only the newest state
 	remedyTurns                      // a global lock around computation
 	remedyGIL                        // CPython's global interpreter lock
+	remedyGVL                        // Ruby's global VM lock
 	remedyCombine                    // a serialized writer: tryLock + queue drained by the holder
 	remedyHotKey                     // one hot key in a striped lock
 	remedyStripe                     // a lock shared over disjoint keys
@@ -72,6 +73,7 @@ var suggestions = map[remedy]func(s sugg) Suggestion{
 	remedyCoalesceIO:   coalesceIO,
 	remedyTurns:        turns,
 	remedyGIL:          gilSuggestion,
+	remedyGVL:          gvlSuggestion,
 	remedyCombine:      combine,
 	remedyHotKey:       hotKey,
 	remedyStripe:       stripe,
@@ -132,6 +134,13 @@ func gilSuggestion(s sugg) Suggestion {
 	return Suggestion{
 		Action:    "Run the CPU-bound Python work in processes (multiprocessing, concurrent.futures.ProcessPoolExecutor) or in native code that releases the GIL (NumPy, a C extension with Py_BEGIN_ALLOW_THREADS), or on a free-threaded CPython build; keep threads for work that waits on I/O.",
 		Reasoning: fmt.Sprintf("Only the thread that holds the global interpreter lock runs Python code; the other %d wait for their turn, so adding threads adds waiting, not throughput.", max(s.participants-1, 0)),
+	}
+}
+
+func gvlSuggestion(s sugg) Suggestion {
+	return Suggestion{
+		Action:    "Run the CPU-bound Ruby work in more processes (a forked worker per CPU, as Puma's cluster mode or Unicorn do) or in Ractors, or move it into native code that releases the GVL (rb_thread_call_without_gvl); keep threads for work that waits on I/O.",
+		Reasoning: fmt.Sprintf("Only the thread that holds Ruby's global VM lock runs Ruby code; the other %d wait for their turn each time they come back from I/O or their time slice ends, so adding threads adds waiting, not throughput. The lock cannot be striped.", max(s.participants-1, 0)),
 	}
 }
 
@@ -330,10 +339,13 @@ func headline(c *lockCase, k Kind, r remedy) string {
 		return onePoint(who, "wait", c.what+", held across I/O"+call)
 	case remedyCoalesceIO:
 		return fmt.Sprintf("%s lost waiting for ONE lock that serializes I/O: %s", fmtSeconds(seconds(c.waitNS)), c.what)
-	case remedyTurns, remedyGIL:
+	case remedyTurns, remedyGIL, remedyGVL:
 		name := c.what
-		if c.gil {
+		switch c.interp {
+		case interpPython:
 			name += ", CPython's global interpreter lock"
+		case interpRuby:
+			name += ", Ruby's global VM lock"
 		}
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
 	case remedyCombine:

@@ -177,8 +177,12 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%s of the waits ended by timeout: the waiters wake on an interval to ask the holder to let go (a switch interval)", w.cnt("timeouts"))
 	},
 	analyzer.EvWriterQueue: func(w words) string {
-		return fmt.Sprintf("a typical wait (p50 %s) spans about %s holds of at most %s: each producer waits for the hand-off itself, not behind a crowd; the tail (p99 %s, %s× the median) is the producers that queued behind several hand-offs in a row",
-			w.sec("p50_s"), w.num("holds"), w.sec("hold_bound_s"), w.sec("p99_s"), w.num("tail"))
+		p50 := "p50 " + w.sec("p50_s")
+		if w.f("wake_latency_s") > 0 {
+			p50 += fmt.Sprintf(", of which %s is the wake-up's wait for a CPU", w.sec("wake_latency_s"))
+		}
+		return fmt.Sprintf("a typical wait (%s) spans about %s holds of at most %s: each producer waits for the hand-off itself, not behind a crowd; the tail (p99 %s, %s× the median) is the producers that queued behind several hand-offs in a row",
+			p50, w.num("holds"), w.sec("hold_bound_s"), w.sec("p99_s"), w.num("tail"))
 	},
 	analyzer.EvWaiterCPU: func(w words) string {
 		return fmt.Sprintf("of the waiters' %s of sampled CPU, %s is in lock machinery (the futex calls and context switches of hand-offs, or spinning in the lock), %s in %s, which takes the lock (the critical section and more), and %s elsewhere",

@@ -7,7 +7,8 @@
 do_start() {
 	exec db_bench --benchmarks=fillrandom --db="$WORK/db" --num=100000000 \
 		--threads="$THREADS" --duration="$LOAD_SECONDS" --value_size=100 \
-		--compression_type=none --statistics=1 --stats_level=4 --histogram=1 --stats_dump_period_sec=5
+		--compression_type=none --enable_write_thread_adaptive_yield=false \
+		--statistics=1 --stats_level=4 --histogram=1 --stats_dump_period_sec=5
 }
 do_ready() { kill -0 "$SERVER_PID"; }
 do_load() { exec sleep "$LOAD_SECONDS"; }
