@@ -68,6 +68,18 @@ const (
 	// dozen or more sharers queues far longer.
 	writerMaxQueue = 4
 
+	// writerMaxCrowd is the share of the lock's sharers that may be queued
+	// on it on average (Little's law: total wait / wall time, over the
+	// threads that waited) for the waiting to come from the hand-offs. A
+	// producer that waits about one hold spends a small part of its time
+	// queued, whatever the thread count; when half the sharers or more are
+	// queued at any moment the lock holds a crowd, and the median wait can
+	// look short only because each wait ends in a long run-queue delay on
+	// an oversubscribed machine (the stripe fixture: 55 of 64 queued, the
+	// median wait under the mean wake-up latency). A ratio, so the same at
+	// 4 or 64 sharers.
+	writerMaxCrowd = 0.5
+
 	// writerMinHandoffCPU is the share of the waiters' sampled CPU that
 	// must go to handing the lock over — the futex calls and the context
 	// switches they cause — for the hand-offs to be the lock's cost. A

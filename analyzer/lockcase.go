@@ -243,7 +243,8 @@ func (c *lockCase) lockWait() time.Duration {
 
 // handoffBound reports whether a lock's cost is its hand-offs: many
 // producers, short holds, a very high hand-off rate, waits that last about
-// one hand-off (writerMaxQueue), and a measurable cost of the hand-offs in
+// one hand-off (writerMaxQueue) with most producers not queued at any
+// moment (writerMaxCrowd), and a measurable cost of the hand-offs in
 // the producers' CPU or in their waiting. Live data only: Go profiles do
 // not time single waits.
 func (c *lockCase) handoffBound() bool {
@@ -251,6 +252,7 @@ func (c *lockCase) handoffBound() bool {
 		c.holdBound > 0 && c.holdBound <= maxShortHold &&
 		c.handoffRate >= writerMinHandoffRate &&
 		c.p50 > 0 && c.lockWait() <= writerMaxQueue*c.holdBound &&
+		c.mean < writerMaxCrowd*float64(c.participants) &&
 		(c.cpuNS > 0 && float64(c.machNS) >= writerMinHandoffCPU*float64(c.cpuNS) ||
 			c.handoffRate*c.p50.Seconds() >= writerMinHandoffWaiting)
 }
