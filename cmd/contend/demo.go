@@ -206,8 +206,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return usageErrorf("demo: unknown --variant %q (want bad or fixed)", o.variant)
 	}
 	if o.output != "" {
-		if _, err := os.Lstat(o.output); err == nil {
-			return usageErrorf("demo: %s already exists; give a new directory with -o", o.output)
+		if err := checkOutput("demo", o.output, 0); err != nil {
+			return err
 		}
 	}
 	if err := collector.CheckProbePrivileges(); err != nil {
