@@ -49,6 +49,17 @@ Exit status: 0 when contend can record here, 3 when privileges are missing,
 	return c
 }
 
+// DoctorSchemaVersion is the version of doctor's JSON form
+// (docs/json-schema.md), versioned like analyze's: minor versions only
+// add fields.
+const DoctorSchemaVersion = "1.0"
+
+// doctorJSON is doctor's JSON form: the report with its schema version.
+type doctorJSON struct {
+	Schema string `json:"schema"`
+	*collector.DoctorReport
+}
+
 // runDoctor prints the doctor's report and returns its verdict as an
 // error carrying the exit code.
 func runDoctor(o doctorOptions, w io.Writer) error {
@@ -56,7 +67,7 @@ func runDoctor(o doctorOptions, w io.Writer) error {
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := enc.Encode(doctorJSON{Schema: DoctorSchemaVersion, DoctorReport: r}); err != nil {
 			return withCode(exitFailure, fmt.Errorf("write report: %w", err))
 		}
 	} else if err := printDoctor(w, r); err != nil {

@@ -68,6 +68,10 @@ func TestDoctorAsRoot(t *testing.T) {
 	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != 3 {
 		t.Errorf("JSON report incomplete: %+v", r)
 	}
+	var top map[string]any
+	if err := json.Unmarshal([]byte(js), &top); err != nil || top["schema"] != DoctorSchemaVersion {
+		t.Errorf("--json schema %v (%v), want %q", top["schema"], err, DoctorSchemaVersion)
+	}
 }
 
 func TestDoctorRejectsArgs(t *testing.T) {
