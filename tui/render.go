@@ -5,7 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/contend-dev/contend/internal/termsafe"
@@ -23,8 +24,16 @@ const (
 	minHeight = headerLines + footerLines + 2
 )
 
-// View draws the whole screen.
-func (m Model) View() string {
+// View draws the whole screen, full screen (the alternate screen, left
+// when the program ends).
+func (m Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render draws the whole screen as text.
+func (m Model) render() string {
 	w, h := m.width, m.height
 	if m.quitting || w <= 0 || h <= 0 {
 		return ""
@@ -562,7 +571,7 @@ func (m *Model) colourStrip(s string) string {
 // overlayView is the `?` help: every key, and how to read the bars.
 func (m *Model) overlayView(w, h int) []string {
 	hm := m.help
-	hm.Width = max(w-6, 10)
+	hm.SetWidth(max(w-6, 10))
 	lines := []string{
 		m.st.bold.Render("Keys"),
 		hm.FullHelpView(m.keys.FullHelp()),
@@ -575,7 +584,8 @@ func (m *Model) overlayView(w, h int) []string {
 		lines = append(lines, "w: last 1s, last 10s, whole run · p freezes the screen")
 	}
 	lines = append(lines, m.st.dim.Render("? or esc closes"))
-	box := m.st.overlay.Width(min(w-2, 78)).Render(strings.Join(lines, "\n"))
+	// The width counts the border (two cells) as well.
+	box := m.st.overlay.Width(min(w-2, 78) + 2).Render(strings.Join(lines, "\n"))
 	placed := lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
 	return strings.Split(placed, "\n")
 }
