@@ -178,7 +178,7 @@ func keyMsg(name string) tea.KeyPressMsg {
 	codes := map[string]tea.Key{
 		"enter": {Code: tea.KeyEnter}, "esc": {Code: tea.KeyEscape}, "tab": {Code: tea.KeyTab},
 		"shift+tab": {Code: tea.KeyTab, Mod: tea.ModShift},
-		"up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "pgdown": {Code: tea.KeyPgDown}, "pgup": {Code: tea.KeyPgUp},
+		"up":        {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "pgdown": {Code: tea.KeyPgDown}, "pgup": {Code: tea.KeyPgUp},
 		"backspace": {Code: tea.KeyBackspace}, "home": {Code: tea.KeyHome}, "end": {Code: tea.KeyEnd},
 		"ctrl+c": {Code: 'c', Mod: tea.ModCtrl}, "space": {Code: tea.KeySpace, Text: " "},
 	}
