@@ -191,6 +191,16 @@ func fullRecording(t *testing.T) string {
 	return dir
 }
 
+// keepOnlyMeta removes every file of a recording but meta.json.
+func keepOnlyMeta(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != MetaFile {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // TestReadRefusesDamaged: a recording missing a file it was written
 // with, holding a truncated one, or holding only meta.json, is refused
 // with an error naming the file, never read as a recording that found
@@ -229,12 +239,7 @@ func TestReadRefusesDamaged(t *testing.T) {
 			f.Close()
 		}, "events.jsonl.gz has"},
 		{"only meta.json left", func(t *testing.T, dir string) {
-			entries, _ := os.ReadDir(dir)
-			for _, e := range entries {
-				if e.Name() != MetaFile {
-					os.Remove(filepath.Join(dir, e.Name()))
-				}
-			}
+			keepOnlyMeta(dir)
 		}, "is missing"},
 		{"no manifest, futex-wait.pb.gz removed", func(t *testing.T, dir string) {
 			dropManifest(t, dir)
@@ -243,12 +248,7 @@ func TestReadRefusesDamaged(t *testing.T) {
 		{"no manifest, only meta.json without probes", func(t *testing.T, dir string) {
 			dropManifest(t, dir)
 			writeTestFile(t, dir, MetaFile, `{"version":1,"source":"live","pid":1}`)
-			entries, _ := os.ReadDir(dir)
-			for _, e := range entries {
-				if e.Name() != MetaFile {
-					os.Remove(filepath.Join(dir, e.Name()))
-				}
-			}
+			keepOnlyMeta(dir)
 		}, "holds meta.json and nothing else"},
 		{"manifest naming a path outside", func(t *testing.T, dir string) {
 			writeTestFile(t, dir, MetaFile, `{"version":1,"source":"live","files":{"../x":3}}`)

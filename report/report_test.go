@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
 
@@ -105,7 +106,7 @@ func TestTextShowIdleAndColor(t *testing.T) {
 	if !strings.Contains(out, "\x1b[1m") {
 		t.Errorf("no bold with Color")
 	}
-	plain := stripANSI(out)
+	plain := ansi.Strip(out)
 	for _, want := range []string{"Not contention (idle waits, never reported as findings)", "4 goroutines: sync.Cond.Wait: waiting for work", "at app.(*Pool).get /src/pool.go:22", "blocked in select (3.9 s waited)"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("output lacks %q:\n%s", want, plain)
@@ -283,7 +284,7 @@ func TestTextEscapesHostileNames(t *testing.T) {
 		out := b.String()
 		if color {
 			// The renderer's own colour codes are the only escapes.
-			out = stripANSI(out)
+			out = ansi.Strip(out)
 		}
 		if strings.ContainsAny(out, "\x1b\x07") {
 			t.Errorf("colour %v: a control character reached the text:\n%q", color, out)

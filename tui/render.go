@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/contend-dev/contend/internal/termsafe"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -134,7 +135,7 @@ func (m *Model) titleLine(w int) string {
 			parts = append(parts, plural(f.res.Target.Population, unitOr(f.res.Target.Unit)))
 		}
 		if f.sum.cpuOK {
-			parts = append(parts, fmt.Sprintf("CPU %.0f%%", f.sum.cpuPct))
+			parts = append(parts, "CPU "+units.Percent(f.sum.cpuPct/100))
 		}
 	}
 	var right string
@@ -150,7 +151,7 @@ func (m *Model) titleLine(w int) string {
 		}
 		right = fmt.Sprintf("%s · %s · %s", fmtWindow(m.curWindow()), fmtClock(m.stats.Elapsed), state)
 	} else if m.stats.Elapsed > 0 {
-		right = "recorded " + fmtSeconds(m.stats.Elapsed.Seconds())
+		right = "recorded " + units.CompactSeconds(m.stats.Elapsed.Seconds())
 	} else {
 		right = "saved"
 	}
@@ -201,16 +202,16 @@ func (m *Model) probeLine(w int) string {
 		parts = append(parts, "no probes")
 	}
 	if m.stats.Events > 0 {
-		parts = append(parts, "events "+fmtCount(m.stats.Events))
+		parts = append(parts, "events "+units.CompactCount(m.stats.Events))
 	}
-	drops := fmt.Sprintf("drops %s", fmtCount(m.stats.Drops))
+	drops := fmt.Sprintf("drops %s", units.CompactCount(m.stats.Drops))
 	if m.stats.Drops > 0 {
 		drops = m.st.warn.Render(drops)
 		var names []string
 		for k, v := range meta.Counters {
 			if v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
 				k = strings.TrimPrefix(k, recording.CounterDropPrefix)
-				names = append(names, fmt.Sprintf("%s %s", k, fmtCount(v)))
+				names = append(names, fmt.Sprintf("%s %s", k, units.CompactCount(v)))
 			}
 		}
 		sort.Strings(names)
@@ -466,6 +467,15 @@ func (m *Model) notesLines(w, h int) []string {
 // layout sizes the columns to width w: fixed columns keep their width, the
 // flexible ones share the rest (at least 4 cells each); one space separates
 // columns.
+//
+// The lists are drawn here rather than with bubbles/table, which draws
+// one line per row, cuts every cell at its right end with "…" and marks
+// the selection only by its style. These lists need a second line under
+// a row (a finding's kind and place), a thread's state strip cut at its
+// left end (the newest samples are on the right), numbers aligned right,
+// cells of two parts (fitSplit), a selection marked with ">" so it shows
+// without colour, and a cursor that follows its row by key across
+// refreshes that reorder the rows.
 func layout(cols []column, w int) []int {
 	out := make([]int, len(cols))
 	fixed, flex := 0, 0

@@ -16,6 +16,7 @@ import (
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/internal/termsafe"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -438,7 +439,7 @@ func summarise(v, windows []float64, window time.Duration) stat {
 		lo, hi := spreadOf(windows)
 		slack := bracketSlack * math.Max(1, math.Abs(s.Value))
 		if s.Value < lo-slack || s.Value > hi+slack {
-			s.NoSpread = fmt.Sprintf("its %d windows of %s span %s–%s, which does not contain the recording's %s", len(windows), window, fmtNum(lo), fmtNum(hi), fmtNum(s.Value))
+			s.NoSpread = fmt.Sprintf("its %d windows of %s span %s–%s, which does not contain the recording's %s", len(windows), window, units.Float(lo), units.Float(hi), units.Float(s.Value))
 			break
 		}
 		s.Low, s.High = lo, hi
@@ -634,9 +635,9 @@ func fmtStat(s stat) string {
 		return "no data"
 	}
 	if s.Over == "" || s.Low == s.High {
-		return fmtNum(s.Value)
+		return units.Float(s.Value)
 	}
-	return fmt.Sprintf("%s [%s–%s]", fmtNum(s.Value), fmtNum(s.Low), fmtNum(s.High))
+	return fmt.Sprintf("%s [%s–%s]", units.Float(s.Value), units.Float(s.Low), units.Float(s.High))
 }
 
 func fmtPointStat(s stat, unit string) string {
@@ -679,20 +680,4 @@ func fmtChange(f figure) string {
 		s += " (ranges overlap)"
 	}
 	return s
-}
-
-// fmtNum renders a rate with about three significant digits.
-func fmtNum(x float64) string {
-	ax := math.Abs(x)
-	switch {
-	case ax == 0:
-		return "0"
-	case ax >= 100:
-		return fmt.Sprintf("%.0f", x)
-	case ax >= 10:
-		return fmt.Sprintf("%.1f", x)
-	case ax >= 0.01:
-		return fmt.Sprintf("%.2f", x)
-	}
-	return fmt.Sprintf("%.1g", x)
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // live returns the path of a live recording kept for the analyzer's replay
@@ -136,7 +138,7 @@ func TestCompareValueInsideSpread(t *testing.T) {
 					continue
 				}
 				if s.Value < s.Low || s.Value > s.High {
-					t.Errorf("%s vs %s: %s: %s outside its spread [%s–%s] (%s)", p[0], p[1], f.Name, fmtNum(s.Value), fmtNum(s.Low), fmtNum(s.High), s.Over)
+					t.Errorf("%s vs %s: %s: %s outside its spread [%s–%s] (%s)", p[0], p[1], f.Name, units.Float(s.Value), units.Float(s.Low), units.Float(s.High), s.Over)
 				}
 				if s.NoSpread != "" {
 					withheld++
@@ -217,13 +219,5 @@ func TestCompareGoProfilesCountGoroutines(t *testing.T) {
 	}
 	if c := compareJSON(t, goFixture("stripe-bad"), goFixture("stripe-fixed")); c.Unit != "goroutines" || c.Points[0].Unit != "goroutines waiting + CPUs burning" {
 		t.Errorf("JSON unit %q, point unit %q", c.Unit, c.Points[0].Unit)
-	}
-}
-
-func TestFmtNum(t *testing.T) {
-	for x, want := range map[float64]string{0: "0", 123.4: "123", 12.34: "12.3", 1.234: "1.23", 0.001234: "0.001"} {
-		if got := fmtNum(x); got != want {
-			t.Errorf("fmtNum(%v) = %q, want %q", x, got, want)
-		}
 	}
 }
