@@ -153,6 +153,20 @@ func TestWrap(t *testing.T) {
 	if got := wrap("a-very-long-unbreakable-token x", 10, 0, 0); got[0] != "a-very-long-unbreakable-token" {
 		t.Errorf("long token split: %q", got)
 	}
+	// Escape sequences take no width: bold text wraps where plain text
+	// does.
+	plain := wrap("aaa bbb ccc ddd eee", 9, 0, 0)
+	bold := wrap("\x1b[1maaa bbb ccc ddd eee\x1b[0m", 9, 0, 0)
+	for i := range bold {
+		bold[i] = ansi.Strip(bold[i])
+	}
+	if diff := cmp.Diff(plain, bold); diff != "" {
+		t.Errorf("bold text wraps elsewhere than plain text (-plain +bold):\n%s", diff)
+	}
+	// Kinds and paths are never split at their hyphens.
+	if diff := cmp.Diff([]string{"a", "lock-convoy", "b"}, wrap("a lock-convoy b", 8, 0, 0)); diff != "" {
+		t.Errorf("hyphenated word split (-want +got):\n%s", diff)
+	}
 	// A figure and its unit stay together.
 	if diff := cmp.Diff([]string{"waited", "4 s in", "total"}, wrap("waited 4 s in total", 7, 0, 0)); diff != "" {
 		t.Errorf("unit split (-want +got):\n%s", diff)
