@@ -1,6 +1,7 @@
 # contend — build, test and validation entry points.
 #
 #   make build      build bin/contend
+#   make install    install contend and its demo fixtures under PREFIX (/usr/local)
 #   make test       unit, replay and integration tests, then make validate
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
 #   make fixtures   build the native fixture programs into bin/fixtures
@@ -18,12 +19,27 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean realworld realworld-ci realworld-truth
+.PHONY: all build install uninstall demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean realworld realworld-ci realworld-truth
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/contend ./cmd/contend
+
+# install puts contend in $(PREFIX)/bin and the demo's native fixtures in
+# $(PREFIX)/libexec/contend/fixtures, where contend demo looks for them.
+# DESTDIR stages the tree for a package.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec/contend
+install: build fixtures
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/fixtures
+	install -m 0755 $(BIN)/contend $(DESTDIR)$(BINDIR)/contend
+	install -m 0755 $(FIXTURE_BINS) $(BIN)/fixtures/gofixture $(DESTDIR)$(LIBEXECDIR)/fixtures/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/contend
+	rm -rf $(DESTDIR)$(LIBEXECDIR)
 
 # Native fixtures: every fixtures/c/*.c becomes bin/fixtures/<name>; the
 # programs used to test stack unwinding are built twice, with and without

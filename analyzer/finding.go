@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // This file holds what every detector (Go or live) shares to build a
@@ -116,7 +118,7 @@ func participants(n, population int, unit string, counted bool, mean float64) st
 	}
 	if !counted {
 		if mean > 0 {
-			return fmt.Sprintf("on average %s %s", fmtFloat(mean), unit)
+			return fmt.Sprintf("on average %s %s", units.Float(mean), unit)
 		}
 		return fmt.Sprintf("%d %s", n, unit)
 	}
@@ -130,74 +132,6 @@ func participants(n, population int, unit string, counted bool, mean float64) st
 // point: <what>".
 func onePoint(who, verb, what string) string {
 	return fmt.Sprintf("%s %s at ONE program point: %s", who, verb, what)
-}
-
-// fmtSeconds renders seconds with a unit that keeps 2–3 significant
-// digits: "64.4 s", "340 ms", "12 µs".
-func fmtSeconds(s float64) string {
-	return fmtDuration(time.Duration(s * 1e9))
-}
-
-// fmtDuration renders a duration like fmtSeconds.
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0 s"
-	case d >= time.Second:
-		return fmt.Sprintf("%s s", fmtFloat(d.Seconds()))
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%s ms", fmtFloat(float64(d)/1e6))
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%s µs", fmtFloat(float64(d)/1e3))
-	}
-	return fmt.Sprintf("%d ns", int64(d))
-}
-
-// fmtFloat renders x with three significant digits at most, without a
-// trailing ".0": 1234 → "1234", 64.43 → "64.4", 5.678 → "5.68".
-func fmtFloat(x float64) string {
-	var s string
-	switch ax := math.Abs(x); {
-	case ax >= 100:
-		s = fmt.Sprintf("%.0f", x)
-	case ax >= 10:
-		s = fmt.Sprintf("%.1f", x)
-	default:
-		s = fmt.Sprintf("%.2f", x)
-	}
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	return s
-}
-
-// fmtCount renders a count with thousands separators: 1234567 →
-// "1,234,567".
-func fmtCount(n int64) string {
-	s := fmt.Sprintf("%d", n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-// fmtPercent renders a share as a percentage: 0.432 → "43%", 0.004 →
-// "0.4%".
-func fmtPercent(x float64) string {
-	p := x * 100
-	if p > 0 && p < 1 {
-		return fmt.Sprintf("%.1f%%", p)
-	}
-	return fmt.Sprintf("%.0f%%", p)
 }
 
 // plural returns word or word+"s" for n.
@@ -234,23 +168,7 @@ func byCount[V int | int64](m map[string]V) []string {
 	return keys
 }
 
-// FormatSeconds renders seconds as the evidence texts do ("64.4 s",
-// "340 ms"), for renderers that print figures beside them.
-func FormatSeconds(s float64) string { return fmtSeconds(s) }
-
 // ShortFunc shortens a function name as the headlines do: a Go name keeps
 // only its package's last path element ("github.com/a/b/store.(*S).Save"
 // → "store.(*S).Save"); native names stay whole.
 func ShortFunc(fn string) string { return shortFunc(fn) }
-
-// FormatPercent renders a share as the evidence texts do ("43%", "0.4%").
-func FormatPercent(x float64) string { return fmtPercent(x) }
-
-// FormatCount renders a count as the evidence does ("1,234,567").
-func FormatCount(n int64) string { return fmtCount(n) }
-
-// FormatFloat renders a number with three significant digits ("64.4").
-func FormatFloat(x float64) string { return fmtFloat(x) }
-
-// FormatRate renders a rate ("4,384", "21.5").
-func FormatRate(x float64) string { return fmtRate(x) }

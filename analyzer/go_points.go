@@ -3,6 +3,8 @@ package analyzer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // The Go points detector fills the rows that need no verdict: program
@@ -78,7 +80,7 @@ func goNotes(a *analysis, g *goData) {
 	}
 	if byCount != nil && byCount.sc.class == classIdle && topLock != nil && byCount.count > topLock.count {
 		a.note(fmt.Sprintf("the block profile's largest entry by count (%s waits) is %s at %s: not contention; locks are ranked by time blocked instead",
-			fmtCount(byCount.count), byCount.sc.reason, byCount.key))
+			units.Count(byCount.count), byCount.sc.reason, byCount.key))
 	}
 }
 

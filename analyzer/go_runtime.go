@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -41,7 +42,7 @@ func (g *goData) runtimeLocks(a *analysis, totalUser int64) {
 		if s.key.fn == "(runtime)" {
 			where = "the runtime"
 		}
-		f.Headline = fmt.Sprintf("%s lost on a lock internal to the Go runtime in %s", fmtSeconds(f.WaitSeconds), where)
+		f.Headline = fmt.Sprintf("%s lost on a lock internal to the Go runtime in %s", units.Seconds(f.WaitSeconds), where)
 		if s.user != "" {
 			f.Headline += fmt.Sprintf(" (reached from %s)", shortFunc(s.user))
 		}

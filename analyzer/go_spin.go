@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -217,7 +218,7 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 	}
 	who := participants(n, g.population, "goroutines", counted, 0)
 	if !counted && mean > 0 {
-		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, fmtFloat(mean))
+		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, units.Float(mean))
 	}
 	f.Headline = onePoint(who, "spin", "busy-wait in "+pointString(sf.point))
 	f.Suggestion = suggestFor(remedyPark, sugg{goLang: true, whom: "goroutine", fn: shortFunc(sf.fn), cpus: g.numCPU, cpuS: f.CPUSeconds})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -134,7 +135,7 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	if cpus == 1 {
 		cpuWord = "the 1 CPU"
 	}
-	f.Headline = fmt.Sprintf("%s threads wait for a CPU on average: %s want more than %s the process may use", fmtFloat(runq), who, cpuWord)
+	f.Headline = fmt.Sprintf("%s threads wait for a CPU on average: %s want more than %s the process may use", units.Float(runq), who, cpuWord)
 	if f.Point.Function != "" {
 		f.Headline += ", most in " + funcIn(f.Point)
 	}

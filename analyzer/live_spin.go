@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -220,7 +221,7 @@ func (ld *liveData) spinLoop(a *analysis, c *spinCand) (spinShape, bool) {
 	tight := float64(sh.spinNS) >= spinMinLoopShare*float64(c.cpuNS)
 	if !tight || !waits {
 		if tight && ld.cpus() > 0 && ld.meanRunnable > float64(ld.cpus()) {
-			a.note(fmt.Sprintf("%s burns %s of the sampled CPU in a tight loop while more threads are runnable than CPUs, but its machine code (%s) could not be read to tell a busy-wait from work", shortFunc(c.fn), fmtPercent(float64(c.cpuNS)/float64(ld.cpuTotalNS)), c.module))
+			a.note(fmt.Sprintf("%s burns %s of the sampled CPU in a tight loop while more threads are runnable than CPUs, but its machine code (%s) could not be read to tell a busy-wait from work", shortFunc(c.fn), units.Percent(float64(c.cpuNS)/float64(ld.cpuTotalNS)), c.module))
 		}
 		return sh, false
 	}

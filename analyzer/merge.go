@@ -3,6 +3,8 @@ package analyzer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // mergeArrayLocks folds findings of one kind at one program point whose
@@ -85,7 +87,7 @@ func mergeArrayLocks(r *Result) {
 			what += " (" + w + ")"
 		}
 		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
-			fmtSeconds(merged.WaitSeconds), what, pointString(merged.Point))
+			units.Seconds(merged.WaitSeconds), what, pointString(merged.Point))
 		r.Findings[best] = merged
 	}
 	if len(drop) == 0 {

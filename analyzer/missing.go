@@ -1,8 +1,12 @@
 package analyzer
 
 import (
+	"fmt"
 	"slices"
+	"sort"
+	"strings"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -34,8 +38,50 @@ func goMissing(a *analysis, g *goData) {
 	}
 }
 
+// maxLostNamed is how many drop counters the lost-data note names; the
+// rest are counted.
+const maxLostNamed = 4
+
+// lostNote says what the probes lost, from the drop_* counters: events
+// and stack windows the full ring buffer turned away, stack lookups that
+// failed, entries full maps refused. "" when nothing was lost.
+func lostNote(m recording.Meta) string {
+	type lost struct {
+		name string
+		n    uint64
+	}
+	var all []lost
+	for k, v := range m.Counters {
+		if name, ok := strings.CutPrefix(k, recording.CounterDropPrefix); ok && v > 0 {
+			all = append(all, lost{name, v})
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].n != all[j].n {
+			return all[i].n > all[j].n
+		}
+		return all[i].name < all[j].name
+	})
+	var parts []string
+	for i, l := range all {
+		if i == maxLostNamed {
+			parts = append(parts, fmt.Sprintf("%d more", len(all)-i))
+			break
+		}
+		parts = append(parts, l.name+" "+units.Count(int64(l.n)))
+	}
+	return "the probes lost data (drop_* counters in meta.json): " + strings.Join(parts, ", ") +
+		"; ringbuf_* are events and stack windows turned away by a full ring buffer, stack_* failed stack lookups, map_full_* entries a full map refused: the figures rest on what was kept"
+}
+
 func liveMissing(a *analysis, rec *recording.Recording) {
 	m := rec.Meta
+	if n := lostNote(m); n != "" {
+		a.note(n)
+	}
 	probe := func(p string) bool { return slices.Contains(m.Probes, p) }
 	if m.GoVersion != "" && !hasGoData(rec) {
 		a.missing("the Go runtime's lock data (mutex and block profiles, a goroutine dump)",

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // The one table of suggestions: every verdict, live or from Go profiles,
@@ -98,10 +100,10 @@ func moveIOOff(s sugg) Suggestion {
 	}
 	gain := "the hold shrinks to the snapshot's cost, and with it most of the waiting"
 	if s.waitS > 0 {
-		gain = fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", fmtSeconds(s.waitS))
+		gain = fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", units.Seconds(s.waitS))
 	}
 	if s.ioShare > 0 {
-		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", fmtPercent(s.ioShare), fmtPercent(s.ioShare))
+		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", units.Percent(s.ioShare), units.Percent(s.ioShare))
 	}
 	return Suggestion{
 		Action:       fmt.Sprintf("Move %s off the lock: under the lock, copy the state to write (a snapshot) and stamp it with a sequence number; release the lock; then write outside it, serialized by a separate lock, skipping any snapshot older than the last one written so an older snapshot never overwrites a newer one.", where),
@@ -148,8 +150,8 @@ func combine(s sugg) Suggestion {
 	return Suggestion{
 		Action: "Combine the writes: take the lock with a tryLock fast path; when it is busy, push the item on a lock-free queue for the current holder to drain before it unlocks (re-checking the queue after unlocking so nothing is stranded), or give the resource one writer thread fed by that queue.",
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource through one lock and hand it over %s times a second; every hand-off wakes a sleeping producer, costs two context switches and adds the wake-up latency to that producer's write. "+
-			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, fmtRate(s.rate)),
-		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", fmtSeconds(s.waitS), fmtSeconds(s.cpuS)),
+			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, units.Rate(s.rate)),
+		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", units.Seconds(s.waitS), units.Seconds(s.cpuS)),
 	}
 }
 
@@ -157,8 +159,8 @@ func hotKey(s sugg) Suggestion {
 	return Suggestion{
 		Action: fmt.Sprintf("Split the hot key's state rather than the lock: give the key that lands on this stripe its own sharded state (per-%s or per-CPU counters summed on read), read it without the lock (an atomic snapshot, read-mostly locking such as RCU or a seqlock), or cache it; for a stream of writes to it, combine them (tryLock plus a queue the holder drains). Do not add stripes.", s.whom),
 		Reasoning: fmt.Sprintf("The lock is already one of an array of stripes (%s) indexed by a hash of the key, yet this one stripe takes %s of the array's waiting: one key, or a few that hash together, draws most of the traffic. More stripes spread the other keys thinner but leave the hot key on one lock, so the waiting stays.",
-			s.array, fmtPercent(s.hotShare)),
-		ExpectedGain: fmt.Sprintf("most of the %s waited on this stripe", fmtSeconds(s.waitS)),
+			s.array, units.Percent(s.hotShare)),
+		ExpectedGain: fmt.Sprintf("most of the %s waited on this stripe", units.Seconds(s.waitS)),
 	}
 }
 
@@ -206,9 +208,9 @@ func park(s sugg) Suggestion {
 	}
 	gain := ""
 	if s.cpuS > 0 {
-		gain = fmt.Sprintf("up to %s of CPU freed", fmtSeconds(s.cpuS))
+		gain = fmt.Sprintf("up to %s of CPU freed", units.Seconds(s.cpuS))
 		if s.share > 0 {
-			gain += fmt.Sprintf(" (%s of the process's samples)", fmtPercent(s.share))
+			gain += fmt.Sprintf(" (%s of the process's samples)", units.Percent(s.share))
 		}
 		gain += "; if the lock is still contended once it parks, stripe it by key"
 	}
@@ -232,8 +234,8 @@ func fewerThreads(s sugg) Suggestion {
 	return Suggestion{
 		Action: fmt.Sprintf("Bound the %ss that run at once to the CPUs: a fixed pool of about %d workers fed by a queue instead of a %s per request, or more CPUs for this process; the locks below are not the bottleneck.", s.whom, max(s.cpus, 1), s.whom),
 		Reasoning: fmt.Sprintf("On average %s %ss are runnable but wait for one of the %d CPUs the process may use, while waiting for locks takes a small part of their time: the %ss compete for CPUs, not for locks. Every runnable %s beyond the CPUs adds its wait to each request's latency and costs a context switch, without adding throughput.",
-			fmtFloat(s.runqThreads), s.whom, s.cpus, s.whom, s.whom),
-		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", fmtSeconds(s.waitS), s.cpus),
+			units.Float(s.runqThreads), s.whom, s.cpus, s.whom, s.whom),
+		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", units.Seconds(s.waitS), s.cpus),
 	}
 }
 
@@ -259,7 +261,7 @@ func stripeGain(k int) string {
 	sharers := float64(k-1) / stripeCount
 	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
 	return fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
-		stripeCount, k, fmtFloat(sharers), k-1, fmtPercent(alone))
+		stripeCount, k, units.Float(sharers), k-1, units.Percent(alone))
 }
 
 // sugg returns the figures of a lock case for its suggestion.
@@ -310,21 +312,12 @@ func (c *lockCase) whyNotConvoy() []string {
 	case c.participants < minConvoyParticipants:
 		why = append(why, fmt.Sprintf("only %d %s wait for it, fewer than the %d that make a convoy", c.participants, plural(int64(c.participants), strings.TrimSuffix(c.unit, "s")), minConvoyParticipants))
 	case !c.dumpOnly && c.mean < convoyMeanWaiting:
-		why = append(why, fmt.Sprintf("on average only %s wait at once, so no queue persists", fmtFloat(c.mean)))
+		why = append(why, fmt.Sprintf("on average only %s wait at once, so no queue persists", units.Float(c.mean)))
 	}
 	if c.holdBound > maxShortHold {
-		why = append(why, fmt.Sprintf("each hand-off takes up to %s on average: the lock is held long, or its holder is often descheduled while holding it, rather than shared by a crowd of short critical sections", fmtDuration(c.holdBound)))
+		why = append(why, fmt.Sprintf("each hand-off takes up to %s on average: the lock is held long, or its holder is often descheduled while holding it, rather than shared by a crowd of short critical sections", units.Duration(c.holdBound)))
 	}
 	return why
-}
-
-// fmtRate renders a rate: whole and grouped from 100 up ("4,384"), with
-// three significant digits below ("21.5").
-func fmtRate(x float64) string {
-	if x >= 100 {
-		return fmtCount(int64(x + 0.5))
-	}
-	return fmtFloat(x)
 }
 
 // headline words a lock finding's one-line summary.
@@ -338,7 +331,7 @@ func headline(c *lockCase, k Kind, r remedy) string {
 		}
 		return onePoint(who, "wait", c.what+", held across I/O"+call)
 	case remedyCoalesceIO:
-		return fmt.Sprintf("%s lost waiting for ONE lock that serializes I/O: %s", fmtSeconds(seconds(c.waitNS)), c.what)
+		return fmt.Sprintf("%s lost waiting for ONE lock that serializes I/O: %s", units.Seconds(seconds(c.waitNS)), c.what)
 	case remedyTurns, remedyGIL, remedyGVL:
 		name := c.what
 		switch c.interp {
@@ -349,16 +342,16 @@ func headline(c *lockCase, k Kind, r remedy) string {
 		}
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
 	case remedyCombine:
-		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, fmtRate(c.handoffRate), c.what)
+		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, units.Rate(c.handoffRate), c.what)
 	case remedyHotKey:
-		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.array.base, fmtPercent(c.array.hotShare), c.what)
+		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.array.base, units.Percent(c.array.hotShare), c.what)
 	case remedyStripe:
 		if c.points > 1 {
 			return fmt.Sprintf("%s wait for ONE lock at %d program points: %s", who, c.points, c.what)
 		}
 		return onePoint(who, "wait", c.what)
 	}
-	return fmt.Sprintf("%s lost waiting for ONE lock: %s", fmtSeconds(seconds(c.waitNS)), c.what)
+	return fmt.Sprintf("%s lost waiting for ONE lock: %s", units.Seconds(seconds(c.waitNS)), c.what)
 }
 
 // suggest words the remedy of a lock case.

@@ -432,6 +432,15 @@ func vanished(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)
 }
 
+// The threads are listed with procfs, but each thread's stat and status
+// are parsed here, from bytes read with pread on descriptors kept open
+// between samples: procfs's Proc.Stat and Proc.NewStatus open, read and
+// close the files on every call and scan all forty-odd fields with
+// fmt.Fscan. BenchmarkProcSample measures both in one run: the sampler
+// takes 0.22 of procfs's time for 200 threads (7.5 µs a thread against
+// about 34 µs), and at a 100 ms interval over a thousand threads that is
+// the difference between 7% and a third of a CPU.
+
 // errStatFormat reports a stat file this parser does not understand.
 var errStatFormat = errors.New("unexpected stat format")
 

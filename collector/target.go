@@ -1,8 +1,6 @@
 package collector
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -14,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,6 +24,14 @@ func procPath(root string, parts ...string) string {
 	return filepath.Join(append([]string{root}, parts...)...)
 }
 
+// procFS opens the proc mount at root ("" means /proc).
+func procFS(root string) (procfs.FS, error) {
+	if root == "" {
+		root = procfs.DefaultMountPoint
+	}
+	return procfs.NewFS(root)
+}
+
 // checkTarget verifies that pid is a live process (a thread group leader,
 // not another thread's id).
 func checkTarget(root string, pid int) error {
@@ -32,7 +39,21 @@ func checkTarget(root string, pid int) error {
 		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
 	path := procPath(root, strconv.Itoa(pid), "status")
-	data, err := os.ReadFile(path)
+	var (
+		status procfs.ProcStatus
+		stat   procfs.ProcStat
+		p      procfs.Proc
+	)
+	pfs, err := procFS(root)
+	if err == nil {
+		p, err = pfs.Proc(pid)
+	}
+	if err == nil {
+		status, err = p.NewStatus()
+	}
+	if err == nil {
+		stat, err = p.Stat()
+	}
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ESRCH) {
 		// Under hidepid=invisible a process of another user is missing
 		// from /proc, but it exists: signalling it is refused, not
@@ -48,27 +69,13 @@ func checkTarget(root string, pid int) error {
 	if err != nil {
 		return fmt.Errorf("pid %d: %w", pid, err)
 	}
-	st := statusFields(data)
-	if st["State"] != "" && st["State"][0] == 'Z' {
+	if stat.State == "Z" {
 		return fmt.Errorf("pid %d is a zombie: %w", pid, ErrNoProcess)
 	}
-	if tgid, err := strconv.Atoi(st["Tgid"]); err == nil && tgid != pid {
-		return fmt.Errorf("pid %d is a thread of process %d; record the process: %w", pid, tgid, ErrNoProcess)
+	if status.TGID != 0 && status.TGID != pid {
+		return fmt.Errorf("pid %d is a thread of process %d; record the process: %w", pid, status.TGID, ErrNoProcess)
 	}
 	return nil
-}
-
-// statusFields parses /proc/PID/status lines "Key:\tvalue".
-func statusFields(data []byte) map[string]string {
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if ok {
-			out[k] = strings.TrimSpace(v)
-		}
-	}
-	return out
 }
 
 // targetInfo describes the target for Meta.
@@ -84,38 +91,24 @@ type targetInfo struct {
 // readTarget reads what /proc says about pid; missing parts stay empty.
 func readTarget(root string, pid int) targetInfo {
 	var t targetInfo
-	dir := procPath(root, strconv.Itoa(pid))
-	if b, err := os.ReadFile(filepath.Join(dir, "comm")); err == nil {
-		t.comm = strings.TrimSpace(string(b))
+	pfs, err := procFS(root)
+	if err != nil {
+		return t
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "cmdline")); err == nil {
-		for _, a := range bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}) {
-			t.cmdline = append(t.cmdline, string(a))
-		}
+	p, err := pfs.Proc(pid)
+	if err != nil {
+		return t
 	}
-	if p, err := os.Readlink(filepath.Join(dir, "exe")); err == nil {
-		t.exe = p
-	}
-	if bi, err := buildinfo.ReadFile(filepath.Join(dir, "exe")); err == nil {
+	t.comm, _ = p.Comm()
+	t.cmdline, _ = p.CmdLine()
+	t.exe, _ = p.Executable()
+	if bi, err := buildinfo.ReadFile(procPath(root, strconv.Itoa(pid), "exe")); err == nil {
 		t.goVersion = bi.GoVersion
 	}
-	t.cpusAllowed = cpusAllowed(dir)
+	if st, err := p.NewStatus(); err == nil {
+		t.cpusAllowed = len(st.CpusAllowedList)
+	}
 	return t
-}
-
-// cpusAllowed counts the CPUs a process may run on, from the
-// Cpus_allowed_list line of its status file; 0 when unreadable.
-func cpusAllowed(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, "status"))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			return countCPUList(strings.TrimSpace(v))
-		}
-	}
-	return 0
 }
 
 // release returns uname -r, "" when unknown.

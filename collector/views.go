@@ -152,7 +152,11 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 			}
 			b.add(userFrames(src, k.StackID, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
 		}
-		out[recording.ViewOffCPU] = b.build()
+		off := b.build()
+		// pprof shows the last sample type unless told otherwise; the
+		// view is about time off CPU, of which runqueue is one part.
+		off.DefaultSampleType = "offcpu"
+		out[recording.ViewOffCPU] = off
 
 		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.edges, compareEdgeKey) {

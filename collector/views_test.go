@@ -120,6 +120,17 @@ func TestBuildViews(t *testing.T) {
 	if len(off.SampleType) != 3 || off.SampleType[2].Type != "runqueue" || off.Sample[0].Label["state"][0] != "sleeping" || off.Sample[0].Value[2] != 100 {
 		t.Errorf("offcpu: %v %+v", off.SampleType, off.Sample[0])
 	}
+	// go tool pprof opens the view on off-CPU time, not on its runqueue
+	// part: the default survives the file.
+	var buf bytes.Buffer
+	if err := off.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := profile.Parse(&buf); err != nil {
+		t.Error(err)
+	} else if back.DefaultSampleType != "offcpu" {
+		t.Errorf("offcpu default sample type after a round trip: %q, want offcpu", back.DefaultSampleType)
+	}
 	irq := sampleBy(views[recording.ViewWakes], "[hardirq]")
 	if len(irq) != 1 || irq[0].NumLabel["tid"] != nil || irq[0].Label["context"][0] != "hardirq" || irq[0].NumLabel["wakee"][0] != 11 {
 		t.Errorf("interrupt wake edge: %+v", irq)

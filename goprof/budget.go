@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"sync/atomic"
@@ -242,11 +243,29 @@ func NewReader(r io.Reader) (io.Reader, error) {
 	if err != nil {
 		return nil, badWrap(err, "corrupt gzip")
 	}
-	inner := bufio.NewReader(&budgetReader{r: zr, left: MaxDecoded()})
+	inner := bufio.NewReader(&budgetReader{r: gzipErrors{zr}, left: MaxDecoded()})
 	if head, _ := inner.Peek(2); isGzip(head) {
 		return nil, badf("gzip stream inside a gzip stream: nested compression is refused")
 	}
 	return inner, nil
+}
+
+// gzipErrors reads a gzip stream and makes its errors about the content
+// (a corrupt block, a bad checksum, a truncated stream) bad-input errors;
+// an error reading the underlying file stays what it is.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	var perr *fs.PathError
+	switch {
+	case err == nil, err == io.EOF, errors.As(err, &perr):
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		err = badf("truncated gzip stream")
+	default:
+		err = badWrap(err, "corrupt gzip")
+	}
+	return n, err
 }
 
 // budgetReader fails once more than left bytes were read through it.

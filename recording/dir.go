@@ -68,11 +68,11 @@ func WriteAs(dir string, r *Recording, owner *Owner) (err error) {
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("write recording: %w", err)
+		return fmt.Errorf("write recording %s: %w", dir, err)
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-") // mode 0700
 	if err != nil {
-		return fmt.Errorf("write recording: %w", err)
+		return fmt.Errorf("write recording %s: making a directory in %s: %w", dir, parent, pathErrno(err))
 	}
 	defer func() {
 		if err != nil {
@@ -81,7 +81,7 @@ func WriteAs(dir string, r *Recording, owner *Owner) (err error) {
 	}()
 	d, err := openDir(tmp)
 	if err != nil {
-		return fmt.Errorf("write recording: %w", err)
+		return fmt.Errorf("write recording %s: %w", dir, pathErrno(err))
 	}
 	defer d.Close()
 	w := &dirWriter{dir: d, owner: owner}
@@ -90,16 +90,63 @@ func WriteAs(dir string, r *Recording, owner *Owner) (err error) {
 	}
 	if owner != nil {
 		if err := d.Chown(owner.UID, owner.GID); err != nil {
-			return fmt.Errorf("write recording: give it to uid %d: %w", owner.UID, err)
+			return fmt.Errorf("write recording %s: give it to uid %d: %w", dir, owner.UID, pathErrno(err))
 		}
 	}
 	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return fmt.Errorf("write recording: %w", err)
+		return fmt.Errorf("write recording %s: %w", dir, pathErrno(err))
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("write recording: %w", err)
+		return fmt.Errorf("write recording %s: %w", dir, pathErrno(err))
 	}
 	return syncDir(parent)
+}
+
+// CheckCreate reports whether Write could create a recording at dir,
+// before anything is recorded: dir must not exist, and a directory must
+// be creatable in the nearest existing directory on its path (Write
+// creates the missing parents, then builds the recording beside dir). It
+// creates and removes a directory there, so what is checked is what
+// Write will do. Errors name dir and the directory that refused, never
+// the probe's temporary name; a dir that exists wraps ErrExists.
+func CheckCreate(dir string) error {
+	dir = filepath.Clean(dir)
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Errorf("%s: %w", dir, ErrExists)
+	}
+	at := filepath.Dir(dir)
+	for {
+		st, err := os.Stat(at)
+		if err == nil && !st.IsDir() {
+			return fmt.Errorf("cannot create %s: %s is not a directory", dir, at)
+		}
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cannot create %s: %w", dir, pathErrno(err))
+		}
+		up := filepath.Dir(at)
+		if up == at {
+			return fmt.Errorf("cannot create %s: %w", dir, pathErrno(err))
+		}
+		at = up
+	}
+	probe, err := os.MkdirTemp(at, ".contend-check-")
+	if err != nil {
+		return fmt.Errorf("cannot create %s: making a directory in %s: %w", dir, at, pathErrno(err))
+	}
+	return os.Remove(probe)
+}
+
+// pathErrno returns the errno inside a path error, so a message names the
+// path its caller chose rather than a temporary one.
+func pathErrno(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // openDir opens the directory at path itself, not what a symbolic link
@@ -116,17 +163,28 @@ func openDir(path string) (*os.File, error) {
 type dirWriter struct {
 	dir   *os.File
 	owner *Owner
+	// sizes records each file written and its size.
+	sizes map[string]int64
 }
 
+// writeParts writes every part of r, meta.json last: it lists the other
+// files with their sizes (Meta.Files).
 func writeParts(w *dirWriter, r *Recording) error {
+	w.sizes = map[string]int64{}
+	if err := writeData(w, r); err != nil {
+		return err
+	}
 	meta := r.Meta
 	meta.Version = FormatVersion
 	if meta.Counters == nil {
 		meta.Counters = map[string]uint64{}
 	}
-	if err := w.writeJSON(MetaFile, meta); err != nil {
-		return err
-	}
+	meta.Files = w.sizes
+	return w.writeJSON(MetaFile, meta)
+}
+
+// writeData writes the parts of r other than meta.json.
+func writeData(w *dirWriter, r *Recording) error {
 	views := make([]string, 0, len(r.Profiles))
 	for v := range r.Profiles {
 		views = append(views, string(v))
@@ -222,6 +280,13 @@ func (w *dirWriter) writeFile(name string, fill func(io.Writer) error) error {
 	if err := f.Sync(); err != nil {
 		return err
 	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if w.sizes != nil {
+		w.sizes[name] = st.Size()
+	}
 	return f.Close()
 }
 
@@ -272,6 +337,9 @@ func Read(dir string) (*Recording, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read recording: %w", err)
 	}
+	if err := checkComplete(dir, r.Meta, entries); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+	}
 	var dumps []string
 	for _, e := range entries {
 		name := e.Name()
@@ -321,7 +389,72 @@ func Read(dir string) (*Recording, error) {
 	if err := readEvents(filepath.Join(dir, EventsFile), r); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	}
+	if r.empty() {
+		return nil, fmt.Errorf("read recording %s: it holds %s and nothing else: no profile, lock table, thread timeline or event log: %w", dir, MetaFile, ErrInvalid)
+	}
 	return r, nil
+}
+
+// empty reports whether r holds no data besides its metadata.
+func (r *Recording) empty() bool {
+	return len(r.Profiles) == 0 && len(r.Goroutines) == 0 && r.Locks == nil && r.Threads == nil && r.Events == nil
+}
+
+// probeFiles lists the files a live recording holds for each probe family
+// it lists in Meta.Probes (see collector.buildViews): the check for
+// recordings written before Meta.Files existed.
+var probeFiles = map[string][]string{
+	"futex": {string(ViewFutexWait) + profileSuffix, string(ViewFutexWake) + profileSuffix, LocksFile},
+	"sched": {string(ViewOffCPU) + profileSuffix, string(ViewWakes) + profileSuffix},
+	"oncpu": {string(ViewOnCPU) + profileSuffix},
+	"io":    {string(ViewIO) + profileSuffix},
+}
+
+// checkComplete refuses a damaged recording: a file its manifest lists
+// that is missing or of another size (truncated, or overwritten), or, in
+// a recording without a manifest, a view of a probe it says was attached.
+// A file the manifest does not list is no damage (a trace exported into
+// the directory).
+func checkComplete(dir string, m Meta, entries []os.DirEntry) error {
+	if m.Files == nil {
+		present := map[string]bool{}
+		for _, e := range entries {
+			present[e.Name()] = true
+		}
+		for _, probe := range m.Probes {
+			for _, name := range probeFiles[probe] {
+				if !present[name] {
+					return fmt.Errorf("%s is missing: %s says the %s probe was attached, which writes it: %w", name, MetaFile, probe, ErrInvalid)
+				}
+			}
+		}
+		return nil
+	}
+	names := make([]string, 0, len(m.Files))
+	for name := range m.Files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		want := m.Files[name]
+		if name != filepath.Base(name) || name == "." || name == ".." || name == MetaFile {
+			return fmt.Errorf("%s: files: bad name %q: %w", MetaFile, name, ErrInvalid)
+		}
+		st, err := os.Lstat(filepath.Join(dir, name))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%s is missing (%s lists it, %d bytes): %w", name, MetaFile, want, ErrInvalid)
+		case err != nil:
+			return err
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("%s: %w", name, goprof.ErrNotRegular)
+		case st.Size() < want:
+			return fmt.Errorf("%s is truncated: %d of the %d bytes %s lists: %w", name, st.Size(), want, MetaFile, ErrInvalid)
+		case st.Size() != want:
+			return fmt.Errorf("%s has %d bytes where %s lists %d: %w", name, st.Size(), MetaFile, want, ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // maxHistBuckets is the length of a log2 histogram of uint64 nanoseconds.

@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,5 +58,64 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 		r.Meta.CounterTotals()
+	})
+}
+
+// gunzipSeed returns the uncompressed bytes of a gzipped test file, so
+// the fuzzer mutates the protobuf rather than the deflate stream around
+// it (mutations of which are mostly rejected as corrupt gzip).
+func gunzipSeed(f *testing.F, path string) []byte {
+	f.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	out, err := goprof.Decompress(data)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return out
+}
+
+// FuzzOpen opens any two input files, given one by one and as a
+// directory of profiles: Open never panics, refuses bad input with an
+// error that says so, and what it accepts is valid: every view a valid
+// profile, a duration that is not negative, each file listed once.
+func FuzzOpen(f *testing.F) {
+	old := goprof.SetMaxDecoded(1 << 20)
+	f.Cleanup(func() { goprof.SetMaxDecoded(old) })
+	fix := filepath.Join("..", "analyzer", "testdata", "fixtures", "iolock-bad")
+	dump, err := os.ReadFile(filepath.Join(fix, "goroutine-debug1.txt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(gunzipSeed(f, filepath.Join(fix, "mutex.pb.gz")), gunzipSeed(f, filepath.Join(fix, "block.pb.gz")))
+	f.Add(gunzipSeed(f, filepath.Join(fix, "cpu.pb.gz")), dump)
+	f.Add([]byte("goroutine 1 [sync.Mutex.Lock]:\nsync.(*Mutex).Lock(...)\n\tsync/mutex.go:46\nmain.f()\n\t/a.go:1 +0x1\n"), []byte{})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		dir := t.TempDir()
+		paths := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+		for i, data := range [][]byte{a, b} {
+			if err := os.WriteFile(paths[i], data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, in := range [][]string{paths, {dir}} {
+			r, err := Open(in...)
+			if err != nil {
+				if !errors.Is(err, goprof.ErrBadProfile) && !errors.Is(err, ErrNotRecording) {
+					t.Fatalf("Open %v: %v is neither bad input nor not a recording", in, err)
+				}
+				continue
+			}
+			if r.Meta.Duration < 0 || len(r.Meta.Inputs) != 2 {
+				t.Fatalf("Open %v: duration %v, inputs %v", in, r.Meta.Duration, r.Meta.Inputs)
+			}
+			for v, p := range r.Profiles {
+				if err := p.CheckValid(); err != nil {
+					t.Fatalf("Open %v: view %s is not a valid profile: %v", in, v, err)
+				}
+			}
+		}
 	})
 }

@@ -61,11 +61,8 @@ func Open(paths ...string) (*Recording, error) {
 		}
 		switch {
 		case st.IsDir() && IsRecording(path):
-			if base != nil {
+			if baseDir != "" {
 				return nil, fmt.Errorf("open %s and %s: %w", baseDir, path, ErrTwoRecordings)
-			}
-			if base, err = Read(path); err != nil {
-				return nil, err
 			}
 			baseDir = path
 		case st.IsDir():
@@ -80,6 +77,12 @@ func Open(paths ...string) (*Recording, error) {
 				return nil, err
 			}
 			files = append(files, f)
+		}
+	}
+	if baseDir != "" {
+		var err error
+		if base, err = Read(baseDir); err != nil {
+			return nil, err
 		}
 	}
 	if base != nil && len(files) == 0 {

@@ -193,6 +193,12 @@ type Meta struct {
 	// Warnings are human-readable notes about missing data ("mutex profile
 	// empty: the program never called runtime.SetMutexProfileFraction").
 	Warnings []string `json:"warnings,omitempty"`
+	// Files is the recording's manifest: every other file Write put in
+	// the directory, with its size in bytes. Read refuses a recording
+	// whose listed files are missing or of another size, so a damaged
+	// recording is never read as one with nothing in it. Write sets it;
+	// nil in a recording written before the manifest existed.
+	Files map[string]int64 `json:"files"`
 }
 
 // Prefixes of the counter names in Meta.Counters: "ev_" counters count

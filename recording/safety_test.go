@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -167,4 +168,137 @@ func TestWritePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	testbin.CheckPrivateDir(t, dir, testbin.NobodyID, testbin.NobodyID, 5)
+}
+
+// fullRecording writes a recording with every kind of part and returns
+// its directory.
+func fullRecording(t *testing.T) string {
+	t.Helper()
+	rec := &Recording{
+		Meta:    Meta{Source: SourceLive, PID: 1, Probes: []string{"futex", "sched"}},
+		Locks:   []LockStat{{Addr: 1, Waits: 3}},
+		Threads: &Timeline{Interval: time.Second, Samples: 1},
+		Stacks:  []Stack{{Frames: []Frame{{Func: "main"}}}},
+		Events:  []Event{{Kind: EventWait, Stack: 0}},
+	}
+	for _, v := range []View{ViewFutexWait, ViewFutexWake, ViewOffCPU, ViewWakes} {
+		rec.SetProfile(v, contention([]string{"f"}, 5))
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	if err := Write(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// keepOnlyMeta removes every file of a recording but meta.json.
+func keepOnlyMeta(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != MetaFile {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// TestReadRefusesDamaged: a recording missing a file it was written
+// with, holding a truncated one, or holding only meta.json, is refused
+// with an error naming the file, never read as a recording that found
+// nothing.
+func TestReadRefusesDamaged(t *testing.T) {
+	if _, err := Read(fullRecording(t)); err != nil {
+		t.Fatalf("an intact recording: %v", err)
+	}
+	dropManifest := func(t *testing.T, dir string) {
+		var m map[string]any
+		data, err := os.ReadFile(filepath.Join(dir, MetaFile))
+		if err == nil {
+			err = json.Unmarshal(data, &m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "files")
+		data, _ = json.Marshal(m)
+		writeTestFile(t, dir, MetaFile, string(data))
+	}
+	for _, c := range []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   string
+	}{
+		{"futex-wait.pb.gz removed", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "futex-wait.pb.gz"))
+		}, "futex-wait.pb.gz is missing"},
+		{"offcpu.pb.gz truncated", func(t *testing.T, dir string) {
+			os.Truncate(filepath.Join(dir, "offcpu.pb.gz"), 20)
+		}, "offcpu.pb.gz is truncated: 20 of the"},
+		{"events.jsonl.gz grown", func(t *testing.T, dir string) {
+			f, _ := os.OpenFile(filepath.Join(dir, EventsFile), os.O_APPEND|os.O_WRONLY, 0)
+			f.Write([]byte("x"))
+			f.Close()
+		}, "events.jsonl.gz has"},
+		{"only meta.json left", func(t *testing.T, dir string) {
+			keepOnlyMeta(dir)
+		}, "is missing"},
+		{"no manifest, futex-wait.pb.gz removed", func(t *testing.T, dir string) {
+			dropManifest(t, dir)
+			os.Remove(filepath.Join(dir, "futex-wait.pb.gz"))
+		}, "futex-wait.pb.gz is missing: meta.json says the futex probe was attached"},
+		{"no manifest, only meta.json without probes", func(t *testing.T, dir string) {
+			dropManifest(t, dir)
+			writeTestFile(t, dir, MetaFile, `{"version":1,"source":"live","pid":1}`)
+			keepOnlyMeta(dir)
+		}, "holds meta.json and nothing else"},
+		{"manifest naming a path outside", func(t *testing.T, dir string) {
+			writeTestFile(t, dir, MetaFile, `{"version":1,"source":"live","files":{"../x":3}}`)
+		}, `bad name "../x"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := fullRecording(t)
+			c.damage(t, dir)
+			_, err := Read(dir)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Read: %v, want an invalid-recording error containing %q", err, c.want)
+			}
+			if _, err := Open(dir); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Open: %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// TestReadCorruptEventLog: a corrupt deflate stream in the event log is
+// bad input, like a corrupt profile.
+func TestReadCorruptEventLog(t *testing.T) {
+	dir := minimalDir(t)
+	gz := testbin.Gzip([]byte(strings.Repeat(`{"k":"wait","t":1,"tid":1,"stack":-1}`+"\n", 100)))
+	for i := 20; i < len(gz)-8; i++ {
+		gz[i] ^= 0x55
+	}
+	if err := os.WriteFile(filepath.Join(dir, EventsFile), gz, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(dir); !errors.Is(err, goprof.ErrBadProfile) || !strings.Contains(err.Error(), EventsFile) {
+		t.Errorf("corrupt event log: %v, want a bad-input error naming %s", err, EventsFile)
+	}
+}
+
+// TestCheckCreate: the check before a recording leaves nothing behind
+// where it succeeds and names the given path where it fails.
+func TestCheckCreate(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "a", "b", "rec")
+	if err := CheckCreate(dir); err != nil {
+		t.Fatalf("a new path under a writable directory: %v", err)
+	}
+	if entries, _ := os.ReadDir(base); len(entries) != 0 {
+		t.Errorf("the check left %v behind", entries)
+	}
+	if err := CheckCreate(base); !errors.Is(err, ErrExists) {
+		t.Errorf("an existing directory: %v, want ErrExists", err)
+	}
+	if err := CheckCreate("/proc/1/nope/rec"); err == nil || !strings.Contains(err.Error(), "cannot create /proc/1/nope/rec") {
+		t.Errorf("a path under /proc: %v", err)
+	}
 }

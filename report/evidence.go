@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // EvidenceText words one fact behind a verdict from its figures. Every
@@ -39,10 +40,10 @@ func (w words) f(k string) float64  { return w.e.Figures[k] }
 func (w words) i(k string) int64    { return int64(w.e.Figures[k] + 0.5) }
 func (w words) n(k string) string   { return w.e.Names[k] }
 func (w words) on(k string) bool    { return w.e.Figures[k] != 0 }
-func (w words) sec(k string) string { return analyzer.FormatSeconds(w.f(k)) }
-func (w words) pct(k string) string { return analyzer.FormatPercent(w.f(k)) }
-func (w words) cnt(k string) string { return analyzer.FormatCount(w.i(k)) }
-func (w words) num(k string) string { return analyzer.FormatFloat(w.f(k)) }
+func (w words) sec(k string) string { return units.Seconds(w.f(k)) }
+func (w words) pct(k string) string { return units.Percent(w.f(k)) }
+func (w words) cnt(k string) string { return units.Count(w.i(k)) }
+func (w words) num(k string) string { return units.Float(w.f(k)) }
 
 // items renders the items as "name (value)" with value formatted by f.
 func (w words) items(f func(float64) string) string {
@@ -70,7 +71,7 @@ func (w words) raw() string {
 		parts = append(parts, k+"="+v)
 	}
 	for k, v := range w.e.Figures {
-		parts = append(parts, fmt.Sprintf("%s=%s", k, analyzer.FormatFloat(v)))
+		parts = append(parts, fmt.Sprintf("%s=%s", k, units.Float(v)))
 	}
 	return string(w.e.Kind) + ": " + strings.Join(parts, ", ")
 }
@@ -82,7 +83,7 @@ func plural(n int64, word string) string {
 	return word + "s"
 }
 
-func countItems(v float64) string { return analyzer.FormatCount(int64(v + 0.5)) }
+func countItems(v float64) string { return units.Count(int64(v + 0.5)) }
 
 // evidenceWords holds one sentence builder per kind.
 var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
@@ -112,10 +113,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		first := w.e.Items[0]
 		rest := words{e: analyzer.Evidence{Items: w.e.Items[1:]}}
-		return fmt.Sprintf("waited for at %d program points: %s (%s) and %s", w.i("points"), first.Name, analyzer.FormatSeconds(first.Value), rest.items(analyzer.FormatSeconds))
+		return fmt.Sprintf("waited for at %d program points: %s (%s) and %s", w.i("points"), first.Name, units.Seconds(first.Value), rest.items(units.Seconds))
 	},
 	analyzer.EvHandoffs: func(w words) string {
-		t := fmt.Sprintf("%s wakes woke a waiter: %s hand-offs a second", w.cnt("woken"), analyzer.FormatRate(w.f("rate")))
+		t := fmt.Sprintf("%s wakes woke a waiter: %s hand-offs a second", w.cnt("woken"), units.Rate(w.f("rate")))
 		if r := w.n("releaser"); r != "" {
 			t += ", mostly from " + r
 		}
@@ -148,7 +149,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	analyzer.EvHolderIO: func(w words) string {
 		t := fmt.Sprintf("while the lock's holder (the owner at wait time, until it released the lock) was in I/O system calls or uninterruptible sleep, waiters waited %s: %s of the %s logged", w.sec("io_s"), w.pct("share"), w.sec("logged_s"))
 		if len(w.e.Items) > 0 {
-			t += "; by system call: " + w.items(analyzer.FormatSeconds)
+			t += "; by system call: " + w.items(units.Seconds)
 		}
 		return t
 	},
@@ -167,7 +168,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("the lock is a condition variable with its mutex; the %d threads that wait on it make %s of the hand-offs themselves: each drops the lock to the next, taking turns", w.i("waiters"), w.pct("self_share"))
 	},
 	analyzer.EvTurnsDemand: func(w words) string {
-		t := fmt.Sprintf("between waits they run: together they use %s CPUs and wait %s more for a CPU, so the lock is busy about %s of the time", w.num("cpu_cpus"), w.num("runq_cpus"), analyzer.FormatPercent(min(w.f("cpus"), 1)))
+		t := fmt.Sprintf("between waits they run: together they use %s CPUs and wait %s more for a CPU, so the lock is busy about %s of the time", w.num("cpu_cpus"), w.num("runq_cpus"), units.Percent(min(w.f("cpus"), 1)))
 		if n := w.i("num_cpu"); n > 0 {
 			t += fmt.Sprintf("; %d threads that could use %d CPUs get about one, the rest waiting on the lock (%s on average)", w.i("waiters"), n, w.num("mean"))
 		}
@@ -225,7 +226,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("the busy threads spent %s of their time runnable without a CPU and %s waiting for locks: they wait for CPUs, not for locks", w.pct("share"), w.pct("lock_share"))
 	},
 	analyzer.EvRunQueuePoints: func(w words) string {
-		return "the work they were preempted in, by function: " + w.items(analyzer.FormatSeconds)
+		return "the work they were preempted in, by function: " + w.items(units.Seconds)
 	},
 	analyzer.EvDumpWaiters: func(w words) string {
 		return fmt.Sprintf("%d of %d goroutines were waiting for this lock when the %s was taken: %s", w.i("waiters"), w.i("population"), w.n("source"), w.states())
@@ -350,7 +351,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	},
 	analyzer.EvYieldLoop: func(w words) string {
 		return fmt.Sprintf("%d threads gave up the CPU %s times in %s (%s a second) and queued for it again at once: %s runnable after yielding and %s on the CPU in the loop, %s of the process's busy time",
-			w.i("threads"), w.cnt("yields"), w.n("function"), analyzer.FormatRate(w.f("rate")), w.sec("runq_s"), w.sec("cpu_s"), w.pct("share"))
+			w.i("threads"), w.cnt("yields"), w.n("function"), units.Rate(w.f("rate")), w.sec("runq_s"), w.sec("cpu_s"), w.pct("share"))
 	},
 	analyzer.EvGoSpinCPU: func(w words) string {
 		t := fmt.Sprintf("%s of CPU (%s of the profile) is spent on the lines of %s that execute atomic loads or compare-and-swaps (%s of the function's CPU)", w.sec("spin_s"), w.pct("share"), w.n("function"), w.pct("function_share"))

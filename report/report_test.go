@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
 
@@ -105,7 +106,7 @@ func TestTextShowIdleAndColor(t *testing.T) {
 	if !strings.Contains(out, "\x1b[1m") {
 		t.Errorf("no bold with Color")
 	}
-	plain := stripANSI(out)
+	plain := ansi.Strip(out)
 	for _, want := range []string{"Not contention (idle waits, never reported as findings)", "4 goroutines: sync.Cond.Wait: waiting for work", "at app.(*Pool).get /src/pool.go:22", "blocked in select (3.9 s waited)"} {
 		if !strings.Contains(plain, want) {
 			t.Errorf("output lacks %q:\n%s", want, plain)
@@ -151,6 +152,20 @@ func TestWrap(t *testing.T) {
 	}
 	if got := wrap("a-very-long-unbreakable-token x", 10, 0, 0); got[0] != "a-very-long-unbreakable-token" {
 		t.Errorf("long token split: %q", got)
+	}
+	// Escape sequences take no width: bold text wraps where plain text
+	// does.
+	plain := wrap("aaa bbb ccc ddd eee", 9, 0, 0)
+	bold := wrap("\x1b[1maaa bbb ccc ddd eee\x1b[0m", 9, 0, 0)
+	for i := range bold {
+		bold[i] = ansi.Strip(bold[i])
+	}
+	if diff := cmp.Diff(plain, bold); diff != "" {
+		t.Errorf("bold text wraps elsewhere than plain text (-plain +bold):\n%s", diff)
+	}
+	// Kinds and paths are never split at their hyphens.
+	if diff := cmp.Diff([]string{"a", "lock-convoy", "b"}, wrap("a lock-convoy b", 8, 0, 0)); diff != "" {
+		t.Errorf("hyphenated word split (-want +got):\n%s", diff)
 	}
 	// A figure and its unit stay together.
 	if diff := cmp.Diff([]string{"waited", "4 s in", "total"}, wrap("waited 4 s in total", 7, 0, 0)); diff != "" {
@@ -283,7 +298,7 @@ func TestTextEscapesHostileNames(t *testing.T) {
 		out := b.String()
 		if color {
 			// The renderer's own colour codes are the only escapes.
-			out = stripANSI(out)
+			out = ansi.Strip(out)
 		}
 		if strings.ContainsAny(out, "\x1b\x07") {
 			t.Errorf("colour %v: a control character reached the text:\n%q", color, out)

@@ -9,12 +9,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/internal/termsafe"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -67,7 +70,7 @@ func (t *textWriter) line(s string) { t.w.WriteString(s + "\n") }
 // para writes text wrapped at the width, the first line after first, the
 // others after rest (both prefixes count toward the width).
 func (t *textWriter) para(first, rest, text string) {
-	for _, l := range wrap(text, t.width, utf8.RuneCountInString(stripANSI(first)), utf8.RuneCountInString(rest)) {
+	for _, l := range wrap(text, t.width, ansi.StringWidth(first), ansi.StringWidth(rest)) {
 		t.line(first + l)
 		first = rest
 	}
@@ -75,68 +78,65 @@ func (t *textWriter) para(first, rest, text string) {
 
 // field writes "  label       value…" with the value wrapped under itself.
 func (t *textWriter) field(label, value string) {
-	pad := strings.Repeat(" ", labelWidth-utf8.RuneCountInString(label))
+	pad := strings.Repeat(" ", labelWidth-ansi.StringWidth(label))
 	t.para("  "+t.style(ansiDim, label)+pad, strings.Repeat(" ", 2+labelWidth), value)
 }
 
-// wrap splits text into lines of at most width runes, the first line
-// having firstIndent runes already used and the others restIndent. Words
-// longer than a line (paths) stay whole. Explicit newlines are kept.
+// wrap splits text into lines of at most width cells, the first line
+// having firstIndent cells already used and the others restIndent;
+// explicit newlines are kept. It is x/ansi's word wrap (escape sequences
+// take no width, wide characters two cells), with two rules of the
+// report's: a hyphen joins like a letter, so kinds and paths
+// ("lock-convoy", "c-stripe-bad/futex-wait.pb.gz") are never split, and
+// a word longer than a line stays whole; and a number keeps its unit on
+// its line ("4 s", "340 ms").
 func wrap(text string, width, firstIndent, restIndent int) []string {
+	glued := !strings.ContainsAny(text, glueSpace+glueHyphen)
+	if glued {
+		text = unitSpace.ReplaceAllString(text, "${1}"+glueSpace+"${2}")
+		text = strings.ReplaceAll(text, "-", glueHyphen)
+	}
+	unglue := strings.NewReplacer(glueSpace, " ", glueHyphen, "-")
 	var out []string
 	indent := firstIndent
 	for _, para := range strings.Split(text, "\n") {
-		words := glueUnits(strings.Fields(para))
-		cur := ""
-		for _, w := range words {
-			if cur == "" {
-				cur = w
-				continue
+		para = strings.Join(strings.Fields(para), " ")
+		for {
+			// The first line at this indent; the rest is wrapped again
+			// at the next one. Wordwrap only turns spaces into line
+			// breaks, so the line is a prefix of the paragraph.
+			line, _, more := strings.Cut(ansi.Wordwrap(para, max(width-indent, 1), ""), "\n")
+			line = strings.TrimRight(line, " ")
+			if line == "" && more {
+				// Never the case for a paragraph without leading
+				// spaces; kept from looping forever all the same.
+				line, more = para, false
 			}
-			if indent+utf8.RuneCountInString(cur)+1+utf8.RuneCountInString(w) > width {
-				out = append(out, cur)
-				indent = restIndent
-				cur = w
-				continue
+			para = strings.TrimLeft(strings.TrimPrefix(para, line), " ")
+			if glued {
+				line = unglue.Replace(line)
 			}
-			cur += " " + w
+			out = append(out, line)
+			indent = restIndent
+			if !more || para == "" {
+				break
+			}
 		}
-		out = append(out, cur)
-		indent = restIndent
 	}
 	return out
 }
 
-// units are the words that stay on the line of the number before them
-// ("4 s", "340 ms"), so a figure is never split across lines.
-var units = map[string]bool{"s": true, "ms": true, "µs": true, "ns": true, "s,": true, "ms,": true, "µs,": true, "ns,": true, "s)": true, "ms)": true, "µs)": true, "ns)": true, "s;": true, "ms;": true}
+// glueSpace and glueHyphen stand for a space and a hyphen that must not
+// break a line while wrap runs: characters of the private use area, one
+// cell wide, that no report text holds (wrap leaves a text that does
+// hold them as it is).
+const (
+	glueSpace  = "\ue000"
+	glueHyphen = "\ue001"
+)
 
-// glueUnits joins each unit word to the number before it.
-func glueUnits(words []string) []string {
-	out := words[:0]
-	for _, w := range words {
-		if n := len(out); n > 0 && units[w] && strings.IndexAny(out[n-1][len(out[n-1])-1:], "0123456789") == 0 {
-			out[n-1] += " " + w
-			continue
-		}
-		out = append(out, w)
-	}
-	return out
-}
-
-func stripANSI(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0x1b {
-			for i < len(s) && s[i] != 'm' {
-				i++
-			}
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+// unitSpace matches the space between a number and its unit.
+var unitSpace = regexp.MustCompile(`([0-9]) (ns|µs|ms|s)\b`)
 
 // Text renders r for people: each finding's headline first, then where,
 // which lock, the figures, the evidence, the suggestion with its reasoning
@@ -286,18 +286,18 @@ func pointLine(p analyzer.ProgramPoint) string {
 func figures(r *analyzer.Result, f *analyzer.Finding) string {
 	var parts []string
 	if f.WaitSeconds > 0 {
-		s := fmtSeconds(f.WaitSeconds) + " waiting"
+		s := units.Seconds(f.WaitSeconds) + " waiting"
 		if f.WaitShare > 0 {
-			s += fmt.Sprintf(" (%s of the participants' time", fmtPercent(f.WaitShare))
+			s += fmt.Sprintf(" (%s of the participants' time", units.Percent(f.WaitShare))
 			if r.Target.Duration > 0 {
-				s += " over " + fmtSeconds(r.Target.Duration.Seconds())
+				s += " over " + units.Seconds(r.Target.Duration.Seconds())
 			}
 			s += ")"
 		}
 		parts = append(parts, s)
 	}
 	if f.CPUSeconds > 0 {
-		parts = append(parts, fmtSeconds(f.CPUSeconds)+" CPU burned")
+		parts = append(parts, units.Seconds(f.CPUSeconds)+" CPU burned")
 	}
 	if f.Participants > 0 {
 		unit := f.Unit
@@ -396,7 +396,7 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 			if text != "" {
 				text += "; "
 			}
-			text += fmt.Sprintf("%d idle %s in the block profile (%s)", blockOnly, pluralize(blockOnly, "wait"), fmtSeconds(secs))
+			text += fmt.Sprintf("%d idle %s in the block profile (%s)", blockOnly, pluralize(blockOnly, "wait"), units.Seconds(secs))
 		}
 		text += ". --show-idle lists them."
 		t.para(t.style(ansiBold, "Not contention: "), "  ", text)
@@ -414,7 +414,7 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 			head = fmt.Sprintf("%d %s: %s", g.Count, unit, g.Reason)
 		}
 		if g.WaitSeconds > 0 {
-			head += fmt.Sprintf(" (%s waited)", fmtSeconds(g.WaitSeconds))
+			head += fmt.Sprintf(" (%s waited)", units.Seconds(g.WaitSeconds))
 		}
 		t.para("  - ", "    ", head)
 		t.para("    at ", "       ", pointLine(g.Point))
@@ -452,7 +452,7 @@ func summary(r *analyzer.Result) string {
 		parts = append(parts, fmt.Sprintf("pid %d %s", r.Target.PID, r.Target.Comm))
 	}
 	if r.Target.Duration > 0 {
-		parts = append(parts, fmtSeconds(r.Target.Duration.Seconds())+" profiled")
+		parts = append(parts, units.Seconds(r.Target.Duration.Seconds())+" profiled")
 	}
 	if r.Target.Population > 0 {
 		parts = append(parts, fmt.Sprintf("%d %s", r.Target.Population, r.Target.Unit))
@@ -462,9 +462,3 @@ func summary(r *analyzer.Result) string {
 	}
 	return strings.Join(parts, " · ")
 }
-
-// Figures are formatted as the analyzer formats them in evidence texts.
-var (
-	fmtSeconds = analyzer.FormatSeconds
-	fmtPercent = analyzer.FormatPercent
-)

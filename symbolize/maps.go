@@ -33,7 +33,14 @@ func (m *mapping) filePath() string {
 	return strings.TrimSuffix(m.path, " (deleted)")
 }
 
-// parseMaps parses the text of /proc/PID/maps.
+// parseMaps parses the text of /proc/PID/maps. procfs's Proc.ProcMaps is
+// not used: it rebuilds a path from the line's whitespace-separated
+// fields, so a file whose name holds a run of spaces is named wrong (the
+// kernel prints the name as it is), it drops the scanner's error, so a
+// line past its 64 KiB buffer ends the listing as if the process had no
+// more mappings, and it parses only what it reads itself, where the
+// symbolizer parses text it has read once (and /proc/self/maps for the
+// vDSO).
 func parseMaps(r io.Reader) ([]mapping, error) {
 	var out []mapping
 	sc := bufio.NewScanner(r)

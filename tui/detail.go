@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/report"
 )
@@ -96,12 +97,12 @@ func (m *Model) findingDetail(item any, w int) []string {
 	p.add("")
 	p.field("Where", fmtPoint(f.Point))
 	p.field("Who", participants(f))
-	lost := fmtSeconds(f.WaitSeconds) + " waiting"
+	lost := units.CompactSeconds(f.WaitSeconds) + " waiting"
 	if f.WaitShare > 0 {
-		lost += fmt.Sprintf(" (%.0f%% of their time)", 100*f.WaitShare)
+		lost += " (" + units.Percent(f.WaitShare) + " of their time)"
 	}
 	if f.CPUSeconds > 0 {
-		lost += " · " + fmtSeconds(f.CPUSeconds) + " CPU burned"
+		lost += " · " + units.CompactSeconds(f.CPUSeconds) + " CPU burned"
 	}
 	p.field("Time lost", lost)
 	if f.Lock != nil {
@@ -168,8 +169,8 @@ func (m *Model) pointDetail(item any, w int) []string {
 	if mix := stateMix(pr.States); mix != "" {
 		p.field("States", mix)
 	}
-	p.field("Wait", fmtSeconds(pr.WaitSeconds))
-	p.field("CPU", fmtSeconds(pr.CPUSeconds))
+	p.field("Wait", units.CompactSeconds(pr.WaitSeconds))
+	p.field("CPU", units.CompactSeconds(pr.CPUSeconds))
 	p.section("Stack (leaf first; > marks the program point)")
 	p.stack(pr.Point.Stack, pr.Point.PointIndex)
 	return p.lines
@@ -184,12 +185,12 @@ func (m *Model) lockDetail(item any, w int) []string {
 	p.add("")
 	p.field("Identity", lockIDText(l.Lock))
 	p.field("Waits", fmt.Sprintf("%d by %s", l.Waits, plural(l.DistinctWaiters, "distinct waiters")))
-	wait := "total " + fmtSeconds(l.WaitSeconds)
+	wait := "total " + units.CompactSeconds(l.WaitSeconds)
 	if l.P50 > 0 || l.P99 > 0 {
 		wait += fmt.Sprintf(" · p50 %s · p99 %s", fmtQuantile(l.P50), fmtQuantile(l.P99))
 	}
 	if l.Max > 0 {
-		wait += " · max " + fmtDur(l.Max)
+		wait += " · max " + units.CompactDuration(l.Max)
 	}
 	p.field("Wait time", wait)
 	if l.Waiter != nil {
@@ -247,10 +248,10 @@ func (m *Model) threadDetail(item any, w int) []string {
 	}
 	p := m.newPage(w, fmt.Sprintf("Thread %d %s", t.TID, t.Comm), false)
 	p.add("")
-	p.field("CPU", fmt.Sprintf("%s (user %s, system %s)", fmtSeconds(t.CPUSeconds), fmtSeconds(t.UserSeconds), fmtSeconds(t.SysSeconds)))
+	p.field("CPU", fmt.Sprintf("%s (user %s, system %s)", units.CompactSeconds(t.CPUSeconds), units.CompactSeconds(t.UserSeconds), units.CompactSeconds(t.SysSeconds)))
 	p.field("Switches", fmt.Sprintf("%d voluntary, %d involuntary", t.Voluntary, t.Involuntary))
 	if t.WaitSeconds > 0 {
-		p.field("Lock wait", fmtSeconds(t.WaitSeconds))
+		p.field("Lock wait", units.CompactSeconds(t.WaitSeconds))
 	}
 	p.section("States over time (one /proc letter per sample, oldest first)")
 	if t.States == "" {
@@ -275,7 +276,7 @@ func (m *Model) idleDetail(item any, w int) []string {
 	p.field("Where", fmtPoint(g.Point))
 	p.field("Count", plural(g.Count, unitOr(g.Unit)))
 	if g.WaitSeconds > 0 {
-		p.field("Idle time", fmtSeconds(g.WaitSeconds))
+		p.field("Idle time", units.CompactSeconds(g.WaitSeconds))
 	}
 	p.section("Stack (leaf first; > marks the program point)")
 	p.stack(g.Point.Stack, g.Point.PointIndex)

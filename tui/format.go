@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -36,59 +37,13 @@ var stateGlyph = map[string]string{
 	recording.StateOther:           " ",
 }
 
-// fmtSeconds formats a time in seconds with three significant figures and a
-// unit that keeps it short ("850µs", "12.3ms", "4.21s", "312s").
-func fmtSeconds(s float64) string {
-	switch {
-	case s <= 0 || math.IsNaN(s):
-		return "0"
-	case s < 1e-3:
-		return fmt.Sprintf("%.0fµs", s*1e6)
-	case s < 1e-2:
-		return fmt.Sprintf("%.2fms", s*1e3)
-	case s < 1e-1:
-		return fmt.Sprintf("%.1fms", s*1e3)
-	case s < 1:
-		return fmt.Sprintf("%.0fms", s*1e3)
-	case s < 10:
-		return fmt.Sprintf("%.2fs", s)
-	case s < 100:
-		return fmt.Sprintf("%.1fs", s)
-	default:
-		return fmt.Sprintf("%.0fs", s)
-	}
-}
-
 // fmtQuantile formats a wait-time quantile; 0 means the input had no
 // per-wait durations (Go profiles), shown as "-".
 func fmtQuantile(d time.Duration) string {
 	if d <= 0 {
 		return "-"
 	}
-	return fmtDur(d)
-}
-
-// fmtDur formats a duration like fmtSeconds, with nanoseconds below 1µs.
-func fmtDur(d time.Duration) string {
-	if d > 0 && d < time.Microsecond {
-		return fmt.Sprintf("%dns", d.Nanoseconds())
-	}
-	return fmtSeconds(d.Seconds())
-}
-
-// fmtCount formats a count in at most five characters ("980", "12.3k",
-// "4.5M").
-func fmtCount(n uint64) string {
-	switch {
-	case n < 10000:
-		return fmt.Sprintf("%d", n)
-	case n < 1e6:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	case n < 1e9:
-		return fmt.Sprintf("%.1fM", float64(n)/1e6)
-	default:
-		return fmt.Sprintf("%.1fG", float64(n)/1e9)
-	}
+	return units.CompactDuration(d)
 }
 
 // fmtClock formats an elapsed time as m:ss or h:mm:ss.
@@ -315,9 +270,9 @@ func log2Label(i int) string {
 		return "0"
 	}
 	if i >= 63 {
-		return ">" + fmtDur(time.Duration(math.MaxInt64))
+		return ">" + units.CompactDuration(time.Duration(math.MaxInt64))
 	}
-	return fmtDur(time.Duration(uint64(1) << uint(i)))
+	return units.CompactDuration(time.Duration(uint64(1) << uint(i)))
 }
 
 // plural returns "1 thread" / "3 threads" style counts for unit names

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 
@@ -112,7 +112,7 @@ func newHarness(t *testing.T, src Source, res *analyzer.Result, w, h int) *harne
 	m := New(src, Options{
 		Title:     title,
 		Analyze:   an.analyze,
-		Renderer:  NewASCIIRenderer(),
+		Plain:     true,
 		Now:       func() time.Time { return fixedNow },
 		ExportDir: t.TempDir(),
 	})
@@ -174,22 +174,25 @@ func (h *harness) keys(names ...string) {
 	}
 }
 
-func keyMsg(name string) tea.KeyMsg {
-	types := map[string]tea.KeyType{
-		"enter": tea.KeyEnter, "esc": tea.KeyEsc, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
-		"up": tea.KeyUp, "down": tea.KeyDown, "pgdown": tea.KeyPgDown, "pgup": tea.KeyPgUp,
-		"backspace": tea.KeyBackspace, "home": tea.KeyHome, "end": tea.KeyEnd, "ctrl+c": tea.KeyCtrlC,
+func keyMsg(name string) tea.KeyPressMsg {
+	codes := map[string]tea.Key{
+		"enter": {Code: tea.KeyEnter}, "esc": {Code: tea.KeyEscape}, "tab": {Code: tea.KeyTab},
+		"shift+tab": {Code: tea.KeyTab, Mod: tea.ModShift},
+		"up":        {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "pgdown": {Code: tea.KeyPgDown}, "pgup": {Code: tea.KeyPgUp},
+		"backspace": {Code: tea.KeyBackspace}, "home": {Code: tea.KeyHome}, "end": {Code: tea.KeyEnd},
+		"ctrl+c": {Code: 'c', Mod: tea.ModCtrl}, "space": {Code: tea.KeySpace, Text: " "},
 	}
-	if t, ok := types[name]; ok {
-		return tea.KeyMsg{Type: t}
+	if k, ok := codes[name]; ok {
+		return tea.KeyPressMsg(k)
 	}
-	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(name)}
+	r := []rune(name)
+	return tea.KeyPressMsg{Code: r[0], Text: name}
 }
 
 // view renders the screen and checks it fits the terminal exactly.
 func (h *harness) view() string {
 	h.t.Helper()
-	v := h.m.View()
+	v := h.m.render()
 	checkScreen(h.t, v, h.m.width, h.m.height)
 	return v
 }

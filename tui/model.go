@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/internal/termsafe"
@@ -51,9 +51,10 @@ type Options struct {
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
-	// Renderer draws the styles; nil means a renderer on stderr that
-	// respects NO_COLOR.
-	Renderer *lipgloss.Renderer
+	// Plain renders without any escape sequence (no colour, bold or
+	// reverse video), for tests; otherwise the view is coloured unless
+	// NO_COLOR is set.
+	Plain bool
 	// Now returns the current time, for export directory names; nil means
 	// time.Now.
 	Now func() time.Time
@@ -124,6 +125,7 @@ type Model struct {
 	src     Source
 	opts    Options
 	analyze AnalyzeFunc
+	look    look
 	st      styles
 	keys    keyMap
 	help    help.Model
@@ -174,28 +176,14 @@ func New(src Source, opts Options) Model {
 			return analyzer.Analyze(rec, analyzer.Options{})
 		}
 	}
-	r := opts.Renderer
-	if r == nil {
-		r = defaultRenderer()
-	}
-	colour := !noColor()
-	st := newStyles(r, colour)
+	lk := look{plain: opts.Plain, colour: !noColor(), dark: true}
 	h := help.New()
-	h.Styles = help.Styles{
-		Ellipsis:       st.dim,
-		ShortKey:       st.key,
-		ShortDesc:      st.dim,
-		ShortSeparator: st.dim,
-		FullKey:        st.key,
-		FullDesc:       r.NewStyle(),
-		FullSeparator:  st.dim,
-	}
 	h.ShortSeparator = " "
 	m := Model{
 		src:     src,
 		opts:    opts,
 		analyze: an,
-		st:      st,
+		look:    lk,
 		keys:    newKeyMap(src.Live()),
 		help:    h,
 		// Init always starts loading generation 0.
@@ -208,14 +196,36 @@ func New(src Source, opts Options) Model {
 			return func() tea.Msg { <-done; return exitedMsg{} }
 		},
 	}
+	m.setStyles()
 	m.stats = src.Stats()
 	return m
 }
 
+// setStyles builds the styles for the model's look, and the help line's
+// from them.
+func (m *Model) setStyles() {
+	m.st = newStyles(m.look)
+	m.help.Styles = help.Styles{
+		Ellipsis:       m.st.dim,
+		ShortKey:       m.st.key,
+		ShortDesc:      m.st.dim,
+		ShortSeparator: m.st.dim,
+		FullKey:        m.st.key,
+		FullDesc:       lipgloss.NewStyle(),
+		FullSeparator:  m.st.dim,
+	}
+}
+
 // Init loads the first snapshot, starts the refresh clock of a live source
-// and watches for the end of the target.
+// and watches for the end of the target. A coloured view asks the
+// terminal for its background (the answer, if any, arrives as a message;
+// nothing waits for it, and until then the colours are those for a dark
+// background).
 func (m Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.loadCmd(m.gen)}
+	if m.st.colour {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
 	if m.src.Live() {
 		cmds = append(cmds, m.tickCmd())
 		if done := m.src.Done(); done != nil {
@@ -281,7 +291,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
-		m.help.Width = msg.Width
+		m.help.SetWidth(msg.Width)
+	case tea.BackgroundColorMsg:
+		if m.look.dark != msg.IsDark() {
+			m.look.dark = msg.IsDark()
+			m.setStyles()
+		}
 	case tickMsg:
 		cmd = m.onTick()
 	case frameMsg:
@@ -297,7 +312,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else {
 			m.setStatus(statusInfo, "exported to %s with a Perfetto trace (%s)", msg.dir, filepath.Base(msg.trace))
 		}
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		cmd = m.onKey(msg)
 	}
 	m.fixScroll()
@@ -373,8 +388,8 @@ func (m *Model) setStatus(k statusKind, format string, args ...any) {
 	m.statusK = k
 }
 
-func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyCtrlC {
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if msg.String() == "ctrl+c" {
 		m.quitting = true
 		return tea.Quit
 	}
@@ -407,7 +422,7 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	case key.Matches(msg, k.Prev):
 		m.switchTab((m.tab + numTabs - 1) % numTabs)
 	case key.Matches(msg, k.Views):
-		m.switchTab(tab(msg.Runes[0] - '1'))
+		m.switchTab(tab(msg.Code - '1'))
 	case key.Matches(msg, k.Up):
 		m.move(-1)
 	case key.Matches(msg, k.Down):
@@ -502,20 +517,20 @@ func (m *Model) export() tea.Cmd {
 
 // editFilter handles a key while the filter is being typed: the rows
 // narrow as each character arrives.
-func (m *Model) editFilter(msg tea.KeyMsg) {
+func (m *Model) editFilter(msg tea.KeyPressMsg) {
 	ls := &m.lists[m.tab]
-	switch msg.Type {
-	case tea.KeyEnter:
+	switch {
+	case msg.Code == tea.KeyEnter:
 		m.editing = false
-	case tea.KeyEsc:
+	case msg.Code == tea.KeyEscape:
 		m.editing = false
 		ls.filter = ""
-	case tea.KeyBackspace:
+	case msg.Code == tea.KeyBackspace:
 		if r := []rune(ls.filter); len(r) > 0 {
 			ls.filter = string(r[:len(r)-1])
 		}
-	case tea.KeyRunes, tea.KeySpace:
-		ls.filter += string(msg.Runes)
+	case msg.Text != "" && msg.Mod&^tea.ModShift == 0:
+		ls.filter += msg.Text
 	}
 	m.follow()
 }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/recording"
@@ -465,7 +462,7 @@ func TestQuit(t *testing.T) {
 		if !h.quit {
 			t.Errorf("%s did not quit", k)
 		}
-		if v := h.m.View(); v != "" {
+		if v := h.m.render(); v != "" {
 			t.Errorf("view after %s is not blank: %q", k, v)
 		}
 	}
@@ -576,11 +573,8 @@ func TestEverySizeFits(t *testing.T) {
 
 func TestNoColorDropsColoursKeepsBold(t *testing.T) {
 	render := func() string {
-		r := lipgloss.NewRenderer(io.Discard)
-		r.SetColorProfile(termenv.TrueColor)
-		r.SetHasDarkBackground(true)
 		src := liveSource()
-		m := New(src, Options{Renderer: r, Analyze: (&fakeAnalyzer{res: hmResult()}).analyze})
+		m := New(src, Options{Analyze: (&fakeAnalyzer{res: hmResult()}).analyze})
 		m.after = func(time.Duration) tea.Cmd { return nil }
 		m.waitDone = func(<-chan struct{}) tea.Cmd { return nil }
 		nm, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
@@ -588,7 +582,7 @@ func TestNoColorDropsColoursKeepsBold(t *testing.T) {
 		nm, _ = m.Update(m.loadCmd(0)())
 		m = nm.(Model)
 		nm, _ = m.Update(keyMsg("4"))
-		return nm.(Model).View()
+		return nm.(Model).render()
 	}
 	// An SGR sequence with a foreground or background colour parameter.
 	colourSGR := regexp.MustCompile(`\x1b\[([0-9]+;)*(3[0-8]|4[0-8])[;m]`)

@@ -5,17 +5,17 @@ import (
 	"testing"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/exp/teatest"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 )
 
 // TestProgramRunsOverSavedRecording runs the model in a real Bubble Tea
-// program (teatest, 80x24, ASCII profile): the first snapshot is taken and
+// program (teatest, 80x24, plain styles): the first snapshot is taken and
 // analyzed by the program's own command loop, keys open a finding and q
 // ends the program.
 func TestProgramRunsOverSavedRecording(t *testing.T) {
 	an := &fakeAnalyzer{res: hmResult()}
-	m := New(offlineSource(), Options{Title: "contend tui", Analyze: an.analyze, Renderer: NewASCIIRenderer()})
+	m := New(offlineSource(), Options{Title: "contend tui", Analyze: an.analyze, Plain: true})
 	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(80, 24))
 	waitFor := func(what string) {
 		t.Helper()
@@ -23,7 +23,7 @@ func TestProgramRunsOverSavedRecording(t *testing.T) {
 			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
 	}
 	waitFor("spin-convoy")
-	tm.Send(tea.KeyMsg{Type: tea.KeyEnter})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
 	waitFor("Finding #1")
 	tm.Type("q")
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)

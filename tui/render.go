@@ -5,10 +5,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/contend-dev/contend/internal/termsafe"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -23,8 +25,16 @@ const (
 	minHeight = headerLines + footerLines + 2
 )
 
-// View draws the whole screen.
-func (m Model) View() string {
+// View draws the whole screen, full screen (the alternate screen, left
+// when the program ends).
+func (m Model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render draws the whole screen as text.
+func (m Model) render() string {
 	w, h := m.width, m.height
 	if m.quitting || w <= 0 || h <= 0 {
 		return ""
@@ -125,7 +135,7 @@ func (m *Model) titleLine(w int) string {
 			parts = append(parts, plural(f.res.Target.Population, unitOr(f.res.Target.Unit)))
 		}
 		if f.sum.cpuOK {
-			parts = append(parts, fmt.Sprintf("CPU %.0f%%", f.sum.cpuPct))
+			parts = append(parts, "CPU "+units.Percent(f.sum.cpuPct/100))
 		}
 	}
 	var right string
@@ -141,7 +151,7 @@ func (m *Model) titleLine(w int) string {
 		}
 		right = fmt.Sprintf("%s · %s · %s", fmtWindow(m.curWindow()), fmtClock(m.stats.Elapsed), state)
 	} else if m.stats.Elapsed > 0 {
-		right = "recorded " + fmtSeconds(m.stats.Elapsed.Seconds())
+		right = "recorded " + units.CompactSeconds(m.stats.Elapsed.Seconds())
 	} else {
 		right = "saved"
 	}
@@ -192,16 +202,16 @@ func (m *Model) probeLine(w int) string {
 		parts = append(parts, "no probes")
 	}
 	if m.stats.Events > 0 {
-		parts = append(parts, "events "+fmtCount(m.stats.Events))
+		parts = append(parts, "events "+units.CompactCount(m.stats.Events))
 	}
-	drops := fmt.Sprintf("drops %s", fmtCount(m.stats.Drops))
+	drops := fmt.Sprintf("drops %s", units.CompactCount(m.stats.Drops))
 	if m.stats.Drops > 0 {
 		drops = m.st.warn.Render(drops)
 		var names []string
 		for k, v := range meta.Counters {
 			if v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
 				k = strings.TrimPrefix(k, recording.CounterDropPrefix)
-				names = append(names, fmt.Sprintf("%s %s", k, fmtCount(v)))
+				names = append(names, fmt.Sprintf("%s %s", k, units.CompactCount(v)))
 			}
 		}
 		sort.Strings(names)
@@ -457,6 +467,15 @@ func (m *Model) notesLines(w, h int) []string {
 // layout sizes the columns to width w: fixed columns keep their width, the
 // flexible ones share the rest (at least 4 cells each); one space separates
 // columns.
+//
+// The lists are drawn here rather than with bubbles/table, which draws
+// one line per row, cuts every cell at its right end with "…" and marks
+// the selection only by its style. These lists need a second line under
+// a row (a finding's kind and place), a thread's state strip cut at its
+// left end (the newest samples are on the right), numbers aligned right,
+// cells of two parts (fitSplit), a selection marked with ">" so it shows
+// without colour, and a cursor that follows its row by key across
+// refreshes that reorder the rows.
 func layout(cols []column, w int) []int {
 	out := make([]int, len(cols))
 	fixed, flex := 0, 0
@@ -562,7 +581,7 @@ func (m *Model) colourStrip(s string) string {
 // overlayView is the `?` help: every key, and how to read the bars.
 func (m *Model) overlayView(w, h int) []string {
 	hm := m.help
-	hm.Width = max(w-6, 10)
+	hm.SetWidth(max(w-6, 10))
 	lines := []string{
 		m.st.bold.Render("Keys"),
 		hm.FullHelpView(m.keys.FullHelp()),
@@ -575,7 +594,8 @@ func (m *Model) overlayView(w, h int) []string {
 		lines = append(lines, "w: last 1s, last 10s, whole run · p freezes the screen")
 	}
 	lines = append(lines, m.st.dim.Render("? or esc closes"))
-	box := m.st.overlay.Width(min(w-2, 78)).Render(strings.Join(lines, "\n"))
+	// The width counts the border (two cells) as well.
+	box := m.st.overlay.Width(min(w-2, 78) + 2).Render(strings.Join(lines, "\n"))
 	placed := lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
 	return strings.Split(placed, "\n")
 }

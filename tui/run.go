@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
 )
 
@@ -30,16 +30,9 @@ func Run(ctx context.Context, src Source, opts Options) error {
 	if err := CheckTerminal(); err != nil {
 		return err
 	}
-	progOpts := []tea.ProgramOption{
-		tea.WithContext(ctx),
-		tea.WithAltScreen(),
-		tea.WithOutput(os.Stderr),
-	}
-	if !term.IsTerminal(os.Stdin.Fd()) {
-		// Keys come from the controlling terminal when stdin is a pipe.
-		progOpts = append(progOpts, tea.WithInputTTY())
-	}
-	p := tea.NewProgram(New(src, opts), progOpts...)
+	// Keys come from the controlling terminal when stdin is a pipe: the
+	// program opens it by itself.
+	p := tea.NewProgram(New(src, opts), tea.WithContext(ctx), tea.WithOutput(os.Stderr))
 	_, err := p.Run()
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):

@@ -1,21 +1,17 @@
 package tui
 
 import (
-	"io"
 	"os"
 
-	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/term"
-	"github.com/muesli/termenv"
+	"charm.land/lipgloss/v2"
 )
 
-// styles holds every lipgloss style the views use, built from one renderer
-// so the colour profile (and NO_COLOR) applies everywhere. Meaning never
-// rests on colour alone: selection, the program point and states also have
-// their own characters, so an ASCII render says everything a coloured one
-// does.
+// styles holds every lipgloss style the views use. Meaning never rests on
+// colour alone: selection, the program point and states also have their
+// own characters, so a plain render says everything a coloured one does.
+// The program downsamples the colours to what the terminal shows.
 type styles struct {
-	// colour is false under NO_COLOR and for ASCII renders.
+	// colour is false under NO_COLOR and for plain renders.
 	colour   bool
 	title    lipgloss.Style
 	dim      lipgloss.Style
@@ -34,66 +30,65 @@ type styles struct {
 	state map[string]lipgloss.Style
 }
 
-// newRenderer returns the renderer for the TUI on f. Under NO_COLOR (or
-// CLICOLOR=0) termenv reports a plain-text profile; on a terminal the
-// profile is raised back to basic ANSI so bold and reverse video still mark
-// titles and the selection, while the styles themselves carry no colour.
-func newRenderer(f *os.File) *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(f)
-	if noColor() && term.IsTerminal(f.Fd()) {
-		r.SetColorProfile(termenv.ANSI)
-		r.SetHasDarkBackground(true)
-	}
-	return r
+// noColor reports whether colours are to be left out: NO_COLOR set to
+// anything, or CLICOLOR=0 (https://no-color.org, https://bixense.com/clicolors).
+// Bold and reverse video stay: they mark titles and the selection.
+func noColor() bool {
+	return os.Getenv("NO_COLOR") != "" || os.Getenv("CLICOLOR") == "0"
 }
 
-// noColor reports whether colours are to be left out.
-func noColor() bool { return termenv.EnvNoColor() }
-
-// NewASCIIRenderer returns a renderer that emits no escape sequences at all,
-// for tests and for output that is not a terminal.
-func NewASCIIRenderer() *lipgloss.Renderer {
-	r := lipgloss.NewRenderer(io.Discard)
-	r.SetColorProfile(termenv.Ascii)
-	return r
+// look says how the styles render: plain (no escape sequence at all, for
+// tests), without colour (NO_COLOR), or in colour for a dark or a light
+// background.
+type look struct {
+	plain, colour, dark bool
 }
 
-func newStyles(r *lipgloss.Renderer, colour bool) styles {
+func newStyles(l look) styles {
+	st := lipgloss.NewStyle
 	s := styles{
-		title:    r.NewStyle().Bold(true),
-		dim:      r.NewStyle(),
-		bold:     r.NewStyle().Bold(true),
-		selected: r.NewStyle().Reverse(true),
-		point:    r.NewStyle().Bold(true),
-		tabOn:    r.NewStyle().Bold(true).Reverse(true),
-		tabOff:   r.NewStyle(),
-		warn:     r.NewStyle().Bold(true),
-		bad:      r.NewStyle().Bold(true),
-		good:     r.NewStyle(),
-		key:      r.NewStyle().Bold(true),
-		overlay:  r.NewStyle().Border(lipgloss.NormalBorder()).Padding(0, 1),
+		title:    st().Bold(true),
+		dim:      st(),
+		bold:     st().Bold(true),
+		selected: st().Reverse(true),
+		point:    st().Bold(true),
+		tabOn:    st().Bold(true).Reverse(true),
+		tabOff:   st(),
+		warn:     st().Bold(true),
+		bad:      st().Bold(true),
+		good:     st(),
+		key:      st().Bold(true),
+		overlay:  st().Border(lipgloss.NormalBorder()).Padding(0, 1),
 		state:    map[string]lipgloss.Style{},
-		colour:   colour && r.ColorProfile() != termenv.Ascii,
+		colour:   l.colour && !l.plain,
 	}
-	for _, st := range stateOrder {
-		s.state[st] = r.NewStyle()
+	for _, name := range stateOrder {
+		s.state[name] = st()
 	}
-	if !colour {
+	if l.plain {
+		// Only the overlay's border and padding: they are characters.
+		plainStyle := st()
+		for _, p := range []*lipgloss.Style{&s.title, &s.bold, &s.selected, &s.point, &s.tabOn, &s.warn, &s.bad, &s.key} {
+			*p = plainStyle
+		}
 		return s
 	}
-	s.dim = s.dim.Foreground(lipgloss.AdaptiveColor{Light: "244", Dark: "245"})
-	s.point = s.point.Foreground(lipgloss.AdaptiveColor{Light: "160", Dark: "203"})
-	s.warn = s.warn.Foreground(lipgloss.AdaptiveColor{Light: "130", Dark: "214"})
-	s.bad = s.bad.Foreground(lipgloss.AdaptiveColor{Light: "160", Dark: "203"})
-	s.good = s.good.Foreground(lipgloss.AdaptiveColor{Light: "28", Dark: "42"})
-	s.key = s.key.Foreground(lipgloss.AdaptiveColor{Light: "25", Dark: "75"})
-	s.state["running"] = s.state["running"].Foreground(lipgloss.AdaptiveColor{Light: "28", Dark: "42"})
-	s.state["runnable"] = s.state["runnable"].Foreground(lipgloss.AdaptiveColor{Light: "160", Dark: "203"})
-	s.state["sleeping"] = s.state["sleeping"].Foreground(lipgloss.AdaptiveColor{Light: "25", Dark: "75"})
-	s.state["uninterruptible"] = s.state["uninterruptible"].Foreground(lipgloss.AdaptiveColor{Light: "130", Dark: "214"})
-	s.state["other"] = s.state["other"].Foreground(lipgloss.AdaptiveColor{Light: "244", Dark: "245"})
+	if !s.colour {
+		return s
+	}
+	c := func(light, dark string) lipgloss.Style {
+		return st().Foreground(lipgloss.LightDark(l.dark)(lipgloss.Color(light), lipgloss.Color(dark)))
+	}
+	s.dim = c("244", "245")
+	s.point = c("160", "203").Bold(true)
+	s.warn = c("130", "214").Bold(true)
+	s.bad = c("160", "203").Bold(true)
+	s.good = c("28", "42")
+	s.key = c("25", "75").Bold(true)
+	s.state["running"] = c("28", "42")
+	s.state["runnable"] = c("160", "203")
+	s.state["sleeping"] = c("25", "75")
+	s.state["uninterruptible"] = c("130", "214")
+	s.state["other"] = c("244", "245")
 	return s
 }
-
-// defaultRenderer is the renderer for a program drawing on stderr.
-func defaultRenderer() *lipgloss.Renderer { return newRenderer(os.Stderr) }

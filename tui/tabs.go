@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // tab is one of the five list views.
@@ -207,7 +208,7 @@ func findingRows(res *analyzer.Result) []row {
 		sub := fmt.Sprintf("%s · confidence %s · at %s", f.Kind, f.Confidence, locFirst(f.Point))
 		rows = append(rows, row{
 			key:   findingKey(f),
-			cells: []string{strconv.Itoa(i + 1), f.Headline, fmtSeconds(f.WaitSeconds), fmtSeconds(f.CPUSeconds)},
+			cells: []string{strconv.Itoa(i + 1), f.Headline, units.CompactSeconds(f.WaitSeconds), units.CompactSeconds(f.CPUSeconds)},
 			sub:   sub,
 			name:  f.Headline,
 			num:   []float64{-float64(i), f.WaitSeconds, f.CPUSeconds, float64(f.Participants)},
@@ -236,7 +237,7 @@ func pointRows(res *analyzer.Result) []row {
 		}
 		rows = append(rows, row{
 			key:   pointKey(p.Point),
-			cells: []string{name, strconv.Itoa(p.Count), stateMix(p.States), fmtSeconds(p.WaitSeconds), fmtSeconds(p.CPUSeconds)},
+			cells: []string{name, strconv.Itoa(p.Count), stateMix(p.States), units.CompactSeconds(p.WaitSeconds), units.CompactSeconds(p.CPUSeconds)},
 			name:  analyzer.ShortFunc(p.Point.Function),
 			num:   []float64{float64(p.Count), p.WaitSeconds, p.CPUSeconds, 0},
 			dim:   p.Idle,
@@ -282,8 +283,8 @@ func lockRows(res *analyzer.Result) []row {
 		}
 		rows = append(rows, row{
 			key: lockKey(l.Lock),
-			cells: []string{name, fmtCount(l.Waits), strconv.Itoa(l.DistinctWaiters),
-				fmtSeconds(l.WaitSeconds), fmtQuantile(l.P50), fmtQuantile(l.P99)},
+			cells: []string{name, units.CompactCount(l.Waits), strconv.Itoa(l.DistinctWaiters),
+				units.CompactSeconds(l.WaitSeconds), fmtQuantile(l.P50), fmtQuantile(l.P99)},
 			name: name,
 			num:  []float64{l.WaitSeconds, float64(l.Waits), float64(l.DistinctWaiters), float64(l.P99)},
 			dim:  l.Idle,
@@ -298,8 +299,8 @@ func threadRows(res *analyzer.Result) []row {
 	for _, t := range res.Threads {
 		rows = append(rows, row{
 			key: strconv.Itoa(t.TID),
-			cells: []string{strconv.Itoa(t.TID), t.Comm, t.States, fmtSeconds(t.CPUSeconds),
-				fmtCount(t.Voluntary), fmtCount(t.Involuntary)},
+			cells: []string{strconv.Itoa(t.TID), t.Comm, t.States, units.CompactSeconds(t.CPUSeconds),
+				units.CompactCount(t.Voluntary), units.CompactCount(t.Involuntary)},
 			// Zero-padded so the text sort orders tids numerically.
 			name: fmt.Sprintf("%012d", t.TID),
 			num:  []float64{t.CPUSeconds, float64(t.Involuntary), float64(t.Voluntary), t.WaitSeconds, 0},
@@ -314,7 +315,7 @@ func idleRows(res *analyzer.Result) []row {
 	for _, g := range res.Idle {
 		rows = append(rows, row{
 			key:   g.Reason + "|" + pointKey(g.Point),
-			cells: []string{g.Reason, strconv.Itoa(g.Count), fmtSeconds(g.WaitSeconds)},
+			cells: []string{g.Reason, strconv.Itoa(g.Count), units.CompactSeconds(g.WaitSeconds)},
 			sub:   "at " + locFirst(g.Point),
 			name:  g.Reason,
 			num:   []float64{float64(g.Count), g.WaitSeconds},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/internal/termsafe"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -68,6 +69,11 @@ busy-wait replaced by a mutex in the same function compares with it.`,
 	return c
 }
 
+// CompareSchemaVersion is the version of compare's JSON form
+// (docs/json-schema.md), versioned like analyze's: minor versions only
+// add fields.
+const CompareSchemaVersion = "1.0"
+
 // sideRec is one analyzed recording of a side.
 type sideRec struct {
 	path string
@@ -79,18 +85,25 @@ type sideRec struct {
 type stat struct {
 	// Value is the mean over the side's recordings (a rate).
 	Value float64 `json:"value"`
-	// Low and High bound the spread.
+	// Low and High bound the spread; they always bracket Value.
 	Low  float64 `json:"low"`
 	High float64 `json:"high"`
 	// Over says what the spread is over: "N recordings" or "N windows of
 	// 1s"; "" when there is no spread.
 	Over string `json:"over,omitempty"`
+	// NoSpread says why a one-recording side has no spread where one
+	// was expected: its windows do not bracket the recording's total.
+	NoSpread string `json:"no_spread,omitempty"`
 	// Kind and Participants describe a program point's finding on this
 	// side (the most costly one there).
 	Kind         string `json:"kind,omitempty"`
 	Participants int    `json:"participants,omitempty"`
-	// Missing is set when the figure does not exist on this side (no
-	// finding there, or no timeline).
+	// NoFinding is set on a program point's row when this side has no
+	// finding there: Value is then what its lock and point tables
+	// measured at the same key, 0 when nothing waited there.
+	NoFinding bool `json:"no_finding,omitempty"`
+	// Missing is set when this side has no data for the figure (no /proc
+	// timeline, or not a live recording).
 	Missing bool `json:"missing,omitempty"`
 }
 
@@ -104,14 +117,19 @@ type figure struct {
 	Unit string `json:"unit"`
 	A    stat   `json:"a"`
 	B    stat   `json:"b"`
-	// Change is (B-A)/A, 0 when A is 0.
+	// Change is (B-A)/A, 0 when A is 0 or either side has no data.
 	Change float64 `json:"change"`
-	// Apart is set when the two spreads do not overlap.
+	// Apart is set when both sides have a spread and the spreads do not
+	// overlap.
 	Apart bool `json:"apart"`
 }
 
 // comparison is the result of compare, rendered as text or JSON.
 type comparison struct {
+	Schema string `json:"schema"`
+	// Unit is what the figures count: "threads" (live recordings) or
+	// "goroutines" (Go profiles).
+	Unit    string   `json:"unit"`
 	A       sideInfo `json:"a"`
 	B       sideInfo `json:"b"`
 	Process []figure `json:"process"`
@@ -139,7 +157,11 @@ func runCompare(o compareOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cmp := compareSides(a, b, o.window)
+	unit, err := sidesUnit(a, b)
+	if err != nil {
+		return err
+	}
+	cmp := compareSides(a, b, unit, o.window)
 	if o.format == formatJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -154,7 +176,8 @@ func runCompare(o compareOptions, stdout io.Writer) error {
 	return nil
 }
 
-// loadSide opens and analyzes the recordings of one side.
+// loadSide opens and analyzes the recordings of one side. A recording
+// without a duration is refused: every figure is a rate over it.
 func loadSide(arg string) ([]sideRec, error) {
 	var out []sideRec
 	for _, p := range strings.Split(arg, ",") {
@@ -173,7 +196,11 @@ func loadSide(arg string) ([]sideRec, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compare: %s: %w", p, err)
 		}
-		out = append(out, sideRec{path: p, rec: rec, res: res})
+		r := sideRec{path: p, rec: rec, res: res}
+		if durationOf(r) <= 0 {
+			return nil, usageErrorf("compare: %s has no duration (goroutine dumps, or mutex and block profiles written at exit, carry none): every figure compare shows is a rate over the time profiled; give a recording, or profiles with a duration (/debug/pprof/...?seconds=N, a CPU profile)", p)
+		}
+		out = append(out, r)
 	}
 	if len(out) == 0 {
 		return nil, usageErrorf("compare: no recording in %q", arg)
@@ -181,27 +208,39 @@ func loadSide(arg string) ([]sideRec, error) {
 	return out, nil
 }
 
-// seconds of a side's recordings, for rates.
+// unitOf is what a recording's figures count.
+func unitOf(r sideRec) string {
+	if r.rec.IsLive() {
+		return "threads"
+	}
+	return "goroutines"
+}
+
+// sidesUnit returns what every recording of both sides counts, and
+// refuses to put threads beside goroutines.
+func sidesUnit(a, b []sideRec) (string, error) {
+	first := a[0]
+	for _, r := range append(a[1:], b...) {
+		if unitOf(r) != unitOf(first) {
+			return "", usageErrorf("compare: %s counts %s (%s) and %s counts %s (%s): their figures do not compare; give live recordings on both sides, or Go profiles on both", first.path, unitOf(first), sourceWord(first), r.path, unitOf(r), sourceWord(r))
+		}
+	}
+	return unitOf(first), nil
+}
+
+func sourceWord(r sideRec) string {
+	if r.rec.IsLive() {
+		return "a live recording"
+	}
+	return "Go profiles"
+}
+
+// durationOf returns the seconds of a side's recording, for rates.
 func durationOf(r sideRec) float64 {
 	if d := r.res.Target.Duration; d > 0 {
 		return d.Seconds()
 	}
 	return r.rec.Meta.Duration.Seconds()
-}
-
-// sideFigures are the per-recording values of one side, by figure name.
-type sideFigures struct {
-	values map[string][]float64
-	// windows holds the within-recording spread of a one-recording side.
-	windows map[string][]float64
-	kind    map[string]string
-	parts   map[string]int
-	// label is how a finding's key is shown: its function.
-	label map[string]string
-}
-
-func newSideFigures() *sideFigures {
-	return &sideFigures{values: map[string][]float64{}, windows: map[string][]float64{}, kind: map[string]string{}, parts: map[string]int{}, label: map[string]string{}}
 }
 
 // findingKey matches a finding across recordings: its lock's stable key
@@ -221,27 +260,52 @@ func findingKey(f analyzer.Finding) string {
 // participants sit in.
 func findingLabel(f analyzer.Finding) string { return analyzer.PhysicalFunction(f.Point) }
 
-// Names of the process-wide figures.
+// Process-wide figures, by key; their names say what they count.
 const (
-	figWaiting  = "threads waiting, in findings"
-	figBurning  = "CPUs burned, in findings"
-	figLockWait = "threads waiting on locks"
-	figCPUs     = "CPUs used by the process"
-	figRunnable = "runnable threads"
+	figWaiting  = "waiting"
+	figBurning  = "burning"
+	figLockWait = "lockwait"
+	figCPUs     = "cpus"
+	figRunnable = "runnable"
 )
+
+// processFigures lists the process-wide figures in display order with
+// their names and units; unit is what the sides count.
+func processFigures(unit string) []struct{ key, name, unit string } {
+	return []struct{ key, name, unit string }{
+		{figWaiting, unit + " waiting, in findings", unit},
+		{figBurning, "CPUs burned, in findings", "CPUs"},
+		{figLockWait, unit + " waiting on locks", unit},
+		{figCPUs, "CPUs used by the process", "CPUs"},
+		{figRunnable, "runnable " + unit, unit},
+	}
+}
+
+// sideFigures are the per-recording values of one side, by figure key.
+type sideFigures struct {
+	recs   []sideRec
+	values map[string][]float64
+	// windows holds the within-recording spread of a one-recording side.
+	windows map[string][]float64
+	// Per finding key: the kind and participants of its costliest
+	// finding, its label (function), and per recording its waiting and
+	// burning (zero where that recording has no finding there).
+	kind  map[string]string
+	parts map[string]int
+	label map[string]string
+	found map[string][]bool
+	wait  map[string][]float64
+	cpu   map[string][]float64
+}
 
 // collect gathers one side's figures.
 func collect(side []sideRec, window time.Duration) *sideFigures {
-	sf := newSideFigures()
+	sf := &sideFigures{recs: side, values: map[string][]float64{}, windows: map[string][]float64{},
+		kind: map[string]string{}, parts: map[string]int{}, label: map[string]string{},
+		found: map[string][]bool{}, wait: map[string][]float64{}, cpu: map[string][]float64{}}
 	best := map[string]float64{}
-	var perRec []map[string][2]float64
-	for _, r := range side {
+	for i, r := range side {
 		d := durationOf(r)
-		perPoint := map[string][2]float64{}
-		perRec = append(perRec, perPoint)
-		if d <= 0 {
-			continue
-		}
 		var wait, cpu float64
 		for _, f := range r.res.Findings {
 			wait += f.WaitSeconds
@@ -252,49 +316,83 @@ func collect(side []sideRec, window time.Duration) *sideFigures {
 				sf.kind[k], sf.parts[k] = string(f.Kind), f.Participants
 				sf.label[k] = findingLabel(f)
 			}
-			v := perPoint[k]
-			perPoint[k] = [2]float64{v[0] + f.WaitSeconds/d, v[1] + f.CPUSeconds/d}
+			if sf.found[k] == nil {
+				sf.found[k] = make([]bool, len(side))
+				sf.wait[k] = make([]float64, len(side))
+				sf.cpu[k] = make([]float64, len(side))
+			}
+			sf.found[k][i] = true
+			sf.wait[k][i] += f.WaitSeconds / d
+			sf.cpu[k][i] += f.CPUSeconds / d
 		}
 		sf.values[figWaiting] = append(sf.values[figWaiting], wait/d)
 		sf.values[figBurning] = append(sf.values[figBurning], cpu/d)
-		if !r.rec.IsLive() {
-			continue
-		}
-		var lockWait float64
-		for _, l := range r.res.Locks {
-			if !l.Idle {
-				lockWait += l.WaitSeconds
-			}
-		}
-		sf.values[figLockWait] = append(sf.values[figLockWait], lockWait/d)
-		ser := analyzer.SeriesOf(r.rec, r.res, window)
-		if len(ser.CPUs) > 0 {
-			sf.values[figCPUs] = append(sf.values[figCPUs], mean(ser.CPUs))
-			sf.values[figRunnable] = append(sf.values[figRunnable], mean(ser.Runnable))
-		}
-		if len(side) == 1 {
-			sf.windows[figLockWait] = ser.LockWaiting
-			sf.windows[figCPUs] = ser.CPUs
-			sf.windows[figRunnable] = ser.Runnable
-			for _, f := range r.res.Findings {
-				if f.Lock == nil {
-					continue
-				}
-				if s := analyzer.LockSeries(r.rec, analyzer.LockAddrs(*f.Lock), f.WaitSeconds, window); len(s) > 0 {
-					sf.windows["wait "+findingKey(f)] = s
-				}
-			}
-		}
-	}
-	// A recording without a finding at a point counts as zero there.
-	for k := range sf.kind {
-		for _, pp := range perRec {
-			v := pp[k]
-			sf.values["wait "+k] = append(sf.values["wait "+k], v[0])
-			sf.values["cpu "+k] = append(sf.values["cpu "+k], v[1])
+		if r.rec.IsLive() {
+			sf.addLive(r, d, len(side) == 1, window)
 		}
 	}
 	return sf
+}
+
+// addLive adds a live recording's process figures, and with one recording
+// on the side, their windows and those of each finding's lock.
+func (sf *sideFigures) addLive(r sideRec, d float64, only bool, window time.Duration) {
+	var lockWait float64
+	for _, l := range r.res.Locks {
+		if !l.Idle {
+			lockWait += l.WaitSeconds
+		}
+	}
+	sf.values[figLockWait] = append(sf.values[figLockWait], lockWait/d)
+	ser := analyzer.SeriesOf(r.rec, r.res, window)
+	if len(ser.CPUs) > 0 {
+		sf.values[figCPUs] = append(sf.values[figCPUs], mean(ser.CPUs))
+		sf.values[figRunnable] = append(sf.values[figRunnable], mean(ser.Runnable))
+	}
+	if !only {
+		return
+	}
+	sf.windows[figLockWait] = ser.LockWaiting
+	sf.windows[figCPUs] = ser.CPUs
+	sf.windows[figRunnable] = ser.Runnable
+	// One series per key over every finding there, so that the windows
+	// add up to the same waiting as the row's value.
+	addrs, total := map[string][]uint64{}, map[string]float64{}
+	for _, f := range r.res.Findings {
+		if f.Lock == nil {
+			continue
+		}
+		k := findingKey(f)
+		addrs[k] = append(addrs[k], analyzer.LockAddrs(*f.Lock)...)
+		total[k] += f.WaitSeconds
+	}
+	for k, a := range addrs {
+		if s := analyzer.LockSeries(r.rec, a, total[k], window); len(s) > 0 {
+			sf.windows["wait "+k] = s
+		}
+	}
+}
+
+// measuredAt returns the waiting and burning a recording's lock and point
+// tables show at key k, where it has no finding: the locks keyed k, else
+// the program points keyed (or named) k; zero when nothing waited there.
+func measuredAt(r sideRec, k string) (wait, cpu float64) {
+	d := durationOf(r)
+	for _, l := range r.res.Locks {
+		if l.Lock.Key == k {
+			wait += l.WaitSeconds
+		}
+	}
+	if wait > 0 {
+		return wait / d, 0
+	}
+	for _, p := range r.res.Points {
+		if p.Point.Key == k || (p.Point.Key == "" && analyzer.PhysicalFunction(p.Point) == k) {
+			wait += p.WaitSeconds
+			cpu += p.CPUSeconds
+		}
+	}
+	return wait / d, cpu / d
 }
 
 func mean(v []float64) float64 {
@@ -308,57 +406,66 @@ func mean(v []float64) float64 {
 	return s / float64(len(v))
 }
 
-// statOf summarises a figure's values on one side.
-func (sf *sideFigures) statOf(name string, n int, window time.Duration) stat {
-	v := sf.values[name]
+// spreadOf returns the lowest and highest of v.
+func spreadOf(v []float64) (lo, hi float64) {
+	lo, hi = v[0], v[0]
+	for _, x := range v {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return lo, hi
+}
+
+// bracketSlack is how far outside its windows' range a one-recording
+// value may lie and still be shown with them: rounding only.
+const bracketSlack = 1e-9
+
+// summarise makes a stat of a figure's per-recording values (n of them)
+// and, for one recording, its windows. The spread is between the
+// recordings when there are several; within one, between its windows,
+// shown only when they bracket the value: windows from the sampled event
+// log that does not cover the whole recording, or that leave out the cut
+// first and last windows, can miss where the waiting was, and a spread
+// that does not contain its own figure says nothing about it.
+func summarise(v, windows []float64, window time.Duration) stat {
 	if len(v) == 0 {
 		return stat{Missing: true}
 	}
-	s := stat{Value: mean(v), Low: v[0], High: v[0]}
-	for _, x := range v {
-		s.Low, s.High = math.Min(s.Low, x), math.Max(s.High, x)
-	}
+	s := stat{Value: mean(v)}
+	s.Low, s.High = spreadOf(v)
 	switch {
-	case n > 1:
-		s.Over = fmt.Sprintf("%d recordings", n)
-	case len(sf.windows[name]) > 1:
-		w := sf.windows[name]
-		s.Low, s.High = w[0], w[0]
-		for _, x := range w {
-			s.Low, s.High = math.Min(s.Low, x), math.Max(s.High, x)
+	case len(v) > 1:
+		s.Over = fmt.Sprintf("%d recordings", len(v))
+	case len(windows) > 1:
+		lo, hi := spreadOf(windows)
+		slack := bracketSlack * math.Max(1, math.Abs(s.Value))
+		if s.Value < lo-slack || s.Value > hi+slack {
+			s.NoSpread = fmt.Sprintf("its %d windows of %s span %s–%s, which does not contain the recording's %s", len(windows), window, units.Float(lo), units.Float(hi), units.Float(s.Value))
+			break
 		}
-		s.Over = fmt.Sprintf("%d windows of %s", len(w), window)
-	default:
-		s.Low, s.High = s.Value, s.Value
+		s.Low, s.High = lo, hi
+		s.Over = fmt.Sprintf("%d windows of %s", len(windows), window)
 	}
 	return s
 }
 
 func newFigure(name, unit string, a, b stat) figure {
 	f := figure{Name: name, Unit: unit, A: a, B: b}
-	if !a.Missing && a.Value > 0 {
+	if !a.Missing && !b.Missing && a.Value > 0 {
 		f.Change = (b.Value - a.Value) / a.Value
 	}
-	if b.Missing && !a.Missing && a.Value > 0 {
-		f.Change = -1
-	}
-	if a.Over != "" && b.Over != "" {
+	if !a.Missing && !b.Missing && a.Over != "" && b.Over != "" {
 		f.Apart = a.High < b.Low || b.High < a.Low
-	}
-	if a.Over != "" && b.Missing && a.Low > 0 {
-		f.Apart = true // gone, and it never dropped to zero before
 	}
 	return f
 }
 
-// compareSides computes every figure of both sides.
-func compareSides(a, b []sideRec, window time.Duration) comparison {
+// compareSides computes every figure of both sides; unit is what they
+// count.
+func compareSides(a, b []sideRec, unit string, window time.Duration) comparison {
 	fa, fb := collect(a, window), collect(b, window)
-	cmp := comparison{A: info(a), B: info(b)}
-	for _, p := range []struct{ name, unit string }{
-		{figWaiting, "threads"}, {figBurning, "CPUs"}, {figLockWait, "threads"}, {figCPUs, "CPUs"}, {figRunnable, "threads"},
-	} {
-		sa, sb := fa.statOf(p.name, len(a), window), fb.statOf(p.name, len(b), window)
+	cmp := comparison{Schema: CompareSchemaVersion, Unit: unit, A: info(a), B: info(b), Process: []figure{}, Points: []figure{}}
+	for _, p := range processFigures(unit) {
+		sa, sb := fa.statOf(p.key, window), fb.statOf(p.key, window)
 		if sa.Missing && sb.Missing {
 			continue
 		}
@@ -371,13 +478,14 @@ func compareSides(a, b []sideRec, window time.Duration) comparison {
 	for k := range fb.kind {
 		keys[k] = true
 	}
+	pa, pb := map[string]stat{}, map[string]stat{}
 	var sorted []string
 	for k := range keys {
 		sorted = append(sorted, k)
+		pa[k], pb[k] = fa.pointStat(k, window), fb.pointStat(k, window)
 	}
 	sort.Slice(sorted, func(i, j int) bool {
-		ci := fa.cost(sorted[i]) + fb.cost(sorted[i])
-		cj := fa.cost(sorted[j]) + fb.cost(sorted[j])
+		ci, cj := pa[sorted[i]].Value+pb[sorted[i]].Value, pa[sorted[j]].Value+pb[sorted[j]].Value
 		if ci != cj {
 			return ci > cj
 		}
@@ -388,12 +496,11 @@ func compareSides(a, b []sideRec, window time.Duration) comparison {
 		labels[labelOf(fa, fb, k)]++
 	}
 	for _, k := range sorted {
-		sa, sb := fa.pointStat(k, len(a), window), fb.pointStat(k, len(b), window)
 		name := labelOf(fa, fb, k)
 		if labels[name] > 1 {
 			name += " [" + k + "]" // two locks waited for in one function
 		}
-		f := newFigure(name, "threads waiting + CPUs burning", sa, sb)
+		f := newFigure(name, unit+" waiting + CPUs burning", pa[k], pb[k])
 		f.Key = k
 		cmp.Points = append(cmp.Points, f)
 	}
@@ -411,35 +518,40 @@ func labelOf(a, b *sideFigures, k string) string {
 	return k
 }
 
-// cost returns the mean waiting plus burning at a point.
-func (sf *sideFigures) cost(k string) float64 {
-	return mean(sf.values["wait "+k]) + mean(sf.values["cpu "+k])
+// statOf summarises a process figure on one side.
+func (sf *sideFigures) statOf(key string, window time.Duration) stat {
+	return summarise(sf.values[key], sf.windows[key], window)
 }
 
-// pointStat summarises the cost of a program point (threads waiting plus
-// CPUs burning) on one side; missing when no recording of the side has a
-// finding there.
-func (sf *sideFigures) pointStat(k string, n int, window time.Duration) stat {
-	if _, ok := sf.kind[k]; !ok {
-		return stat{Missing: true}
+// pointStat summarises the cost at key k (waiting plus CPUs burning) on
+// one side: from its findings there, and where a recording has none,
+// from what its tables measured at the same key.
+func (sf *sideFigures) pointStat(k string, window time.Duration) stat {
+	v := make([]float64, len(sf.recs))
+	var cpu []float64
+	for i, r := range sf.recs {
+		if sf.found[k] != nil && sf.found[k][i] {
+			v[i] = sf.wait[k][i] + sf.cpu[k][i]
+			cpu = append(cpu, sf.cpu[k][i])
+			continue
+		}
+		w, c := measuredAt(r, k)
+		v[i] = w + c
 	}
-	w, c := sf.values["wait "+k], sf.values["cpu "+k]
-	v := make([]float64, len(w))
-	for i := range w {
-		v[i] = w[i] + c[i]
-	}
-	tmp := &sideFigures{values: map[string][]float64{"x": v}, windows: map[string][]float64{}}
+	var windows []float64
 	if ws := sf.windows["wait "+k]; len(ws) > 1 {
 		// The CPU burned has no per-window series: add its mean.
-		cm := mean(c)
-		adj := make([]float64, len(ws))
-		for i, x := range ws {
-			adj[i] = x + cm
+		cm := mean(cpu)
+		for _, x := range ws {
+			windows = append(windows, x+cm)
 		}
-		tmp.windows["x"] = adj
 	}
-	s := tmp.statOf("x", n, window)
-	s.Kind, s.Participants = sf.kind[k], sf.parts[k]
+	s := summarise(v, windows, window)
+	if _, ok := sf.kind[k]; ok {
+		s.Kind, s.Participants = sf.kind[k], sf.parts[k]
+	} else {
+		s.NoFinding = true
+	}
 	return s
 }
 
@@ -471,19 +583,34 @@ func renderComparison(w io.Writer, c comparison) error {
 	}
 	if len(c.Points) > 0 {
 		fmt.Fprintln(tw, "\t\t\t")
-		fmt.Fprintln(tw, "BY PROGRAM POINT (threads waiting + CPUs burning)\tA\tB\tCHANGE")
+		fmt.Fprintf(tw, "BY PROGRAM POINT (%s waiting + CPUs burning)\tA\tB\tCHANGE\n", c.Unit)
 		for _, f := range c.Points {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", analyzer.ShortFunc(f.Name), fmtPointStat(f.A), fmtPointStat(f.B), fmtChange(f))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", analyzer.ShortFunc(f.Name), fmtPointStat(f.A, c.Unit), fmtPointStat(f.B, c.Unit), fmtChange(f))
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	renderSpreadNotes(w, c)
+	return nil
+}
+
+// renderSpreadNotes says what the spreads are over, and why a figure has
+// none where one was expected.
+func renderSpreadNotes(w io.Writer, c comparison) {
 	overs := map[string]bool{}
-	for _, f := range append(c.Process, c.Points...) {
-		for _, s := range []stat{f.A, f.B} {
+	var none []string
+	for j, f := range append(c.Process, c.Points...) {
+		name := f.Name
+		if j >= len(c.Process) {
+			name = analyzer.ShortFunc(name)
+		}
+		for i, s := range []stat{f.A, f.B} {
 			if s.Over != "" {
 				overs[s.Over] = true
+			}
+			if s.NoSpread != "" {
+				none = append(none, fmt.Sprintf("%s on %s: %s", name, "AB"[i:i+1], s.NoSpread))
 			}
 		}
 	}
@@ -495,29 +622,37 @@ func renderComparison(w io.Writer, c comparison) error {
 		sort.Strings(list)
 		fmt.Fprintf(w, "\nSpread over %s. Give several recordings per side (A1,A2,… B1,B2,…) for the spread between runs, which decides whether a change is real.\n", strings.Join(list, "; "))
 	}
-	return nil
+	if len(none) > 0 {
+		fmt.Fprintf(w, "\nNo spread for:\n")
+		for _, n := range none {
+			fmt.Fprintf(w, "  - %s\n", n)
+		}
+	}
 }
 
 func fmtStat(s stat) string {
 	if s.Missing {
-		return "-"
+		return "no data"
 	}
 	if s.Over == "" || s.Low == s.High {
-		return fmtNum(s.Value)
+		return units.Float(s.Value)
 	}
-	return fmt.Sprintf("%s [%s–%s]", fmtNum(s.Value), fmtNum(s.Low), fmtNum(s.High))
+	return fmt.Sprintf("%s [%s–%s]", units.Float(s.Value), units.Float(s.Low), units.Float(s.High))
 }
 
-func fmtPointStat(s stat) string {
+func fmtPointStat(s stat, unit string) string {
 	if s.Missing {
-		return "none"
+		return "no data"
+	}
+	if s.NoFinding {
+		return "no finding, " + fmtStat(s)
 	}
 	out := fmtStat(s)
 	if s.Kind != "" {
 		out = s.Kind + " " + out
 	}
 	if s.Participants > 0 {
-		out += fmt.Sprintf(", %d thr", s.Participants)
+		out += fmt.Sprintf(", %d %s", s.Participants, unit)
 	}
 	return out
 }
@@ -526,36 +661,23 @@ func fmtChange(f figure) string {
 	var s string
 	switch {
 	case f.A.Missing && f.B.Missing:
-		return ""
+		return "no data"
 	case f.A.Missing:
-		s = "new"
+		return "no data in A"
 	case f.B.Missing:
-		s = "gone"
+		return "no data in B"
+	case f.A.Value == 0 && f.B.Value == 0:
+		s = "none on either side"
 	case f.A.Value == 0:
 		s = "from 0"
 	default:
 		s = fmt.Sprintf("%+.0f%%", f.Change*100)
 	}
-	if f.Apart {
+	switch {
+	case f.Apart:
 		s += " (apart)"
-	} else if f.A.Over != "" && f.B.Over != "" {
+	case f.A.Over != "" && f.B.Over != "":
 		s += " (ranges overlap)"
 	}
 	return s
-}
-
-// fmtNum renders a rate with about three significant digits.
-func fmtNum(x float64) string {
-	ax := math.Abs(x)
-	switch {
-	case ax == 0:
-		return "0"
-	case ax >= 100:
-		return fmt.Sprintf("%.0f", x)
-	case ax >= 10:
-		return fmt.Sprintf("%.1f", x)
-	case ax >= 0.01:
-		return fmt.Sprintf("%.2f", x)
-	}
-	return fmt.Sprintf("%.1g", x)
 }

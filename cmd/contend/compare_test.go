@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // live returns the path of a live recording kept for the analyzer's replay
@@ -32,18 +34,18 @@ func TestCompareStripeFix(t *testing.T) {
 	if p.Name != "conn_on_message" || p.A.Kind != "lock-convoy" || p.A.Value <= 0 || p.A.Participants != 64 {
 		t.Errorf("first point %+v, want the lock convoy of 64 threads in conn_on_message", p)
 	}
-	if !p.B.Missing || p.Change != -1 {
-		t.Errorf("after the fix: %+v, change %v; want the finding gone", p.B, p.Change)
+	if !p.B.NoFinding || p.B.Missing || p.Change > -0.9 {
+		t.Errorf("after the fix: %+v, change %v; want no finding there and the waiting measured down by nine tenths", p.B, p.Change)
 	}
 	byName := map[string]figure{}
 	for _, f := range c.Process {
 		byName[f.Name] = f
 	}
-	wait, ok := byName[figLockWait]
-	if !ok || wait.A.Value <= 10*wait.B.Value || wait.A.Over == "" {
-		t.Errorf("threads waiting on locks: %+v, want ten times fewer after the fix, with a spread", wait)
+	wait, ok := byName["threads waiting on locks"]
+	if !ok || wait.A.Value <= 10*wait.B.Value || (wait.A.Over == "") == (wait.A.NoSpread == "") {
+		t.Errorf("threads waiting on locks: %+v, want ten times fewer after the fix, with a spread or the reason for none", wait)
 	}
-	if cpus := byName[figCPUs]; cpus.A.Over == "" || cpus.A.Low > cpus.A.Value || cpus.A.High < cpus.A.Value {
+	if cpus := byName["CPUs used by the process"]; cpus.A.Over == "" || cpus.A.Low > cpus.A.Value || cpus.A.High < cpus.A.Value {
 		t.Errorf("CPUs used: %+v, want a spread over windows around the mean", cpus.A)
 	}
 
@@ -52,7 +54,7 @@ func TestCompareStripeFix(t *testing.T) {
 	if err := runCompare(o, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"A  " + live("c-stripe-bad"), "conn_on_message", "lock-convoy", "gone", "Spread over"} {
+	for _, want := range []string{"A  " + live("c-stripe-bad"), "conn_on_message", "lock-convoy", "no finding, 0", "Spread over"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}
@@ -74,7 +76,7 @@ func TestCompareSeveralRecordings(t *testing.T) {
 		t.Errorf("side A has %d recordings, want 2", len(c.A.Paths))
 	}
 	for _, f := range c.Process {
-		if f.Name == figWaiting && (f.A.Over != "2 recordings" || f.A.Low != f.A.High || f.A.Value <= 0) {
+		if f.Name == "threads waiting, in findings" && (f.A.Over != "2 recordings" || f.A.Low != f.A.High || f.A.Value <= 0) {
 			t.Errorf("the same recording twice: %+v, want no spread between them", f.A)
 		}
 	}
@@ -94,10 +96,128 @@ func TestCompareErrors(t *testing.T) {
 	}
 }
 
-func TestFmtNum(t *testing.T) {
-	for x, want := range map[float64]string{0: "0", 123.4: "123", 12.34: "12.3", 1.234: "1.23", 0.001234: "0.001"} {
-		if got := fmtNum(x); got != want {
-			t.Errorf("fmtNum(%v) = %q, want %q", x, got, want)
+// goFixture returns the directory of a Go fixture's captured profiles.
+func goFixture(name string) string {
+	return filepath.Join("..", "..", "analyzer", "testdata", "fixtures", name)
+}
+
+// compareJSON runs compare a b and decodes its JSON.
+func compareJSON(t *testing.T, a, b string) comparison {
+	t.Helper()
+	var out bytes.Buffer
+	if err := runCompare(compareOptions{a: a, b: b, format: formatJSON, window: time.Second}, &out); err != nil {
+		t.Fatalf("compare %s %s: %v", a, b, err)
+	}
+	var c comparison
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestCompareValueInsideSpread: a figure is never printed outside its own
+// spread. The recordings' event logs cover their waits unevenly, so their
+// 1-second windows can miss the recording's total (47.7 [0–41.5]); such
+// a spread is withheld, and the reason given.
+func TestCompareValueInsideSpread(t *testing.T) {
+	pairs := [][2]string{
+		{live("c-stripe-bad"), live("c-stripe-fixed")},
+		{live("c-iolock-bad"), live("c-writer-bad")},
+		{live("python-gil"), live("c-spin-bad")},
+		{live("c-writer-bad") + "," + live("c-stripe-bad"), live("c-writer-fixed")},
+	}
+	withheld := 0
+	for _, p := range pairs {
+		c := compareJSON(t, p[0], p[1])
+		if c.Schema != CompareSchemaVersion {
+			t.Errorf("schema %q, want %q", c.Schema, CompareSchemaVersion)
 		}
+		for _, f := range append(c.Process, c.Points...) {
+			for _, s := range []stat{f.A, f.B} {
+				if s.Missing {
+					continue
+				}
+				if s.Value < s.Low || s.Value > s.High {
+					t.Errorf("%s vs %s: %s: %s outside its spread [%s–%s] (%s)", p[0], p[1], f.Name, units.Float(s.Value), units.Float(s.Low), units.Float(s.High), s.Over)
+				}
+				if s.NoSpread != "" {
+					withheld++
+				}
+			}
+		}
+	}
+	if withheld == 0 {
+		t.Error("no spread was withheld: the recordings that gave 47.7 [0–41.5] no longer test the rule")
+	}
+}
+
+// TestCompareSaysNoData: a figure one side has no data for reads "no
+// data", never "gone", and is never "apart".
+func TestCompareSaysNoData(t *testing.T) {
+	var out bytes.Buffer
+	o := compareOptions{a: live("c-stripe-bad"), b: live("c-stripe-fixed"), format: formatText, window: time.Second}
+	if err := runCompare(o, &out); err != nil {
+		t.Fatal(err)
+	}
+	c := compareJSON(t, o.a, o.b)
+	seen := false
+	for _, f := range c.Process {
+		if !f.B.Missing {
+			continue
+		}
+		seen = true
+		if f.Apart || f.Change != 0 {
+			t.Errorf("%s: no data in B, yet apart=%v change=%v", f.Name, f.Apart, f.Change)
+		}
+		line := lineWith(out.String(), f.Name+" (")
+		if !strings.Contains(line, "no data in B") || strings.Contains(line, "gone") || strings.Contains(line, "apart") {
+			t.Errorf("%s: %q, want it to say no data in B", f.Name, line)
+		}
+	}
+	if !seen {
+		t.Fatal("c-stripe-fixed has a figure without data (its timeline yields no window): the test lost its case")
+	}
+}
+
+func lineWith(text, prefix string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestCompareRefusesWhatItCannotUse: inputs without a duration (a
+// goroutine dump) have no rates, and threads do not compare with
+// goroutines: each is a usage error naming the input, never an empty
+// table.
+func TestCompareRefusesWhatItCannotUse(t *testing.T) {
+	dump := filepath.Join(goFixture("stripe-bad"), "goroutine.txt")
+	for _, c := range []struct{ a, b, want string }{
+		{dump, dump, dump + " has no duration"},
+		{live("c-stripe-bad"), dump, dump + " has no duration"},
+		{goFixture("stripe-bad"), live("c-stripe-bad"), "counts goroutines (Go profiles) and " + live("c-stripe-bad") + " counts threads"},
+	} {
+		var out bytes.Buffer
+		err := runCompare(compareOptions{a: c.a, b: c.b, format: formatText, window: time.Second}, &out)
+		if err == nil || exitCode(err) != exitUsage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("compare %s %s: %v (exit %d), output %q; want a usage error saying %q", c.a, c.b, err, exitCode(err), out.String(), c.want)
+		}
+	}
+}
+
+// TestCompareGoProfilesCountGoroutines: Go-profile sides are labelled in
+// goroutines, not threads.
+func TestCompareGoProfilesCountGoroutines(t *testing.T) {
+	var out bytes.Buffer
+	if err := runCompare(compareOptions{a: goFixture("stripe-bad"), b: goFixture("stripe-fixed"), format: formatText, window: time.Second}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "goroutines waiting, in findings (goroutines)") || !strings.Contains(out.String(), "181 goroutines") || strings.Contains(out.String(), "thread") {
+		t.Errorf("Go profiles compared in threads:\n%s", out.String())
+	}
+	if c := compareJSON(t, goFixture("stripe-bad"), goFixture("stripe-fixed")); c.Unit != "goroutines" || c.Points[0].Unit != "goroutines waiting + CPUs burning" {
+		t.Errorf("JSON unit %q, point unit %q", c.Unit, c.Points[0].Unit)
 	}
 }

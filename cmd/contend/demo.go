@@ -75,7 +75,8 @@ for a few seconds, prints the findings, and stops the child.
 The default case, spin, shows a busy-wait convoy: threads that spin on an
 atomic flag instead of parking, more of them runnable than there are CPUs.
 Native fixtures are taken from the fixtures directory beside the contend
-binary (make builds bin/contend and bin/fixtures), or --fixtures, never
+binary (make builds bin/contend and bin/fixtures), from
+../libexec/contend/fixtures (make install), or --fixtures, never
 from the working directory, and only when owned like contend itself;
 otherwise the Go version of the case runs inside contend itself. It needs
 root, or CAP_BPF and CAP_PERFMON; under sudo the fixture, the pprof fetches
@@ -102,9 +103,9 @@ and the report run as the user sudo names.`,
 }
 
 // fixturesDir returns the directory of the native fixtures: the one
-// given, else bin/fixtures beside the contend binary (make builds both
-// there); "" when none exists. The working directory is never looked in:
-// run as root, demo would run whatever a ./bin/fixtures there holds.
+// given, else the first of fixturesBeside(contend's binary) that exists;
+// "" when none does. The working directory is never looked in: run as
+// root, demo would run whatever a ./bin/fixtures there holds.
 func fixturesDir(given string) string {
 	if given != "" {
 		return given
@@ -113,11 +114,23 @@ func fixturesDir(given string) string {
 	if err != nil {
 		return ""
 	}
-	d := filepath.Join(filepath.Dir(exe), "fixtures")
-	if st, err := os.Stat(d); err == nil && st.IsDir() {
-		return d
+	for _, d := range fixturesBeside(exe) {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
 	}
 	return ""
+}
+
+// fixturesBeside lists where the fixtures of the contend binary exe may
+// be: fixtures/ beside it (make builds bin/contend and bin/fixtures), then
+// ../libexec/contend/fixtures (make install).
+func fixturesBeside(exe string) []string {
+	dir := filepath.Dir(exe)
+	return []string{
+		filepath.Join(dir, "fixtures"),
+		filepath.Join(dir, "..", "libexec", "contend", "fixtures"),
+	}
 }
 
 // nativePath returns the executable of a native fixture, "" when absent
@@ -193,8 +206,8 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return usageErrorf("demo: unknown --variant %q (want bad or fixed)", o.variant)
 	}
 	if o.output != "" {
-		if _, err := os.Lstat(o.output); err == nil {
-			return usageErrorf("demo: %s already exists; give a new directory with -o", o.output)
+		if err := checkOutput("demo", o.output, 0); err != nil {
+			return err
 		}
 	}
 	if err := collector.CheckProbePrivileges(); err != nil {

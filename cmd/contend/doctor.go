@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/leftover"
 )
 
 func init() { subcommands = append(subcommands, newDoctorCmd) }
@@ -49,14 +51,26 @@ Exit status: 0 when contend can record here, 3 when privileges are missing,
 	return c
 }
 
+// DoctorSchemaVersion is the version of doctor's JSON form
+// (docs/json-schema.md), versioned like analyze's: minor versions only
+// add fields.
+const DoctorSchemaVersion = "1.0"
+
+// doctorJSON is doctor's JSON form: the report with its schema version.
+type doctorJSON struct {
+	Schema string `json:"schema"`
+	*collector.DoctorReport
+}
+
 // runDoctor prints the doctor's report and returns its verdict as an
 // error carrying the exit code.
 func runDoctor(o doctorOptions, w io.Writer) error {
 	r := collector.Doctor(collector.DoctorOptions{})
+	addLeftoverCheck(r, leftoverCheck(leftover.Find()))
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := enc.Encode(doctorJSON{Schema: DoctorSchemaVersion, DoctorReport: r}); err != nil {
 			return withCode(exitFailure, fmt.Errorf("write report: %w", err))
 		}
 	} else if err := printDoctor(w, r); err != nil {
@@ -66,6 +80,59 @@ func runDoctor(o doctorOptions, w io.Writer) error {
 		return withCode(exitCode(err), err)
 	}
 	return nil
+}
+
+// leftoverCheck says whether contend's BPF programs are still loaded,
+// who holds them and what to do: a running contend detaches its own when
+// it ends; programs no process holds stay until their pin is removed.
+func leftoverCheck(progs []leftover.Program, err error) collector.Check {
+	c := collector.Check{Name: "leftover probes"}
+	if err != nil {
+		c.Status, c.Detail = collector.CheckUnknown, fmt.Sprintf("cannot list the loaded BPF programs: %v", err)
+		c.Fix = "run contend doctor as root to see whether any of contend's probes are still loaded"
+		return c
+	}
+	if len(progs) == 0 {
+		c.Status, c.Detail = collector.CheckOK, "none of contend's BPF programs is loaded"
+		return c
+	}
+	held := map[int]string{}
+	var pids []int
+	for _, p := range progs {
+		for _, h := range p.Holders {
+			if _, ok := held[h.PID]; !ok {
+				pids = append(pids, h.PID)
+			}
+			held[h.PID] = h.Cmdline
+		}
+	}
+	if orphans := leftover.Orphans(progs); len(orphans) > 0 {
+		var names []string
+		for _, o := range orphans {
+			names = append(names, fmt.Sprintf("%s (id %d)", o.Name, o.ID))
+		}
+		c.Status = collector.CheckMissing
+		c.Detail = fmt.Sprintf("%d of contend's BPF programs are loaded and no process holds them: %s", len(orphans), strings.Join(names, ", "))
+		c.Fix = fmt.Sprintf("they outlived the contend that loaded them (pinned, or left attached): find their pins with `bpftool prog show id %d` and `ls -R /sys/fs/bpf`, remove them with rm, or reboot", orphans[0].ID)
+		return c
+	}
+	sort.Ints(pids)
+	var who []string
+	for _, pid := range pids {
+		who = append(who, fmt.Sprintf("pid %d (%s)", pid, held[pid]))
+	}
+	c.Status = collector.CheckInfo
+	c.Detail = fmt.Sprintf("%d of contend's BPF programs are loaded, held by %s: another contend is recording; its probes go when it ends, even when killed (kill %d stops it now)", len(progs), strings.Join(who, ", "), pids[0])
+	return c
+}
+
+// addLeftoverCheck adds the leftover check to the report's system
+// checks, and its fix to the report's when something needs cleaning.
+func addLeftoverCheck(r *collector.DoctorReport, c collector.Check) {
+	r.System = append(r.System, c)
+	if c.Status == collector.CheckMissing {
+		r.Fixes = append(r.Fixes, c.Fix)
+	}
 }
 
 // printDoctor renders the report as text: one section per part, one

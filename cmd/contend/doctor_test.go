@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/leftover"
 	"github.com/contend-dev/contend/internal/testbin"
 )
 
@@ -68,6 +69,10 @@ func TestDoctorAsRoot(t *testing.T) {
 	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != 3 {
 		t.Errorf("JSON report incomplete: %+v", r)
 	}
+	var top map[string]any
+	if err := json.Unmarshal([]byte(js), &top); err != nil || top["schema"] != DoctorSchemaVersion {
+		t.Errorf("--json schema %v (%v), want %q", top["schema"], err, DoctorSchemaVersion)
+	}
 }
 
 func TestDoctorRejectsArgs(t *testing.T) {
@@ -103,5 +108,39 @@ func TestDoctorWithoutPrivileges(t *testing.T) {
 	}
 	if msg := stderr.String(); !strings.Contains(msg, "contend: missing CAP_BPF and CAP_PERFMON") {
 		t.Errorf("stderr = %q, want the missing capabilities named", msg)
+	}
+}
+
+// TestLeftoverCheck: doctor says whether contend's probes are left in the
+// kernel, and how to clean up when no process holds them.
+func TestLeftoverCheck(t *testing.T) {
+	held := []leftover.Program{{ID: 7, Name: "ct_sys_enter", Holders: []leftover.Holder{{PID: 4242, Cmdline: "contend record -p 1"}}}}
+	orphan := []leftover.Program{held[0], {ID: 9, Name: "ct_sys_exit"}}
+	for _, c := range []struct {
+		progs  []leftover.Program
+		err    error
+		status collector.CheckStatus
+		want   []string
+	}{
+		{nil, nil, collector.CheckOK, []string{"none of contend's BPF programs is loaded"}},
+		{held, nil, collector.CheckInfo, []string{"held by pid 4242 (contend record -p 1)", "kill 4242"}},
+		{orphan, nil, collector.CheckMissing, []string{"no process holds them: ct_sys_exit (id 9)", "bpftool prog show id 9", "/sys/fs/bpf"}},
+		{nil, os.ErrPermission, collector.CheckUnknown, []string{"as root"}},
+	} {
+		got := leftoverCheck(c.progs, c.err)
+		text := got.Detail + " " + got.Fix
+		if got.Status != c.status {
+			t.Errorf("%v: status %s, want %s (%s)", c.progs, got.Status, c.status, text)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%v: %q lacks %q", c.progs, text, w)
+			}
+		}
+	}
+	r := &collector.DoctorReport{}
+	addLeftoverCheck(r, leftoverCheck(orphan, nil))
+	if len(r.System) != 1 || len(r.Fixes) != 1 {
+		t.Errorf("orphaned probes: the report lists %d checks and %d fixes, want one of each", len(r.System), len(r.Fixes))
 	}
 }

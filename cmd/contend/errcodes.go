@@ -16,6 +16,7 @@ var sentinels = []struct {
 	code int
 }{
 	{goprof.ErrBadProfile, exitUsage},
+	{goprof.ErrNotRegular, exitUsage},
 	{recording.ErrNotRecording, exitUsage},
 	{recording.ErrInvalid, exitUsage},
 	{recording.ErrNoInput, exitUsage},

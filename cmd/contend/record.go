@@ -92,10 +92,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
 	}
-	if o.output != "" {
-		if _, err := os.Lstat(o.output); err == nil {
-			return usageErrorf("record: %s already exists; give a new directory with -o", o.output)
-		}
+	if err := checkOutput("record", o.output, o.pid); err != nil {
+		return err
 	}
 	opts := collector.Options{
 		PID:            o.pid,
@@ -163,6 +161,26 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// checkOutput fails at once, before anything is attached, when the
+// recording could not be written at the end: -o exists or cannot be
+// created, or (without -o) the working directory takes no new directory.
+func checkOutput(cmd, output string, pid int) error {
+	dir := output
+	if dir == "" {
+		dir = recording.DirName(recording.Meta{PID: pid}, time.Now())
+	}
+	err := recording.CheckCreate(dir)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, recording.ErrExists):
+		return usageErrorf("%s: %s already exists; give a new directory with -o", cmd, dir)
+	case output == "":
+		return usageErrorf("%s: the working directory takes no recording (%v); give one with -o DIR", cmd, err)
+	}
+	return usageErrorf("%s: %v", cmd, err)
 }
 
 // recordLive records as opts say, with a progress line on stderr when it
