@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/contend-dev/contend/fixtures/expect"
 )
 
 // live returns the path of a live recording kept for the analyzer's replay
@@ -28,20 +30,24 @@ func TestCompareStripeFix(t *testing.T) {
 	if len(c.Points) == 0 {
 		t.Fatal("no program point compared")
 	}
+	// The striped fix ends the convoy; its connection threads still meet
+	// now and then on a shared stripe (fixtures/c/README.md), which the
+	// analyzer may report as plain contention, at no more than the share
+	// of the bad cost a fixed variant may keep.
 	p := c.Points[0]
 	if p.Name != "conn_on_message" || p.A.Kind != "lock-convoy" || p.A.Value <= 0 || p.A.Participants != 64 {
 		t.Errorf("first point %+v, want the lock convoy of 64 threads in conn_on_message", p)
 	}
-	if !p.B.Missing || p.Change != -1 {
-		t.Errorf("after the fix: %+v, change %v; want the finding gone", p.B, p.Change)
+	if !p.B.Missing && (p.B.Kind == "lock-convoy" || p.Change > expect.MaxFixedShare-1) {
+		t.Errorf("after the fix: %+v, change %v; want the convoy gone, any rest at most %.0f%% of it", p.B, p.Change, expect.MaxFixedShare*100)
 	}
 	byName := map[string]figure{}
 	for _, f := range c.Process {
 		byName[f.Name] = f
 	}
 	wait, ok := byName[figLockWait]
-	if !ok || wait.A.Value <= 10*wait.B.Value || wait.A.Over == "" {
-		t.Errorf("threads waiting on locks: %+v, want ten times fewer after the fix, with a spread", wait)
+	if !ok || wait.B.Value > expect.MaxFixedShare*wait.A.Value || !wait.Apart || wait.A.Over == "" {
+		t.Errorf("threads waiting on locks: %+v, want at most %.0f%% as many after the fix, apart, with a spread", wait, expect.MaxFixedShare*100)
 	}
 	if cpus := byName[figCPUs]; cpus.A.Over == "" || cpus.A.Low > cpus.A.Value || cpus.A.High < cpus.A.Value {
 		t.Errorf("CPUs used: %+v, want a spread over windows around the mean", cpus.A)
@@ -52,7 +58,7 @@ func TestCompareStripeFix(t *testing.T) {
 	if err := runCompare(o, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"A  " + live("c-stripe-bad"), "conn_on_message", "lock-convoy", "gone", "Spread over"} {
+	for _, want := range []string{"A  " + live("c-stripe-bad"), "conn_on_message", "lock-convoy", "Spread over"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, out.String())
 		}
