@@ -389,7 +389,11 @@ func TestStopDetachesAndIsIdempotent(t *testing.T) {
 	if len(newProgs) == 0 || len(newLinks) == 0 {
 		t.Fatalf("session holds %d programs and %d links, want some of each", len(newProgs), len(newLinks))
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Long enough for the history to hold a snapshot a full window before
+	// the end even when attaching was slow (a loaded machine, the race
+	// detector): the session's clock starts before the probes attach, and
+	// history snapshots come once a second after that.
+	time.Sleep(3 * time.Second)
 	win := s.Snapshot(time.Second)
 	if win.Meta.Duration <= 0 || win.Meta.Duration > 2*time.Second {
 		t.Errorf("1s window covers %s", win.Meta.Duration)
