@@ -12,16 +12,22 @@ import (
 // the options to come.
 type Options struct{}
 
-// detectors inspect the recording and append findings, idle groups, rows
-// and notes to the result. They run in registration order; each file
-// of detectors registers itself in an init function, so they must not
-// depend on each other's output: shared inputs are computed on demand
-// (analysis.goData).
-var detectors []func(a *analysis)
-
-// register adds a detector; called from init functions.
-func register(run func(a *analysis)) {
-	detectors = append(detectors, run)
+// detectors run in this order over one analysis. The model is built
+// first (liveData and goData, once, on first use), then the verdicts in
+// the order their causes take precedence: lock verdicts, then busy-waits,
+// then CPU saturation, which counts only the threads no spin finding
+// already explains; then the rows the renderers list, and the notes on
+// missing data. Each reads the model, never another detector's helpers.
+var detectors = []func(a *analysis){
+	liveTargetStep,
+	liveLocksStep,
+	goLocksStep,
+	liveSpinStep,
+	goSpinStep,
+	liveSaturationStep,
+	liveRowsStep,
+	goRowsStep,
+	missingDataStep,
 }
 
 // analysis is the state shared by the detectors of one Analyze call.
@@ -29,8 +35,29 @@ type analysis struct {
 	rec *recording.Recording
 	res *Result
 
+	ld     *liveData
+	ldDone bool
+	// locks are the live recording's lock groups.
+	locks []*lockGroup
+
 	gd     *goData
 	gdDone bool
+
+	// spinning holds the threads a live spin finding accounts for.
+	spinning map[int]bool
+}
+
+// live returns the live recording read for the detectors, building it on
+// first use; nil when the recording is not live.
+func (a *analysis) live() *liveData {
+	if !a.ldDone {
+		a.ldDone = true
+		if a.rec.IsLive() {
+			a.ld = buildLiveData(a.rec)
+			a.locks = a.ld.lockGroups()
+		}
+	}
+	return a.ld
 }
 
 // goData returns the recording's Go profiles folded for the Go detectors,
@@ -40,6 +67,55 @@ func (a *analysis) goData() *goData {
 		a.gd, a.gdDone = buildGoData(a.rec), true
 	}
 	return a.gd
+}
+
+func liveTargetStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		liveTarget(a, ld)
+	}
+}
+
+func liveLocksStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		liveLockVerdicts(a, ld, a.locks)
+	}
+}
+
+func liveSpinStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		a.spinning = liveSpin(a, ld)
+		liveYield(a, ld, a.spinning)
+	}
+}
+
+func liveSaturationStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		liveSaturation(a, ld, a.locks, a.spinning)
+	}
+}
+
+func liveRowsStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		liveRows(a, ld, a.locks)
+	}
+}
+
+func goLocksStep(a *analysis) {
+	if g := a.goData(); g != nil {
+		detectGoLocks(a, g)
+	}
+}
+
+func goSpinStep(a *analysis) {
+	if g := a.goData(); g != nil {
+		detectGoSpin(a, g)
+	}
+}
+
+func goRowsStep(a *analysis) {
+	if g := a.goData(); g != nil {
+		goPoints(a, g)
+	}
 }
 
 // note adds a caveat about the input once.

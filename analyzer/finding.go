@@ -68,24 +68,6 @@ const (
 	stripeCount = 32
 )
 
-// stripeAction is the striping suggestion for locks (the lock type's
-// plural: "mutexes", "locks") that whom ("goroutine", "thread") contend
-// for over disjoint keys.
-func stripeAction(locks, whom string) string {
-	return fmt.Sprintf("Stripe the lock: guard the state with a fixed array of %d %s indexed by a hash of the key each %s works on (its relay, connection or account), created once and never resized; never put the locks inside map entries that can be removed.", stripeCount, locks, whom)
-}
-
-// stripeGain is what striping into stripeCount locks gains k distinct
-// contenders: each shares its lock with k-1 others now and with
-// (k-1)/stripeCount others on average then, so waiting falls about
-// stripeCount times whatever k is.
-func stripeGain(k int) string {
-	sharers := float64(k-1) / stripeCount
-	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
-	return fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
-		stripeCount, k, fmtFloat(sharers), k-1, fmtPercent(alone))
-}
-
 // significantWait reports whether waitNS of lock waiting over duration d
 // (0 when unknown) is worth a finding on its own (see minMeanWaiting and
 // minWaitUnknownDuration).
@@ -263,3 +245,12 @@ func ShortFunc(fn string) string { return shortFunc(fn) }
 
 // FormatPercent renders a share as the evidence texts do ("43%", "0.4%").
 func FormatPercent(x float64) string { return fmtPercent(x) }
+
+// FormatCount renders a count as the evidence does ("1,234,567").
+func FormatCount(n int64) string { return fmtCount(n) }
+
+// FormatFloat renders a number with three significant digits ("64.4").
+func FormatFloat(x float64) string { return fmtFloat(x) }
+
+// FormatRate renders a rate ("4,384", "21.5").
+func FormatRate(x float64) string { return fmtRate(x) }

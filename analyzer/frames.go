@@ -122,12 +122,20 @@ var nativeLockFuncs = map[string]bool{
 	"GI___pthread_disable_asynccancel": true,
 	// CPython's wrappers of its condition variables and mutexes
 	// (Python/condvar.h), inlined into the code that takes the GIL.
-	"PyCOND_WAIT":                      true,
-	"PyCOND_TIMEDWAIT":                 true,
-	"PyCOND_SIGNAL":                    true,
-	"PyCOND_BROADCAST":                 true,
-	"PyMUTEX_LOCK":                     true,
-	"PyMUTEX_UNLOCK":                   true,
+	"PyCOND_WAIT":      true,
+	"PyCOND_TIMEDWAIT": true,
+	"PyCOND_SIGNAL":    true,
+	"PyCOND_BROADCAST": true,
+	"PyMUTEX_LOCK":     true,
+	"PyMUTEX_UNLOCK":   true,
+	// Ruby's wrappers of its native condition variables and mutexes
+	// (thread_pthread.c), exported, below the static code of the GVL.
+	"rb_native_cond_wait":              true,
+	"rb_native_cond_timedwait":         true,
+	"rb_native_cond_signal":            true,
+	"rb_native_cond_broadcast":         true,
+	"rb_native_mutex_lock":             true,
+	"rb_native_mutex_unlock":           true,
 	"pthread_mutex_trylock":            true,
 	"pthread_spin_lock":                true,
 	"lll_unlock_wake":                  true,
@@ -142,9 +150,14 @@ var nativeLockFuncs = map[string]bool{
 	"new_sem_wait_slow":                true,
 	"new_sem_wait_slow64":              true,
 	"syscall":                          true,
-	"syscall_cancel":                   true,
-	"syscall_cancel_arch":              true,
-	"internal_syscall_cancel":          true,
+	// Giving up the CPU is how a yielding busy-wait waits: the program
+	// point is the loop that yields, not the yield.
+	"sched_yield":             true,
+	"pthread_yield":           true,
+	"thrd_yield":              true,
+	"syscall_cancel":          true,
+	"syscall_cancel_arch":     true,
+	"internal_syscall_cancel": true,
 	"std::__detail::__atomic_futex_unsigned_base::_M_futex_wait_until": true,
 }
 

@@ -67,6 +67,9 @@ type gGroup struct {
 	// lockAddr is the lock the group waits on, from the arguments of its
 	// lock slow path in a debug=2 dump; "" when unknown.
 	lockAddr string
+	// args holds each frame's arguments as a debug=2 dump prints them
+	// ("0xc000010000, 0x1"), nil for other inputs.
+	args []string
 }
 
 // goData is the Go side of one recording, folded for the detectors.
@@ -321,6 +324,13 @@ func (g *goData) fromDump(d *goprof.Dump, elided bool) {
 	total := 0
 	for _, gr := range d.Groups {
 		g.addGroup(gr.Count, gr.State, dumpFrames(gr), elided, goprof.LockAddr(gr.Frames))
+		if !elided {
+			last := g.groups[len(g.groups)-1]
+			last.args = make([]string, len(gr.Frames))
+			for i, f := range gr.Frames {
+				last.args[i] = f.Args
+			}
+		}
 		total += gr.Count
 	}
 	g.population = max(d.Total, total)

@@ -10,18 +10,12 @@ import (
 // groups (waits that are not contention), the target's population, and
 // notes about what the input lacks.
 
-func init() { register(goPoints) }
-
 // pointRowShare is the share of all waiting or of all CPU a point without
 // dumped goroutines must hold to get a row: the rows are for the TUI to
 // show where time goes, and points under 1% of it are noise there.
 const pointRowShare = 0.01
 
-func goPoints(a *analysis) {
-	g := a.goData()
-	if g == nil {
-		return
-	}
+func goPoints(a *analysis, g *goData) {
 	t := &a.res.Target
 	if g.population > 0 {
 		t.Population, t.Unit = g.population, "goroutines"

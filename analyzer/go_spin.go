@@ -12,8 +12,6 @@ import (
 // (atomic loads or compare-and-swaps, no park, no yield) with goroutines
 // running or runnable there, or about to enter it, in the goroutine dump.
 
-func init() { register(detectGoSpin) }
-
 const (
 	// spinMinCPUShare is the share of all CPU samples a busy-wait must
 	// burn to be a finding. A spinning sample does no work at all, so the
@@ -51,11 +49,7 @@ type spinFunc struct {
 	states          map[string]int
 }
 
-func detectGoSpin(a *analysis) {
-	g := a.goData()
-	if g == nil {
-		return
-	}
+func detectGoSpin(a *analysis, g *goData) {
 	funcs := map[string]*spinFunc{}
 	for _, s := range g.cpu {
 		if s.sc.class != classNone || s.key.fn == "(runtime)" {
@@ -185,18 +179,12 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 	if cpuSpin {
 		sources++
 		share := float64(sf.spinNS) / float64(g.cpuTotal)
-		t := fmt.Sprintf("%s of CPU (%s of the profile) is spent on the lines of %s that execute atomic loads or compare-and-swaps (%s of the function's CPU)",
-			fmtSeconds(seconds(sf.spinNS)), fmtPercent(share), shortFunc(sf.fn), fmtPercent(float64(sf.spinNS)/float64(sf.cpuNS)))
 		if g.duration > 0 {
 			mean = float64(sf.spinNS) / float64(g.duration)
-			t += fmt.Sprintf(": %s CPUs busy-waiting on average over %s", fmtFloat(mean), fmtDuration(g.duration))
 		}
-		ev = append(ev, Evidence{Source: "go-cpu", Text: t})
-		if sf.yieldNS == 0 {
-			ev = append(ev, Evidence{Source: "go-cpu", Text: "no sample there parks or yields (runtime.Gosched, sched_yield): the loop spins on the CPU until it wins"})
-		} else {
-			ev = append(ev, Evidence{Source: "go-cpu", Text: fmt.Sprintf("%s of its CPU is in yields (runtime.Gosched): the loop gives up its CPU at times but never parks", fmtPercent(float64(sf.yieldNS)/float64(sf.cpuNS)))})
-		}
+		ev = append(ev, fact("go-cpu", EvGoSpinCPU, "spin_s", seconds(sf.spinNS), "share", share,
+			"function_share", float64(sf.spinNS)/float64(sf.cpuNS), "cpus", mean, "dur_s", g.duration, "function", shortFunc(sf.fn)))
+		ev = append(ev, fact("go-cpu", EvGoSpinYield, "yield_share", float64(sf.yieldNS)/float64(sf.cpuNS)))
 	}
 	counted := sf.running > 0
 	n := sf.running
@@ -208,16 +196,9 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 	}
 	if sf.running > 0 {
 		sources++
-		where := "in " + shortFunc(sf.fn)
-		if len(sf.callers) > 0 {
-			where += " or about to call it"
-		}
-		t := fmt.Sprintf("%d of %d goroutines are running or runnable %s in the %s: %s",
-			sf.running, g.population, where, g.gorSource, stateMix(sf.states))
-		if sf.parked == 0 {
-			t += "; none is parked"
-		}
-		ev = append(ev, Evidence{Source: "goroutines", Text: t})
+		ev = append(ev, fact("goroutines", EvGoSpinDump, "running", sf.running, "population", g.population,
+			"parked", sf.parked, "callers", len(sf.callers), "function", shortFunc(sf.fn), "source", g.gorSource,
+			"items", countItems(sf.states)))
 	}
 	f := Finding{
 		Kind: KindSpinConvoy, Point: sf.point, Participants: n, Population: g.population,
@@ -231,9 +212,7 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 		inLoop := float64(sf.running) * g.duration.Seconds()
 		if wait := inLoop - f.CPUSeconds; wait > 0 {
 			f.WaitSeconds = wait
-			ev = append(ev, Evidence{Source: "goroutines", Text: fmt.Sprintf(
-				"about %s lost runnable but not running: %d goroutines in the loop over %s, less the %s of CPU they burned (estimated from one dump)",
-				fmtSeconds(wait), sf.running, fmtDuration(g.duration), fmtSeconds(f.CPUSeconds))})
+			ev = append(ev, fact("goroutines", EvGoSpinRunnable, "wait_s", wait, "running", sf.running, "dur_s", g.duration, "cpu_s", f.CPUSeconds))
 		}
 	}
 	who := participants(n, g.population, "goroutines", counted, 0)
@@ -241,26 +220,7 @@ func (g *goData) judgeSpin(sf *spinFunc) (Finding, bool) {
 		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, fmtFloat(mean))
 	}
 	f.Headline = onePoint(who, "spin", "busy-wait in "+pointString(sf.point))
-	reason := fmt.Sprintf("Goroutines burn CPU in %s on atomic operations without parking or yielding. ", shortFunc(sf.fn))
-	if g.numCPU > 0 {
-		reason += fmt.Sprintf("With more goroutines using the lock than the %d CPUs, the goroutine holding the flag is preempted and its waiters spend their time slices spinning instead of letting it finish. ", g.numCPU)
-	} else {
-		reason += "Once the goroutines using the lock outnumber the CPUs, the one holding the flag is preempted and its waiters spend their time slices spinning instead of letting it finish. "
-	}
-	reason += "Spinning only pays when the holder cannot be descheduled, which is never true of a goroutine."
-	gain := ""
-	if sf.spinNS > 0 {
-		gain = fmt.Sprintf("up to %s of CPU freed", fmtSeconds(f.CPUSeconds))
-		if g.duration > 0 {
-			gain += fmt.Sprintf(" (%s CPUs on average)", fmtFloat(mean))
-		}
-		gain += "; if the lock is still contended once it parks, stripe it by key"
-	}
-	f.Suggestion = Suggestion{
-		Action:       fmt.Sprintf("Replace the busy-wait in %s with a parking lock (sync.Mutex): waiters then sleep until the holder releases it.", shortFunc(sf.fn)),
-		Reasoning:    reason,
-		ExpectedGain: gain,
-	}
+	f.Suggestion = suggestFor(remedyPark, sugg{goLang: true, whom: "goroutine", fn: shortFunc(sf.fn), cpus: g.numCPU, cpuS: f.CPUSeconds})
 	f.Evidence = ev
 	f.Confidence = confidenceOf(sources, !cpuSpin)
 	finish(&f, g.duration, counted)

@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,12 +161,40 @@ func kinds(res *Result) []string {
 	return out
 }
 
-func evidenceText(f Finding) string {
+// evidenceData lists a finding's evidence as data, one item a line, for
+// failure messages.
+func evidenceData(f Finding) string {
 	var b strings.Builder
 	for _, e := range f.Evidence {
-		b.WriteString("[" + e.Source + "] " + e.Text + "\n")
+		fmt.Fprintf(&b, "[%s] %s %v %v %v\n", e.Source, e.Kind, e.Figures, e.Names, e.Items)
 	}
 	return b.String()
+}
+
+// hasFact reports whether f carries evidence of kind whose figures and
+// names include kv (alternating keys and values: a string value is a
+// name, a number a figure).
+func hasFact(f Finding, kind EvidenceKind, kv ...any) bool {
+	want := fact("", kind, kv...)
+next:
+	for _, e := range f.Evidence {
+		if e.Kind != kind {
+			continue
+		}
+		for k, v := range want.Figures {
+			got, ok := e.Figures[k]
+			if !ok || math.Abs(got-v) > 1e-9*math.Max(1, math.Abs(v)) {
+				continue next
+			}
+		}
+		for k, v := range want.Names {
+			if e.Names[k] != v {
+				continue next
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // Frequently used stacks.

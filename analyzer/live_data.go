@@ -15,23 +15,6 @@ import (
 // the /proc timeline and the event log) into plain per-sample records and
 // per-thread figures, once per analysis, for the live detectors to share.
 
-func init() { register(detectLive) }
-
-// detectLive runs every detector on live data. They share one liveData,
-// built here, so each runs in turn rather than as a registered detector of
-// its own (the registry gives detectors no place to share state).
-func detectLive(a *analysis) {
-	if !a.rec.IsLive() {
-		return
-	}
-	ld := buildLiveData(a.rec)
-	liveTarget(a, ld)
-	locks := ld.lockGroups()
-	liveLockVerdicts(a, ld, locks)
-	liveSpin(a, ld)
-	liveRows(a, ld, locks)
-}
-
 // kernelModule is the mapping name of kernel frames in the live views.
 const kernelModule = "[kernel]"
 
@@ -83,6 +66,9 @@ type liveThread struct {
 	cpuNS int64
 	// futexNS is time blocked in futex waits (every address).
 	futexNS int64
+	// runqNS is time runnable without a CPU (the off-CPU view's run-queue
+	// value, every state), offNS time off CPU in any state.
+	runqNS, offNS int64
 }
 
 // cpu returns the thread's CPU seconds: from /proc when the timeline has
@@ -125,8 +111,6 @@ type liveData struct {
 	meanRunnable float64
 
 	ev *eventIndex
-	// perWaiter caches the one-waiter futex words by waiter point.
-	perWaiter map[pointKey][]*lockGroup
 }
 
 // buildLiveData reads every part of a live recording.
@@ -154,6 +138,11 @@ func buildLiveData(rec *recording.Recording) *liveData {
 	}
 	for _, s := range ld.waits {
 		ld.thread(s.tid).futexNS += value(s, 1)
+	}
+	for _, s := range ld.offcpu {
+		t := ld.thread(s.tid)
+		t.offNS += value(s, 1)
+		t.runqNS += runqOf(s)
 	}
 	ld.population = len(ld.threads)
 	ld.ev = indexEvents(rec.Events)
@@ -270,6 +259,19 @@ func strLabel(s *profile.Sample, key string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// runqOf returns the run-queue time of an off-CPU sample: its third value,
+// or for a recording that did not split it out, the whole off-CPU time of
+// a thread that left its CPU runnable.
+func runqOf(s *liveSample) int64 {
+	if len(s.values) >= 3 {
+		return max(s.values[2], 0)
+	}
+	if s.state == recording.StateRunnable {
+		return value(s, 1)
+	}
+	return 0
 }
 
 // value returns value i of a sample, 0 when the view has fewer.

@@ -2,7 +2,6 @@ package analyzer
 
 import (
 	"debug/elf"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -429,13 +428,4 @@ func binaryFor(exe, module string) string {
 func (b *binaryCode) has(fn string) bool {
 	_, ok := b.syms[fn]
 	return ok
-}
-
-// describeLoop renders a loop report for the evidence.
-func describeLoop(rep loopReport) string {
-	s := fmt.Sprintf("%d-instruction loop at 0x%x re-reads one memory word until it changes, with no call or system call", rep.insns, rep.start)
-	if rep.pause {
-		s += " (it executes PAUSE, a spin-wait hint)"
-	}
-	return s + ": " + rep.text
 }

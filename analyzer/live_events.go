@@ -46,6 +46,8 @@ func (iv *intervals) each(from, to int64, fn func(e recording.Event, overlap int
 // received.
 type threadEvents struct {
 	io, dsleep, runq intervals
+	// waits are the thread's own futex waits, every address.
+	waits intervals
 	// wokenAt holds the sched_waking events whose wakee is this thread.
 	wokenAt []recording.Event
 }
@@ -78,6 +80,7 @@ func indexEvents(evs []recording.Event) *eventIndex {
 		switch e.Kind {
 		case recording.EventWait:
 			x.waits[e.Addr] = append(x.waits[e.Addr], e)
+			x.of(e.TID).waits.add(e)
 		case recording.EventWake:
 			x.wakes[e.Addr] = append(x.wakes[e.Addr], e)
 		case recording.EventIO:

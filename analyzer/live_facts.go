@@ -105,6 +105,9 @@ type lockFacts struct {
 	// Holder preemption: the owner runnable without a CPU during waits.
 	preemptNS    int64
 	preemptWaits int
+	// holderWaits is, per futex address of another lock, how long the
+	// holders waited on it while others waited for this lock.
+	holderWaits map[uint64]int64
 
 	// CPU of the waiters (on-CPU samples): all of it, in lock machinery
 	// and the kernel paths of waiting and waking, inside the functions
@@ -114,7 +117,7 @@ type lockFacts struct {
 
 // facts measures a lock.
 func (ld *liveData) facts(g *lockGroup) *lockFacts {
-	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}}
+	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}, holderWaits: map[uint64]int64{}}
 	if ld.dur > 0 {
 		lf.mean = float64(g.waitNS) / float64(ld.dur)
 		lf.handoffRate = float64(g.woken) / ld.dur.Seconds()
@@ -147,6 +150,10 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 	x := ld.ev
 	var durs []int64
 	var spans []span
+	own := map[uint64]bool{}
+	for _, w := range g.words {
+		own[w.addr] = true
+	}
 	for _, w := range g.words {
 		for _, e := range x.waits[w.addr] {
 			durs = append(durs, e.Dur)
@@ -174,6 +181,11 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 			if te == nil {
 				continue
 			}
+			te.waits.each(e.T, end, func(hw recording.Event, ov int64) {
+				if !own[hw.Addr] {
+					lf.holderWaits[hw.Addr] += ov
+				}
+			})
 			var cover []span
 			te.io.each(e.T, end, func(io recording.Event, ov int64) {
 				cover = append(cover, span{max(io.T, e.T), min(io.End(), end)})

@@ -41,6 +41,7 @@ const (
 	roleMutex            // a lock word: waiters in pthread_mutex_lock, __lll_lock_wait
 	roleCond             // a condition variable's sequence word
 	roleIdle             // an idle wait: a Go idle thread, a thread join
+	roleQueue            // a hand-rolled lock queue: one word per waiter (foldQueues)
 )
 
 // liveMachinery reports whether a program point may not be at f in a live
@@ -50,14 +51,43 @@ func liveMachinery(f recording.Frame) bool {
 }
 
 // livePointIndex is pointIndex with liveMachinery: the first frame outside
-// lock machinery and system-call plumbing, -1 when there is none.
+// lock machinery and system-call plumbing, -1 when there is none. When that
+// frame has no name (code of a stripped object: "libruby.so.3.1+0x20a2ad")
+// the first named frame above it is the point instead, unless the only
+// names above are a thread's entry (start_thread, main): a static helper
+// of a library is better told by the exported function that called it, a
+// stripped program's own code by its address.
 func livePointIndex(frames []recording.Frame) int {
+	first := -1
 	for i, f := range frames {
-		if !liveMachinery(f) {
-			return i
+		if liveMachinery(f) {
+			continue
 		}
+		if first < 0 {
+			first = i
+		}
+		if unnamed(f) {
+			continue
+		}
+		if i != first && threadEntryFuncs[normNative(f.Func)] {
+			break
+		}
+		return i
 	}
-	return -1
+	return first
+}
+
+// unnamed reports whether a frame has no symbol: its name is its address
+// ("0x7f…") or its module and offset ("libruby.so.3.1+0x20a2ad").
+func unnamed(f recording.Frame) bool {
+	return f.Func == "" || strings.HasPrefix(f.Func, "0x") || f.Module != "" && strings.HasPrefix(f.Func, f.Module+"+0x")
+}
+
+// threadEntryFuncs are where every thread's or process's stack starts;
+// they name no program point.
+var threadEntryFuncs = map[string]bool{
+	"start_thread": true, "clone": true, "clone3": true, "libc_start_main": true,
+	"libc_start_call_main": true, "start": true, "main": true, "runtime.goexit": true,
 }
 
 // roleOf judges a stack: the leaf-most frame that marks a role decides (a
@@ -275,8 +305,12 @@ type lockGroup struct {
 	idleReason string
 	// turns is set for a condition variable that its own waiters wake:
 	// threads taking turns on a lock built from it (an interpreter's
-	// global lock).
+	// global lock). use holds the figures it was judged on.
 	turns bool
+	use   *turnUse
+	// queue is set for a hand-rolled lock queue: words of one waiter each,
+	// waited on at one program point (foldQueues).
+	queue bool
 
 	waits, blocked, timeouts, woken uint64
 	waitNS                          int64
@@ -300,8 +334,12 @@ func (g *lockGroup) addrs() []uint64 {
 }
 
 // name names the lock: the data symbol of its lowest word, or of each
-// symbol its words span ("pool_cv + pool_mu (idle)"), or its address.
+// symbol its words span ("pool_cv + pool_mu (idle)"), or its address; a
+// hand-rolled queue by its words.
 func (g *lockGroup) name() string {
+	if g.queue {
+		return fmt.Sprintf("a queue of %d per-thread wait words", len(g.words))
+	}
 	var syms []string
 	module := ""
 	seen := map[string]bool{}
@@ -334,7 +372,7 @@ func (g *lockGroup) name() string {
 
 // id returns the LockID of the group.
 func (g *lockGroup) id(ld *liveData) LockID {
-	id := LockID{Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
+	id := LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
 	if id.Name == id.Address {
 		id.Name = ""
 	}
@@ -433,7 +471,87 @@ func (ld *liveData) lockGroups() []*lockGroup {
 	for _, g := range out {
 		ld.sumGroup(g)
 	}
-	return out
+	return ld.foldQueues(out)
+}
+
+// minQueueWords is how many single-waiter words at one program point make
+// a hand-rolled lock queue: two threads each sleeping on its own word at
+// the point where they wait for the same thing already show the pattern,
+// and a thread count cannot make it more or less of one.
+const minQueueWords = 2
+
+// ownWaiter reports whether a lock group is one thread's own wait word: a
+// word of no known lock that one thread waits on, or a condition variable
+// (with the mutex folded beside it) that one thread waits on — the threads
+// that signal it may wait briefly on its mutex.
+func ownWaiter(g *lockGroup) bool {
+	switch g.role {
+	case roleUnknown:
+		return len(g.waiters) == 1
+	case roleCond:
+		waiters := map[int]bool{}
+		for _, w := range g.words {
+			for _, s := range w.waitS {
+				if condSide(s.userFrames()) == condWaitSide {
+					waiters[s.tid] = true
+				}
+			}
+		}
+		return len(waiters) == 1
+	}
+	return false
+}
+
+// foldQueues folds hand-rolled lock queues into one lock each. In such a
+// queue every waiter sleeps on a word of its own (a per-thread condition
+// variable or semaphore) and the thread that gives the lock up wakes the
+// next waiter's word: Ruby's GVL, InnoDB's row-lock waits, RocksDB's write
+// queue and PostgreSQL's LWLocks are built this way. Each word then has a
+// single waiter, and nothing at the futex level ties the words together
+// but where they are waited on: the same program point. Judged one by
+// one, each looks like a thread idling alone; together they are one lock.
+func (ld *liveData) foldQueues(groups []*lockGroup) []*lockGroup {
+	byPoint := map[pointKey][]*lockGroup{}
+	var keys []pointKey
+	for _, g := range groups {
+		if g.waitNS == 0 || !ownWaiter(g) {
+			continue
+		}
+		k := ld.waiterKey(g)
+		if k.fn == "" {
+			continue
+		}
+		if byPoint[k] == nil {
+			keys = append(keys, k)
+		}
+		byPoint[k] = append(byPoint[k], g)
+	}
+	folded := map[*lockGroup]bool{}
+	var queues []*lockGroup
+	for _, k := range keys {
+		gs := byPoint[k]
+		if len(gs) < minQueueWords {
+			continue
+		}
+		q := &lockGroup{queue: true, waiters: map[int]bool{}, wakers: map[int]bool{}, owners: map[int]uint64{}}
+		for _, g := range gs {
+			q.words = append(q.words, g.words...)
+			folded[g] = true
+		}
+		sort.Slice(q.words, func(i, j int) bool { return q.words[i].addr < q.words[j].addr })
+		ld.sumGroup(q)
+		queues = append(queues, q)
+	}
+	if len(queues) == 0 {
+		return groups
+	}
+	out := make([]*lockGroup, 0, len(groups)-len(folded)+len(queues))
+	for _, g := range groups {
+		if !folded[g] {
+			out = append(out, g)
+		}
+	}
+	return append(out, queues...)
 }
 
 // sumGroup adds up a group's figures and judges whether it is idle.
@@ -478,6 +596,8 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		}
 	}
 	switch {
+	case g.queue:
+		g.role = roleQueue
 	case roles[roleCond] > 0:
 		g.role = roleCond
 	case roles[roleMutex] > 0:
@@ -505,14 +625,20 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 				break
 			}
 		}
-	case roleCond:
+	case roleCond, roleQueue:
 		selfWoken, busy := ld.condUse(g)
 		g.turns = selfWoken && busy
 		switch {
 		case g.turns:
+		case selfWoken && g.queue:
+			g.idle = true
+			g.idleReason = "threads that each wait on a word of their own and wake each other, but together keep the CPU busy less than a quarter of the time (they wait mostly for something else)"
 		case selfWoken:
 			g.idle = true
-			g.idleReason = "threads that wake each other on a condition variable but barely run between waits (they wait mostly for something else)"
+			g.idleReason = "threads that wake each other on a condition variable but together keep it busy less than a quarter of the time (they wait mostly for something else)"
+		case g.queue:
+			g.idle = true
+			g.idleReason = "idle threads, each parked on a word of its own, woken by a thread that never waits there (a producer handing out work)"
 		default:
 			g.idle = true
 			g.idleReason = "idle threads parked on a condition variable, woken by a producer's signal"
@@ -521,66 +647,157 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 }
 
 // Thresholds that tell a condition variable of an idle pool from one that
-// threads take turns on.
+// threads take turns on. Neither depends on how many threads there are or
+// on how many CPUs: a lock that serializes N threads gives each 1/N of its
+// time, so no per-thread share can tell an idle thread from one that waits
+// its turn behind N-1 others.
 const (
-	// turnMinSelfWake is the share of a condition variable's waiters that
-	// must also be the ones waking it for it to be a lock the threads take
-	// turns on. Workers of an idle pool are woken by a producer that never
-	// waits there itself; threads taking turns on a lock built from a
-	// condition variable (an interpreter's global lock) wake each other, so
-	// each waiter is also a waker. Half leaves room for a thread seen only
-	// waiting in a short recording.
+	// turnMinSelfWake is the share of a condition variable's hand-offs
+	// (wakes that woke a waiter) that its own waiters must make for it to
+	// be a lock they take turns on. Workers of an idle pool are woken by a
+	// producer that never waits there itself; threads taking turns on a
+	// lock built from a condition variable (an interpreter's global lock)
+	// wake each other when they drop it. Half leaves room for a producer
+	// that also wakes them now and then.
 	turnMinSelfWake = 0.5
-	// turnMinBusy is the share of their wall time the waiters must spend on
-	// a CPU, taken together, to be taking turns rather than idling. Pool
-	// workers run microseconds per job and stay under 1%; threads that hand
-	// a global lock around run whenever they hold it, which is most of the
-	// time the lock is not being handed over. A tenth separates the two by
-	// an order of magnitude either way.
-	turnMinBusy = 0.1
+	// turnMinBusy is how busy the waiters, taken together, must keep the
+	// lock for their waiting to come from it: their CPU and run-queue time
+	// per second of wall time, in CPUs. One holder at a time runs under a
+	// lock that serializes its users, so a busy lock keeps them near one
+	// CPU; an idle pool's workers, waiting for work, use a few hundredths.
+	// A quarter is where queueing alone cannot keep even minMeanWaiting
+	// (0.1) threads waiting on a server busy that share of the time (a
+	// single server at utilisation 0.25 queues 0.25²/0.75 = 0.08 on
+	// average): a group that waits much more while keeping the lock busy
+	// less is waiting for something else.
+	turnMinBusy = 0.25
 )
 
-// condUse tells how a condition-variable lock is used: selfWoken when its
-// waiters are also the ones waking it (turnMinSelfWake), busy when they run
-// between waits (turnMinBusy). Threads taking turns on a lock built from
-// it are both; an idle pool's workers are neither.
-func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
-	condWaiters, condWakers := map[int]bool{}, map[int]bool{}
-	for _, w := range g.words {
-		if w.role != roleCond {
-			continue
-		}
-		for t := range w.waiters {
-			condWaiters[t] = true
-		}
-		for t := range w.wokeWaiters {
-			condWakers[t] = true
-		}
-	}
-	if len(condWaiters) < 2 {
-		return false, false
-	}
-	self := 0
-	for t := range condWaiters {
-		if condWakers[t] {
-			self++
-		}
-	}
-	selfWoken = float64(self) >= turnMinSelfWake*float64(len(condWaiters))
-	return selfWoken, ld.busyShare(condWaiters) >= turnMinBusy
+// turnUse is how the waiters of a condition-variable lock use it.
+type turnUse struct {
+	// waiters is how many threads wait on the condition variable;
+	// selfShare the share of its hand-offs they make themselves.
+	waiters   int
+	selfShare float64
+	// cpu and runq are the waiters' CPU and run-queue time per second of
+	// wall time (CPUs' worth); demand their sum.
+	cpu, runq, demand float64
+	// mean is how many of them wait on the lock on average.
+	mean float64
 }
 
-// busyShare returns the CPU time of a set of threads divided by their
-// combined wall time over the recording.
-func (ld *liveData) busyShare(tids map[int]bool) float64 {
-	if ld.dur <= 0 || len(tids) == 0 {
-		return 0
-	}
-	var cpu float64
-	for t := range tids {
-		if th := ld.threads[t]; th != nil {
-			cpu += th.cpu()
+// condUse tells how a condition-variable lock is used: selfWoken when its
+// waiters make the hand-offs (turnMinSelfWake), busy when together they
+// keep it busy (turnMinBusy). Threads taking turns on a lock built from
+// it are both; an idle pool's workers are neither.
+func (ld *liveData) condUse(g *lockGroup) (selfWoken, busy bool) {
+	// The condition variable's waiters are the threads that sleep inside
+	// pthread_cond_wait (on any word of the structure); a producer that
+	// sleeps only inside pthread_cond_signal, waiting for the waiters of
+	// an old group to quiesce, is not one of them.
+	condWaiters := map[int]bool{}
+	for _, w := range g.words {
+		for _, s := range w.waitS {
+			if g.queue || condSide(s.userFrames()) == condWaitSide {
+				condWaiters[s.tid] = true
+			}
 		}
 	}
-	return cpu / (ld.dur.Seconds() * float64(len(tids)))
+	// A hand-off is a signal (pthread_cond_signal or broadcast) that woke
+	// a waiter. Wakes from inside pthread_cond_wait (a waiter releasing
+	// its group reference, waking a quiescing signaller) hand nothing
+	// over. When no waker stack names its side (stacks lost), every wake
+	// that woke somebody counts.
+	var wakes, selfWakes, anyWakes, anySelf int64
+	for _, w := range g.words {
+		if w.role != roleCond && !g.queue {
+			continue
+		}
+		for _, s := range w.wakeS {
+			n := value(s, 1)
+			anyWakes += n
+			if condWaiters[s.tid] {
+				anySelf += n
+			}
+			if condSide(s.userFrames()) != condSignalSide {
+				continue
+			}
+			wakes += n
+			if condWaiters[s.tid] {
+				selfWakes += n
+			}
+		}
+	}
+	if wakes == 0 {
+		wakes, selfWakes = anyWakes, anySelf
+	}
+	if len(condWaiters) < 2 || wakes == 0 {
+		return false, false
+	}
+	u := &turnUse{waiters: len(condWaiters), selfShare: float64(selfWakes) / float64(wakes)}
+	u.cpu, u.runq = ld.demand(condWaiters)
+	u.demand = u.cpu + u.runq
+	if ld.dur > 0 {
+		u.mean = float64(g.waitNS) / float64(ld.dur)
+	}
+	g.use = u
+	return u.selfShare >= turnMinSelfWake, u.demand >= turnMinBusy
+}
+
+// condSideOf tells the two sides of a condition variable apart.
+type condSideOf uint8
+
+const (
+	condNone condSideOf = iota
+	condWaitSide
+	condSignalSide
+)
+
+// condWaitFuncs and condSignalFuncs are the waiting and signalling entry
+// points of condition variables (normalised names).
+var (
+	condWaitFuncs = map[string]bool{
+		"pthread_cond_wait": true, "pthread_cond_timedwait": true, "pthread_cond_clockwait": true,
+		"pthread_cond_wait_common": true, "std::condition_variable::wait": true, "std::__1::condition_variable::wait": true,
+	}
+	condSignalFuncs = map[string]bool{
+		"pthread_cond_signal": true, "pthread_cond_broadcast": true,
+		"std::condition_variable::notify_one": true, "std::condition_variable::notify_all": true,
+	}
+)
+
+// condSide returns which side of a condition variable a stack is on: the
+// leaf-most entry point decides.
+func condSide(frames []recording.Frame) condSideOf {
+	for _, f := range frames {
+		if f.Kernel {
+			continue
+		}
+		n := normNative(f.Func)
+		switch {
+		case condWaitFuncs[n]:
+			return condWaitSide
+		case condSignalFuncs[n]:
+			return condSignalSide
+		}
+	}
+	return condNone
+}
+
+// demand returns the CPU time and the run-queue time (runnable without a
+// CPU) of a set of threads per second of wall time: how many CPUs' worth
+// they used and how many more they waited for.
+func (ld *liveData) demand(tids map[int]bool) (cpu, runq float64) {
+	if ld.dur <= 0 || len(tids) == 0 {
+		return 0, 0
+	}
+	var cpuS float64
+	var runqNS int64
+	for t := range tids {
+		if th := ld.threads[t]; th != nil {
+			cpuS += th.cpu()
+			runqNS += th.runqNS
+		}
+	}
+	return cpuS / ld.dur.Seconds(), seconds(runqNS) / ld.dur.Seconds()
 }

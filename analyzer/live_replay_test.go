@@ -241,7 +241,7 @@ func checkFinding(t *testing.T, f analyzer.Finding) {
 		t.Errorf("suggestion %+v", f.Suggestion)
 	}
 	for _, e := range f.Evidence {
-		if e.Source == "" || e.Text == "" {
+		if e.Source == "" || e.Kind == "" || len(e.Figures)+len(e.Names)+len(e.Items) == 0 {
 			t.Errorf("evidence %+v", e)
 		}
 	}

@@ -42,16 +42,20 @@ type spinCand struct {
 	inlinedIn string
 }
 
-func liveSpin(a *analysis, ld *liveData) {
+// liveSpin reports busy-wait convoys and returns the threads that spin in
+// them.
+func liveSpin(a *analysis, ld *liveData) map[int]bool {
+	spinning := map[int]bool{}
 	if ld.cpuTotalNS == 0 {
-		return
+		return spinning
 	}
 	cands := ld.spinCandidates()
 	for _, c := range cands {
-		if f, ok := ld.judgeSpin(a, c); ok {
+		if f, ok := ld.judgeSpin(a, c, spinning); ok {
 			a.res.Findings = append(a.res.Findings, f)
 		}
 	}
+	return spinning
 }
 
 // userSpace reports whether a cpu-clock sample interrupted user code (its
@@ -135,89 +139,28 @@ func (ld *liveData) spinCandidates() []*spinCand {
 }
 
 // judgeSpin decides whether a hot function is a busy-wait convoy.
-func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
+func (ld *liveData) judgeSpin(a *analysis, c *spinCand, spinning map[int]bool) (Finding, bool) {
 	// A Go function's busy-wait is the Go detector's when the recording
 	// carries the runtime's CPU profile and goroutine dumps: it sees the
 	// goroutines, which the threads below them hide.
 	if goPackage(c.fn) != "" && a.rec.Profile(recording.ViewGoCPU) != nil {
 		return Finding{}, false
 	}
-	var ev []Evidence
-	sources := 0
-
-	// The loop: the machine code where it can be read, else how few
-	// addresses hold the samples.
-	spinAddrs := map[uint64]bool{}
-	disasm := false
-	var rep loopReport
-	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil && b.has(c.fn) {
-		if r, ok := b.loops(c.fn, c.addrs, c.line); ok {
-			disasm, rep = true, r
-			spinAddrs = r.busy
-		}
-	}
-	var spinNS int64
-	if disasm {
-		for addr := range spinAddrs {
-			spinNS += c.addrs[addr]
-		}
-	} else {
-		// Without the machine code a tight work loop (a hash, a checksum)
-		// looks the same as a spin loop: few hot addresses. Only an atomic
-		// load, swap or compare-and-swap at one of them, seen in the
-		// stacks (Go's inlined sync/atomic frames), tells a busy-wait
-		// apart; anything else is left unjudged, and said so.
-		top := topAddrs(c.addrs, spinTopAddrs)
-		for _, addr := range top {
-			spinNS += c.addrs[addr]
-		}
-		tight := float64(spinNS) >= spinMinLoopShare*float64(c.cpuNS)
-		waits := false
-		for _, addr := range top {
-			waits = waits || c.waitOps[addr]
-		}
-		if !tight || !waits {
-			if tight && ld.numCPU > 0 && ld.meanRunnable > float64(ld.numCPU) {
-				a.note(fmt.Sprintf("%s burns %s of the sampled CPU in a tight loop while more threads are runnable than CPUs, but its machine code (%s) could not be read to tell a busy-wait from work", shortFunc(c.fn), fmtPercent(float64(c.cpuNS)/float64(ld.cpuTotalNS)), c.module))
-			}
-			return Finding{}, false
-		}
-		for _, addr := range top {
-			spinAddrs[addr] = true
-		}
-	}
-	if spinNS == 0 || float64(spinNS) < spinMinCPUShare*float64(ld.cpuTotalNS) {
+	loop, ok := ld.spinLoop(a, c)
+	if !ok || loop.spinNS == 0 || float64(loop.spinNS) < spinMinCPUShare*float64(ld.cpuTotalNS) {
 		return Finding{}, false
 	}
-
-	// Who spins, and are they oversubscribed?
 	spinners := map[int]bool{}
 	for _, s := range ld.oncpu {
 		fr := s.userFrames()
-		if len(fr) > 0 && spinAddrs[fr[0].Addr] && fr[physical(fr, 0)].Func == c.fn {
+		if len(fr) > 0 && loop.addrs[fr[0].Addr] && fr[physical(fr, 0)].Func == c.fn {
 			spinners[s.tid] = true
 		}
 	}
 	if len(spinners) < minSpinners {
 		return Finding{}, false
 	}
-	runnable, runnableSpinners := 0, 0
-	var invol uint64
-	rShare := 0.0
-	for _, t := range ld.threads {
-		if t.sampled > 0 && t.runnableShare() >= minRunnableShare {
-			runnable++
-			if spinners[t.tid] {
-				runnableSpinners++
-			}
-		}
-		if spinners[t.tid] {
-			invol += t.invol
-			rShare += t.runnableShare()
-		}
-	}
-	rShare /= float64(len(spinners))
-	if ld.numCPU > 0 && ld.rec.Threads != nil && ld.meanRunnable <= float64(ld.numCPU) {
+	if ld.cpus() > 0 && ld.rec.Threads != nil && ld.meanRunnable <= float64(ld.cpus()) {
 		// A convoy needs more runnable threads than CPUs, so that the
 		// holder is descheduled while the others spin. With fewer, a
 		// tight loop is at worst wasteful, and threads that take turns
@@ -227,39 +170,101 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 	}
 	// A lock that spins a while and then parks shows futex waits where it
 	// spins: that is an adaptive mutex doing its job.
-	var parkNS int64
-	for _, s := range ld.waits {
-		if !spinners[s.tid] || s.synthetic() {
-			continue
-		}
-		if callsAny(s.userFrames(), map[string]bool{c.fn: true}) {
-			parkNS += value(s, 1)
-		}
-	}
-	if parkNS >= spinNS {
+	parkNS := ld.parkedIn(spinners, c.fn)
+	if parkNS >= loop.spinNS {
 		return Finding{}, false
 	}
-	var runqNS int64
-	for _, s := range ld.offcpu {
-		if s.state != recording.StateRunnable || !spinners[s.tid] {
-			continue
-		}
-		fr := s.userFrames()
-		if len(fr) > 0 && fr[physical(fr, 0)].Func == c.fn {
-			runqNS += max(value(s, 2), 0)
-			if len(s.values) < 3 {
-				runqNS += value(s, 1)
+	for t := range spinners {
+		spinning[t] = true
+	}
+	return ld.spinFinding(c, loop, spinners, parkNS), true
+}
+
+// spinShape is the busy-wait loop a hot function was found to run.
+type spinShape struct {
+	// addrs are the sampled addresses inside the loop; spinNS the CPU
+	// sampled there.
+	addrs  map[uint64]bool
+	spinNS int64
+	// disasm is set when the machine code was read; rep describes it.
+	disasm bool
+	rep    loopReport
+}
+
+// spinLoop finds the busy-wait loop of a hot function: from its machine
+// code where it can be read, else from how few addresses hold the samples
+// and whether they execute an atomic wait operation. It reports false for
+// a function that cannot be shown to spin.
+func (ld *liveData) spinLoop(a *analysis, c *spinCand) (spinShape, bool) {
+	sh := spinShape{addrs: map[uint64]bool{}}
+	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil && b.has(c.fn) {
+		if r, ok := b.loops(c.fn, c.addrs, c.line); ok {
+			sh.disasm, sh.rep, sh.addrs = true, r, r.busy
+			for addr := range sh.addrs {
+				sh.spinNS += c.addrs[addr]
 			}
+			return sh, true
 		}
 	}
+	// Without the machine code a tight work loop (a hash, a checksum)
+	// looks the same as a spin loop: few hot addresses. Only an atomic
+	// load, swap or compare-and-swap at one of them, seen in the stacks
+	// (Go's inlined sync/atomic frames), tells a busy-wait apart; anything
+	// else is left unjudged, and said so.
+	top := topAddrs(c.addrs, spinTopAddrs)
+	waits := false
+	for _, addr := range top {
+		sh.spinNS += c.addrs[addr]
+		waits = waits || c.waitOps[addr]
+	}
+	tight := float64(sh.spinNS) >= spinMinLoopShare*float64(c.cpuNS)
+	if !tight || !waits {
+		if tight && ld.cpus() > 0 && ld.meanRunnable > float64(ld.cpus()) {
+			a.note(fmt.Sprintf("%s burns %s of the sampled CPU in a tight loop while more threads are runnable than CPUs, but its machine code (%s) could not be read to tell a busy-wait from work", shortFunc(c.fn), fmtPercent(float64(c.cpuNS)/float64(ld.cpuTotalNS)), c.module))
+		}
+		return sh, false
+	}
+	for _, addr := range top {
+		sh.addrs[addr] = true
+	}
+	return sh, true
+}
 
+// parkedIn sums the futex waits of threads from inside function fn.
+func (ld *liveData) parkedIn(tids map[int]bool, fn string) int64 {
+	var ns int64
+	for _, s := range ld.waits {
+		if tids[s.tid] && !s.synthetic() && callsAny(s.userFrames(), map[string]bool{fn: true}) {
+			ns += value(s, 1)
+		}
+	}
+	return ns
+}
+
+// runqIn sums the run-queue time of threads preempted inside function fn.
+func (ld *liveData) runqIn(tids map[int]bool, fn string) int64 {
+	var ns int64
+	for _, s := range ld.offcpu {
+		if s.state != recording.StateRunnable || !tids[s.tid] {
+			continue
+		}
+		if fr := s.userFrames(); len(fr) > 0 && fr[physical(fr, 0)].Func == fn {
+			ns += runqOf(s)
+		}
+	}
+	return ns
+}
+
+// spinFinding words a busy-wait convoy.
+func (ld *liveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bool, parkNS int64) Finding {
+	runqNS := ld.runqIn(spinners, c.fn)
 	f := Finding{
 		Kind:         KindSpinConvoy,
 		Point:        c.point,
 		Participants: len(spinners),
 		Population:   ld.population,
 		Unit:         "threads",
-		CPUSeconds:   seconds(spinNS),
+		CPUSeconds:   seconds(loop.spinNS),
 		WaitSeconds:  seconds(runqNS),
 	}
 	where := pointString(c.point)
@@ -267,63 +272,58 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand) (Finding, bool) {
 		where += " (inlined in " + shortFunc(c.inlinedIn) + ")"
 	}
 	who := participants(len(spinners), ld.population, "threads", true, 0)
+	runnable, runnableSpinners := 0, 0
+	for _, t := range ld.threads {
+		if t.sampled > 0 && t.runnableShare() >= minRunnableShare {
+			runnable++
+			if spinners[t.tid] {
+				runnableSpinners++
+			}
+		}
+	}
 	if runnable > 0 && runnableSpinners > 0 {
 		who = fmt.Sprintf("%d of %d runnable threads", runnableSpinners, runnable)
 	}
 	f.Headline = fmt.Sprintf("%s sit at ONE program point: busy-wait in %s", who, where)
-
-	share := float64(spinNS) / float64(ld.cpuTotalNS)
-	t := fmt.Sprintf("%s of %s sampled CPU (%s) falls on the spin loop's instructions in %s, from %d threads", fmtSeconds(seconds(spinNS)), fmtSeconds(seconds(ld.cpuTotalNS)), fmtPercent(share), shortFunc(c.fn), len(spinners))
-	if ld.dur > 0 {
-		t += fmt.Sprintf(": %s CPUs busy-waiting on average over %s", fmtFloat(float64(spinNS)/float64(ld.dur)), fmtDuration(ld.dur))
-	}
-	ev = append(ev, Evidence{Source: "oncpu", Text: t})
-	sources++
-	if disasm {
-		ev = append(ev, Evidence{Source: "disasm", Text: "the " + describeLoop(rep)})
+	share := float64(loop.spinNS) / float64(ld.cpuTotalNS)
+	f.Evidence = ld.spinEvidence(c, loop, spinners, share, runqNS, parkNS)
+	sources := 1
+	if loop.disasm {
 		sources++
-	} else {
-		t := fmt.Sprintf("%s of the function's samples fall on %d instruction addresses: a tight loop (its machine code could not be read to confirm the shape)", fmtPercent(float64(spinNS)/float64(c.cpuNS)), len(spinAddrs))
-		if c.atomicNS > 0 {
-			t += fmt.Sprintf("; %s of them execute an atomic operation", fmtPercent(float64(c.atomicNS)/float64(c.cpuNS)))
-		}
-		ev = append(ev, Evidence{Source: "oncpu", Text: t})
 	}
 	if ld.rec.Threads != nil {
-		t := fmt.Sprintf("the spinning threads were runnable (R) at %s of the /proc samples and were preempted %s times (involuntary context switches)", fmtPercent(rShare), fmtCount(int64(invol)))
-		if ld.numCPU > 0 {
-			t += fmt.Sprintf("; on average %s of the process's threads were runnable, on %d CPUs", fmtFloat(ld.meanRunnable), ld.numCPU)
-		}
-		ev = append(ev, Evidence{Source: "proc", Text: t})
 		sources++
 	}
-	if runqNS > 0 {
-		ev = append(ev, Evidence{Source: "sched", Text: fmt.Sprintf("they also sat %s runnable without a CPU inside %s: time slices queued behind other spinners while the thread that holds the flag may itself be waiting for a CPU", fmtSeconds(seconds(runqNS)), shortFunc(c.fn))})
-	}
-	if parkNS == 0 {
-		ev = append(ev, Evidence{Source: "futex", Text: "no futex wait was seen from " + shortFunc(c.fn) + ": the waiters never park"})
-	} else {
-		ev = append(ev, Evidence{Source: "futex", Text: fmt.Sprintf("only %s of futex waits from %s against %s spinning: the waiters hardly ever park", fmtSeconds(seconds(parkNS)), shortFunc(c.fn), fmtSeconds(seconds(spinNS)))})
-	}
-
-	cpus := "the CPUs"
-	if ld.numCPU > 0 {
-		cpus = fmt.Sprintf("the %d CPUs", ld.numCPU)
-	}
-	lockName := "a parking lock (pthread_mutex_t, a futex-based lock, std::mutex)"
-	if goPackage(c.fn) != "" {
-		lockName = "a parking lock (sync.Mutex)"
-	}
-	f.Suggestion = Suggestion{
-		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", shortFunc(c.fn), lockName),
-		Reasoning: fmt.Sprintf("%d threads burn CPU re-reading one memory word in %s without parking or yielding, and more threads are runnable than %s, so the thread that holds the flag is preempted and its waiters spend whole time slices spinning instead of letting it finish. "+
-			"Spinning only pays when the holder cannot be descheduled, which is never true of an ordinary thread.", len(spinners), shortFunc(c.fn), cpus),
-		ExpectedGain: fmt.Sprintf("up to %s of CPU freed (%s of the process's samples); if the lock is still contended once it parks, stripe it by key", fmtSeconds(f.CPUSeconds), fmtPercent(share)),
-	}
-	f.Evidence = ev
-	f.Confidence = confidenceOf(sources, !disasm)
+	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "", whom: "thread", fn: shortFunc(c.fn),
+		cpus: ld.cpus(), cpuS: f.CPUSeconds, share: share})
+	f.Confidence = confidenceOf(sources, !loop.disasm)
 	finish(&f, ld.dur, true)
-	return f, true
+	return f
+}
+
+// spinEvidence states the facts of a busy-wait convoy.
+func (ld *liveData) spinEvidence(c *spinCand, loop spinShape, spinners map[int]bool, share float64, runqNS, parkNS int64) []Evidence {
+	cpus := 0.0
+	if ld.dur > 0 {
+		cpus = float64(loop.spinNS) / float64(ld.dur)
+	}
+	ev := []Evidence{fact("oncpu", EvSpinCPU, "spin_s", seconds(loop.spinNS), "total_s", seconds(ld.cpuTotalNS), "share", share,
+		"threads", len(spinners), "cpus", cpus, "dur_s", ld.dur, "function", shortFunc(c.fn))}
+	if loop.disasm {
+		r := loop.rep
+		ev = append(ev, fact("disasm", EvSpinLoop, "insns", r.insns, "start", r.start, "pause", r.pause, "shape", r.text))
+	} else {
+		ev = append(ev, fact("oncpu", EvTightLoop, "share", float64(loop.spinNS)/float64(c.cpuNS), "addrs", len(loop.addrs),
+			"atomic_share", float64(c.atomicNS)/float64(c.cpuNS)))
+	}
+	if ld.rec.Threads != nil {
+		ev = append(ev, fact("proc", EvSpinRunnable, "runnable_share", ld.shareRunnable(spinners), "involuntary", ld.involuntary(spinners),
+			"mean_runnable", ld.meanRunnable, "num_cpu", ld.cpus()))
+	}
+	if runqNS > 0 {
+		ev = append(ev, fact("sched", EvSpinRunq, "runq_s", seconds(runqNS), "function", shortFunc(c.fn)))
+	}
+	return append(ev, fact("futex", EvSpinPark, "park_s", seconds(parkNS), "spin_s", seconds(loop.spinNS), "function", shortFunc(c.fn)))
 }
 
 // isWaitOp reports whether an atomic function is one a busy-wait repeats

@@ -141,7 +141,7 @@ func TestTurnTakingCondvarIsContention(t *testing.T) {
 	if !f.ld.isInterpreterLock(f.ld.factsOf(g)) {
 		t.Error("not recognised as the interpreter's global lock")
 	}
-	fd := f.ld.judgeLock(f.ld.factsOf(g))
+	fd := judgeLock(f.ld.lockCase(g, groups), f.ld.dur)
 	if fd.Kind != KindContention || !strings.Contains(fd.Headline, "take turns") || !strings.Contains(fd.Suggestion.Action, "processes") {
 		t.Errorf("finding %s %q / %q", fd.Kind, fd.Headline, fd.Suggestion.Action)
 	}
@@ -236,9 +236,9 @@ func TestIOOfTheHolderExplainsTheWait(t *testing.T) {
 	if lf.preemptNS != ms || lf.preemptWaits != 1 {
 		t.Errorf("holder preempted %d ns over %d waits, want 1 ms over 1", lf.preemptNS, lf.preemptWaits)
 	}
-	site, ok, calls := f.ld.ioSite(lf)
-	if !ok || site.Function != "journal_write" || !strings.HasPrefix(calls, "fsync") {
-		t.Errorf("I/O site %q (%v), calls %q", site.Function, ok, calls)
+	io := f.ld.ioFacts(lf)
+	if !io.explains || io.site == nil || io.site.Function != "journal_write" || io.call != "fsync" {
+		t.Errorf("I/O facts %+v, want fsync at journal_write explaining the wait", io)
 	}
 }
 
@@ -341,28 +341,46 @@ func TestLockSeries(t *testing.T) {
 	}
 }
 
-func TestPerWaiterAddressesAreANote(t *testing.T) {
-	f := newLiveFixture(2 * time.Second)
-	// Each thread waits on its own semaphore word at one point: the
-	// address names the waiter, not a lock.
+// Threads that each wait on a word of their own at one program point form
+// one hand-rolled lock queue: woken by a producer that never waits there,
+// it is an idle pool; woken by each other while they keep the CPU busy, it
+// is one lock they take turns on.
+func TestPerWaiterWordsAreOneQueue(t *testing.T) {
 	stack := nativeStack("app", "syscall", "sem_park", "queue_wait", "worker")
-	for i := range 5 {
-		addr := uint64(0x9000 + 0x100*i)
-		f.word(addr, "", 1e9, []int{60 + i}, []int{70}, 10)
-		f.wait(addr, 60+i, 1e9, stack)
+	build := func(woken func(i int) int) *liveFixture {
+		f := newLiveFixture(2 * time.Second)
+		for i := range 5 {
+			addr := uint64(0x9000 + 0x100*i)
+			f.word(addr, "", 1e9, []int{60 + i}, []int{woken(i)}, 10)
+			f.wait(addr, 60+i, 1e9, stack)
+			f.wake(addr, woken(i), 10, nativeStack("app", "syscall", "sem_post", "queue_pass", "worker"))
+		}
+		return f
 	}
-	a := &analysis{rec: f.ld.rec, res: &Result{}}
-	groups := f.ld.lockGroups()
-	liveLockVerdicts(a, f.ld, groups)
+
+	idle := build(func(int) int { return 70 })
+	groups := idle.ld.lockGroups()
+	if len(groups) != 1 || len(groups[0].words) != 5 || !groups[0].queue {
+		t.Fatalf("%d locks, want the 5 per-waiter words folded into one queue", len(groups))
+	}
+	if !groups[0].idle || !strings.Contains(groups[0].idleReason, "word of its own") {
+		t.Errorf("idle %v (%q): a producer-fed queue must be idle", groups[0].idle, groups[0].idleReason)
+	}
+	a := &analysis{rec: idle.ld.rec, res: &Result{}}
+	liveLockVerdicts(a, idle.ld, groups)
 	if len(a.res.Findings) != 0 {
-		t.Errorf("findings %q for per-waiter words", kinds(a.res))
+		t.Errorf("findings %q for an idle queue", kinds(a.res))
 	}
-	found := false
-	for _, n := range a.res.Notes {
-		found = found || strings.Contains(n, "5 futex addresses") && strings.Contains(n, "identifies its waiter")
+
+	turns := build(func(i int) int { return 60 + (i+1)%5 })
+	turns.busy(0.2, 60, 61, 62, 63, 64)
+	groups = turns.ld.lockGroups()
+	if len(groups) != 1 || groups[0].idle || !groups[0].turns {
+		t.Fatalf("queue handed around by its waiters: %d groups, idle %v, turns %v", len(groups), groups[0].idle, groups[0].turns)
 	}
-	if !found {
-		t.Errorf("no per-waiter note in %q", a.res.Notes)
+	f := judgeLock(turns.ld.lockCase(groups[0], groups), turns.ld.dur)
+	if f.Participants != 5 || f.Lock == nil || len(f.Lock.Words) != 5 || f.Lock.Key != "waited at app!sem_park" {
+		t.Errorf("finding %s %q: participants %d, lock %+v", f.Kind, f.Headline, f.Participants, f.Lock)
 	}
 }
 

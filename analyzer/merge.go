@@ -73,9 +73,12 @@ func mergeArrayLocks(r *Result) {
 		if len(shown) > 4 {
 			shown = append(shown[:4:4], "…")
 		}
-		merged.Evidence = append([]Evidence{{Source: "futex", Text: fmt.Sprintf(
-			"%d locks of one array, %s (%s), show this at %s; the figures are the sum over them, the evidence below is the costliest lock's",
-			len(idx), k.array, strings.Join(shown, ", "), pointString(merged.Point))}}, merged.Evidence...)
+		var items []Item
+		for _, n := range shown {
+			items = append(items, Item{Name: n})
+		}
+		merged.Evidence = append([]Evidence{fact("futex", EvArrayMerge, "locks", len(idx), "array", k.array,
+			"point", pointString(merged.Point), "items", items)}, merged.Evidence...)
 		arr, _ := symbolModule(k.array)
 		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
 		if w := kindWords(merged.Kind); w != "" {

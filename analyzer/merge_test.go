@@ -48,7 +48,7 @@ func TestMergeArrayLocks(t *testing.T) {
 	if !strings.Contains(m.Headline, "3 locks of one array, stripes") || !strings.HasPrefix(m.Headline, "6 s lost") {
 		t.Errorf("headline %q", m.Headline)
 	}
-	if len(m.Evidence) == 0 || !strings.Contains(m.Evidence[0].Text, "3 locks of one array") {
+	if len(m.Evidence) == 0 || m.Evidence[0].Kind != EvArrayMerge || m.Evidence[0].Figures["locks"] != 3 || m.Evidence[0].Names["array"] != "stripes (stripe)" {
 		t.Errorf("first evidence %+v: want the merge explained", m.Evidence)
 	}
 }

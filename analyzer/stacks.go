@@ -59,6 +59,7 @@ func newPoint(frames []recording.Frame, pi int) ProgramPoint {
 	if pi < len(stack) {
 		f := stack[pi]
 		p.Function, p.File, p.Line = f.Func, f.File, f.Line
+		p.Key = frameKey(f)
 	}
 	return p
 }

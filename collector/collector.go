@@ -5,7 +5,9 @@
 package collector
 
 import (
+	"context"
 	"errors"
+	"os/exec"
 	"time"
 )
 
@@ -67,6 +69,10 @@ type Options struct {
 	// (http://127.0.0.1:6060); mutex and block deltas, goroutine dumps and
 	// a CPU profile are fetched during the recording.
 	PprofURL string
+	// GoFetchCommand, when set, runs each fetch from PprofURL in a child
+	// process (see GoFetchOptions.Command): how a recording made as root
+	// fetches and parses the endpoint's answers without root.
+	GoFetchCommand func(ctx context.Context, args ...string) *exec.Cmd
 	// Probes selects probe families (futex, sched, oncpu, io); nil means
 	// all.
 	Probes []string

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,8 +88,16 @@ type GoFetchOptions struct {
 	// Duration of the recording; 0 means until Stop.
 	Duration time.Duration
 	// Client is the HTTP client to use; nil means one that ignores proxy
-	// settings (the endpoint is normally on loopback).
+	// settings (the endpoint is normally on loopback). Redirects to
+	// another host are refused whatever the client.
 	Client *http.Client
+	// Command, when set, runs each fetch in a child process instead of
+	// in this one: it returns the command that runs ServeGoFetch with
+	// args (as the user who ran contend, when contend runs as root). The
+	// endpoint's answer is then fetched, decompressed and parsed by the
+	// child; this process reads back a profile it re-encoded or a dump
+	// as JSON.
+	Command func(ctx context.Context, args ...string) *exec.Cmd
 }
 
 // GoProfiles is what a GoFetch produced: delta mutex and block profiles
@@ -124,6 +133,7 @@ func (p *GoProfiles) Apply(r *recording.Recording) {
 type GoFetch struct {
 	base   string // ".../debug/pprof"
 	client *http.Client
+	child  func(ctx context.Context, args ...string) *exec.Cmd
 	dur    time.Duration
 	start  time.Time
 
@@ -202,16 +212,10 @@ func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := opts.Client
-	if client == nil {
-		client = &http.Client{Transport: &http.Transport{
-			Proxy:       nil,
-			DialContext: (&net.Dialer{Timeout: goDialTimeout}).DialContext,
-		}}
-	}
 	g := &GoFetch{
 		base:            base,
-		client:          client,
+		client:          fetchClient(opts.Client),
+		child:           opts.Command,
 		dur:             opts.Duration,
 		parent:          ctx,
 		stop:            make(chan struct{}),
@@ -697,21 +701,52 @@ func (g *GoFetch) fetchDump() (*goprof.Dump, error) {
 	ctx, cancel := context.WithTimeout(g.ctx, g.snapshotTimeout)
 	defer cancel()
 	taken := time.Now()
-	raw, err := g.get(ctx, g.base+"/goroutine?debug=2", g.dumpLimit)
+	var a *dumpAnswer
+	var err error
+	if g.child != nil {
+		a, err = g.childDump(ctx, g.base+"/goroutine?debug=2")
+	} else {
+		a, err = getDump(ctx, g.client, g.base+"/goroutine?debug=2", g.dumpLimit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := a.Dump
+	if a.ParseError != "" || d == nil {
+		var raw []byte
+		if d != nil {
+			raw = d.Raw
+		}
+		g.warnf("pprof endpoint: goroutine dump at %s: %s (kept as text)", taken.Sub(g.start).Round(100*time.Millisecond), a.ParseError)
+		d = &goprof.Dump{Kind: goprof.KindGoroutineDump, Raw: raw}
+	}
+	d.Taken = taken
+	return d, nil
+}
+
+// dumpAnswer is a fetched goroutine dump: parsed, or kept as text (Raw)
+// with the parser's error. It is what a fetch child writes as JSON.
+type dumpAnswer struct {
+	Dump       *goprof.Dump `json:"dump"`
+	ParseError string       `json:"parse_error,omitempty"`
+}
+
+// getDump fetches the dump at u and parses it within goprof's budget.
+func getDump(ctx context.Context, client *http.Client, u string, limit int64) (*dumpAnswer, error) {
+	raw, err := get(ctx, client, u, limit)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.HasPrefix(raw, []byte("goroutine ")) {
-		return nil, fmt.Errorf("not a goroutine dump (starts %q)", bodyHead(raw))
+		// The body is the target's: it is not quoted into warnings.
+		return nil, errors.New("not a goroutine dump")
 	}
 	d, err := goprof.ParseDump(raw)
 	if err != nil || d == nil {
-		g.warnf("pprof endpoint: goroutine dump at %s: %v (kept as text)", taken.Sub(g.start).Round(100*time.Millisecond), err)
-		d = &goprof.Dump{Kind: goprof.KindGoroutineDump}
+		return &dumpAnswer{Dump: &goprof.Dump{Kind: goprof.KindGoroutineDump, Raw: raw}, ParseError: fmt.Sprint(err)}, nil
 	}
 	d.Raw = raw
-	d.Taken = taken
-	return d, nil
+	return &dumpAnswer{Dump: d}, nil
 }
 
 // fetchProfile fetches and parses the protobuf profile at path?query
@@ -723,30 +758,46 @@ func (g *GoFetch) fetchProfile(ctx context.Context, path string, timeout time.Du
 	if query != "" {
 		u += "?" + query
 	}
-	data, err := g.get(ctx, u, g.profileLimit)
+	if g.child != nil {
+		return g.childProfile(ctx, u)
+	}
+	return getProfile(ctx, g.client, u, g.profileLimit)
+}
+
+// getProfile fetches the profile at u, reading at most limit bytes of
+// (compressed) body, and parses it through goprof's budgeted path: the
+// body is the target's, so it is decompressed within the budget, nested
+// compression is refused, and none of it is quoted into warnings.
+func getProfile(ctx context.Context, client *http.Client, u string, limit int64) (*profile.Profile, error) {
+	data, err := get(ctx, client, u, limit)
 	if err != nil {
 		return nil, err
 	}
-	p, err := profile.ParseData(data)
+	p, err := goprof.ParseProfile(data)
 	if err != nil {
-		return nil, fmt.Errorf("not a profile (starts %q): %w", bodyHead(data), err)
+		return nil, fmt.Errorf("not a profile: %w", err)
 	}
 	return p, nil
 }
 
-// statusError is an HTTP answer other than 200.
+// statusError is an HTTP answer other than 200. The answer's body is the
+// target's and never becomes part of the message (messages go into
+// meta.json and onto terminals): only its status, and a note of ours for
+// the one error body net/http/pprof is known to send.
 type statusError struct {
 	code int
-	msg  string
+	// profilerBusy is set when the body said the CPU profiler is already
+	// in use.
+	profilerBusy bool
 }
 
 func (e *statusError) Error() string {
 	s := fmt.Sprintf("%d %s", e.code, http.StatusText(e.code))
-	if e.code == http.StatusNotFound {
+	switch {
+	case e.code == http.StatusNotFound:
 		return s + " — is net/http/pprof imported?"
-	}
-	if e.msg != "" {
-		s += ": " + e.msg
+	case e.profilerBusy:
+		return s + ": the target's CPU profiler is already in use (another profile is being taken)"
 	}
 	return s
 }
@@ -760,23 +811,55 @@ type transportError struct{ err error }
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
 
+// fetchClient returns client (a default one ignoring proxy settings when
+// nil: the endpoint is normally on loopback) refusing redirects to
+// another host: the endpoint is the target's, and it must not send
+// contend's requests elsewhere.
+func fetchClient(client *http.Client) *http.Client {
+	var c http.Client
+	if client != nil {
+		c = *client
+	} else {
+		c.Transport = &http.Transport{
+			Proxy:       nil,
+			DialContext: (&net.Dialer{Timeout: goDialTimeout}).DialContext,
+		}
+	}
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("more than 5 redirects")
+		}
+		if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+			return fmt.Errorf("%w: to %s", errCrossHostRedirect, req.URL.Host)
+		}
+		return nil
+	}
+	return &c
+}
+
+// errCrossHostRedirect reports a redirect away from the endpoint's host.
+var errCrossHostRedirect = errors.New("redirect to another host refused")
+
 // get fetches u, reading at most limit bytes of body.
-func (g *GoFetch) get(ctx context.Context, u string, limit int64) ([]byte, error) {
+func get(ctx context.Context, client *http.Client, u string, limit int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := g.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, timeoutOr(ctx, err)
+		}
+		if errors.Is(err, errCrossHostRedirect) {
+			return nil, errCrossHostRedirect
 		}
 		return nil, &transportError{err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, &statusError{code: resp.StatusCode, msg: firstLineOf(msg)}
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, &statusError{code: resp.StatusCode, profilerBusy: bytes.Contains(head, []byte("profiling already in use"))}
 	}
 	if resp.ContentLength > limit {
 		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %s", errTooLarge, resp.ContentLength, sizeString(limit))
@@ -846,15 +929,7 @@ func sizeString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// bodyHead returns the start of data for an error message.
-func bodyHead(data []byte) string {
-	if len(data) > 16 {
-		data = data[:16]
-	}
-	return string(data)
-}
-
-// firstLineOf returns the first line of an error body, trimmed.
+// firstLineOf returns the first line of a message, trimmed.
 func firstLineOf(b []byte) string {
 	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 	if len(s) > 200 {

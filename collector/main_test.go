@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -15,6 +16,7 @@ func TestMain(m *testing.M) {
 		"procsample-child": procSampleChild,
 		"target-access":    targetAccess,
 		"start-degraded":   startDegraded,
+		"gofetch-child":    func() int { return ServeGoFetch(context.Background(), os.Args[1:], os.Stdout, os.Stderr) },
 	})
 	os.Exit(m.Run())
 }

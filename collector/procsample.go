@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -531,7 +532,8 @@ func parseStatus(b []byte, ps *procSample) error {
 	return nil
 }
 
-// parseUint parses a decimal counter without allocating.
+// parseUint parses a decimal counter without allocating; a number past
+// 2^64-1 is an error, not a wrapped value.
 func parseUint(b []byte) (uint64, error) {
 	if len(b) == 0 {
 		return 0, errors.New("empty number")
@@ -541,7 +543,11 @@ func parseUint(b []byte) (uint64, error) {
 		if c < '0' || c > '9' {
 			return 0, fmt.Errorf("bad number %q", b)
 		}
-		v = v*10 + uint64(c-'0')
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, fmt.Errorf("number %q out of range", b)
+		}
+		v = v*10 + d
 	}
 	return v, nil
 }

@@ -212,7 +212,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		}()
 	}
 	if o.PprofURL != "" {
-		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration})
+		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration, Command: o.GoFetchCommand})
 		if err != nil {
 			s.end(endError, nil)
 			s.Stop()
@@ -357,16 +357,17 @@ func (s *Session) baseMeta(warnings []string) recording.Meta {
 	o := s.opts
 	t := readTarget(o.ProcRoot, o.PID)
 	m := recording.Meta{
-		Version:   recording.FormatVersion,
-		Source:    recording.SourceLive,
-		PID:       o.PID,
-		Comm:      t.comm,
-		Cmdline:   t.cmdline,
-		Exe:       t.exe,
-		Kernel:    release(),
-		NumCPU:    s.cfg.ncpu,
-		GoVersion: t.goVersion,
-		Warnings:  warnings,
+		Version:     recording.FormatVersion,
+		Source:      recording.SourceLive,
+		PID:         o.PID,
+		Comm:        t.comm,
+		Cmdline:     t.cmdline,
+		Exe:         t.exe,
+		Kernel:      release(),
+		NumCPU:      s.cfg.ncpu,
+		GoVersion:   t.goVersion,
+		CPUsAllowed: t.cpusAllowed,
+		Warnings:    warnings,
 		Settings: map[string]string{
 			"stack_threshold":        o.StackThreshold.String(),
 			"io_threshold":           o.IOThreshold.String(),
@@ -733,6 +734,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 
 	meta.Start = s.clk.wallAt(from)
 	meta.Duration = to - from
+	meta.Warnings = append(meta.Warnings, s.res.symWarnings()...)
 	meta.Counters = map[string]uint64{}
 	for _, name := range s.tr.counterNames() {
 		if name != "" {

@@ -17,6 +17,8 @@ type procSymbols interface {
 	DataSymbol(addr uint64) (string, bool)
 	Refresh() error
 	Close() error
+	// Warnings says what lookups could not do (symbolize.Process).
+	Warnings() []string
 }
 
 // kernelSymbols names kernel addresses (symbolize.Kernel).
@@ -39,6 +41,7 @@ func (rawSymbols) Unwind(symbolize.Regs, []byte) ([]uint64, bool) { return nil, 
 func (rawSymbols) DataSymbol(uint64) (string, bool)               { return "", false }
 func (rawSymbols) Refresh() error                                 { return nil }
 func (rawSymbols) Close() error                                   { return nil }
+func (rawSymbols) Warnings() []string                             { return nil }
 
 // rawKernel names kernel addresses "0x…" when kallsyms is unreadable.
 type rawKernel struct{}
@@ -66,6 +69,13 @@ const maxEventWindows = 200000
 // resolver turns stack ids, windows and lock addresses into symbolized
 // frames, caching everything: stack ids never change meaning (no
 // BPF_F_REUSE_STACKID), and names are resolved while the target is alive.
+// symWarnings returns the symbolizer's warnings so far.
+func (r *resolver) symWarnings() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sym.Warnings()
+}
+
 type resolver struct {
 	mu   sync.Mutex
 	sym  procSymbols

@@ -77,6 +77,8 @@ type targetInfo struct {
 	cmdline   []string
 	exe       string
 	goVersion string
+	// cpusAllowed is how many CPUs the process may run on.
+	cpusAllowed int
 }
 
 // readTarget reads what /proc says about pid; missing parts stay empty.
@@ -97,7 +99,23 @@ func readTarget(root string, pid int) targetInfo {
 	if bi, err := buildinfo.ReadFile(filepath.Join(dir, "exe")); err == nil {
 		t.goVersion = bi.GoVersion
 	}
+	t.cpusAllowed = cpusAllowed(dir)
 	return t
+}
+
+// cpusAllowed counts the CPUs a process may run on, from the
+// Cpus_allowed_list line of its status file; 0 when unreadable.
+func cpusAllowed(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return countCPUList(strings.TrimSpace(v))
+		}
+	}
+	return 0
 }
 
 // release returns uname -r, "" when unknown.

@@ -51,6 +51,13 @@ var tracebackPreambles = []string{"panic: ", "fatal error: ", "SIG", "unexpected
 // dump: the message before the first goroutine is skipped. The returned
 // Dump keeps data as Raw.
 func ParseDump(data []byte) (*Dump, error) {
+	return withSlot(func() (*Dump, error) { return parseDump(data) })
+}
+
+func parseDump(data []byte) (*Dump, error) {
+	if err := checkTextBudget(data); err != nil {
+		return nil, err
+	}
 	lines := splitLines(data)
 	first := 0
 	for first < len(lines) && strings.TrimSpace(lines[first]) == "" {

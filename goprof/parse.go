@@ -2,11 +2,7 @@ package goprof
 
 import (
 	"bytes"
-	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,14 +11,10 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// maxInputSize bounds what Parse decompresses. Real Go profiles of busy
-// services are a few MB; a larger stream is far more likely a gzip bomb or
-// the wrong file than a profile worth reading into memory.
-const maxInputSize = 1 << 30
-
-// Load reads the file at path and recognises it by content (see Parse).
+// Load reads the file at path, within the budget (see ReadFile), and
+// recognises it by content (see Parse).
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
@@ -39,7 +31,7 @@ func Load(path string) (*File, error) {
 // a non-Go program) are refused. Every error is one line, starts with name
 // and wraps ErrBadProfile when the content is at fault.
 func Parse(name string, data []byte) (*File, error) {
-	f, err := parse(name, data)
+	f, err := withSlot(func() (*File, error) { return parse(name, data) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -50,21 +42,19 @@ func parse(name string, data []byte) (f *File, err error) {
 	if len(data) == 0 {
 		return nil, badf("empty file")
 	}
-	if isGzip(data) {
-		data, err = gunzip(data)
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == 0 {
-			return nil, badf("empty file (after gzip)")
-		}
+	wasGzip := isGzip(data)
+	if data, err = decompress(data); err != nil {
+		return nil, err
+	}
+	if len(data) == 0 && wasGzip {
+		return nil, badf("empty file (after gzip)")
 	}
 	text := bytes.TrimLeft(data, " \t\r\n")
 	switch {
 	case bytes.HasPrefix(text, []byte("goroutine profile:")),
 		goroutineHeaderStart.Match(text),
 		isTraceback(text):
-		d, err := ParseDump(data)
+		d, err := parseDump(data)
 		if err != nil {
 			return nil, err
 		}
@@ -113,40 +103,6 @@ func textProfileKind(text []byte) string {
 		}
 	}
 	return ""
-}
-
-func isGzip(data []byte) bool {
-	return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b
-}
-
-func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, badWrap(err, "corrupt gzip")
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxInputSize+1))
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, badf("truncated gzip stream")
-		}
-		return nil, badWrap(err, "corrupt gzip")
-	}
-	if len(out) > maxInputSize {
-		return nil, badf("decompresses to more than %d MiB", maxInputSize>>20)
-	}
-	return out, nil
-}
-
-// parseProfile runs the pprof parser, turning a panic on hostile input
-// into an error: the parser is third-party code and this package promises
-// an error, never a crash, on any input.
-func parseProfile(data []byte) (p *profile.Profile, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("malformed profile (parser panic: %v)", r)
-		}
-	}()
-	return profile.ParseData(data)
 }
 
 // looksLikeText reports whether data starts like text: no NUL byte and at

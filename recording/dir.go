@@ -2,6 +2,7 @@ package recording
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+	"golang.org/x/sys/unix"
 
 	"github.com/contend-dev/contend/goprof"
 )
@@ -34,13 +36,32 @@ const (
 // ErrNotRecording is returned by Read for a directory without meta.json.
 var ErrNotRecording = errors.New("not a contend recording (no meta.json)")
 
+// ErrInvalid is wrapped by Read's errors about content that breaks the
+// format's rules (a timeline series outside its samples, a histogram
+// longer than 64 buckets, an event naming a stack that is not there):
+// bad input, like a corrupt profile.
+var ErrInvalid = errors.New("invalid recording")
+
 // ErrExists is returned by Write when the destination already exists.
 var ErrExists = errors.New("output directory already exists")
 
+// Owner is the user and group a recording's directory and files are
+// given (see WriteAs).
+type Owner struct{ UID, GID int }
+
 // Write stores r as a recording directory at dir. The directory is built
 // under a temporary name beside dir and renamed into place, so a reader
-// never sees a half-written recording. dir must not exist.
-func Write(dir string, r *Recording) (err error) {
+// never sees a half-written recording. dir must not exist. The directory
+// is private (0700) and its files 0600: they hold command lines, stacks
+// and goroutine dumps.
+func Write(dir string, r *Recording) error { return WriteAs(dir, r, nil) }
+
+// WriteAs is Write, with the directory and every file given to owner
+// (when not nil) before the directory is renamed into place: a recording
+// made as root under sudo belongs to the user who asked for it. Files are
+// created through the descriptor of the temporary directory, never by a
+// path another user could redirect.
+func WriteAs(dir string, r *Recording, owner *Owner) (err error) {
 	dir = filepath.Clean(dir)
 	if _, err := os.Lstat(dir); err == nil {
 		return fmt.Errorf("write recording %s: %w", dir, ErrExists)
@@ -49,7 +70,7 @@ func Write(dir string, r *Recording) (err error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("write recording: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-") // mode 0700
 	if err != nil {
 		return fmt.Errorf("write recording: %w", err)
 	}
@@ -58,13 +79,21 @@ func Write(dir string, r *Recording) (err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := writeParts(tmp, r); err != nil {
-		return fmt.Errorf("write recording %s: %w", dir, err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
+	d, err := openDir(tmp)
+	if err != nil {
 		return fmt.Errorf("write recording: %w", err)
 	}
-	if err := syncDir(tmp); err != nil {
+	defer d.Close()
+	w := &dirWriter{dir: d, owner: owner}
+	if err := writeParts(w, r); err != nil {
+		return fmt.Errorf("write recording %s: %w", dir, err)
+	}
+	if owner != nil {
+		if err := d.Chown(owner.UID, owner.GID); err != nil {
+			return fmt.Errorf("write recording: give it to uid %d: %w", owner.UID, err)
+		}
+	}
+	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
 		return fmt.Errorf("write recording: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -73,13 +102,29 @@ func Write(dir string, r *Recording) (err error) {
 	return syncDir(parent)
 }
 
-func writeParts(dir string, r *Recording) error {
+// openDir opens the directory at path itself, not what a symbolic link
+// there points to.
+func openDir(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// dirWriter creates the files of a recording inside one open directory.
+type dirWriter struct {
+	dir   *os.File
+	owner *Owner
+}
+
+func writeParts(w *dirWriter, r *Recording) error {
 	meta := r.Meta
 	meta.Version = FormatVersion
 	if meta.Counters == nil {
 		meta.Counters = map[string]uint64{}
 	}
-	if err := writeJSON(filepath.Join(dir, MetaFile), meta); err != nil {
+	if err := w.writeJSON(MetaFile, meta); err != nil {
 		return err
 	}
 	views := make([]string, 0, len(r.Profiles))
@@ -95,7 +140,7 @@ func writeParts(dir string, r *Recording) error {
 		if strings.ContainsAny(v, `/\`) || v == "" || v[0] == '.' {
 			return fmt.Errorf("bad view name %q", v)
 		}
-		if err := writeFile(filepath.Join(dir, v+profileSuffix), func(w io.Writer) error {
+		if err := w.writeFile(v+profileSuffix, func(w io.Writer) error {
 			return p.Write(w) // gzipped protobuf
 		}); err != nil {
 			return fmt.Errorf("view %s: %w", v, err)
@@ -106,7 +151,7 @@ func writeParts(dir string, r *Recording) error {
 			continue
 		}
 		name := fmt.Sprintf("%s%d.txt", goroutinePrefix, i)
-		if err := writeFile(filepath.Join(dir, name), func(w io.Writer) error {
+		if err := w.writeFile(name, func(w io.Writer) error {
 			_, err := w.Write(d.Raw)
 			return err
 		}); err != nil {
@@ -114,22 +159,22 @@ func writeParts(dir string, r *Recording) error {
 		}
 	}
 	if r.Locks != nil {
-		if err := writeJSON(filepath.Join(dir, LocksFile), r.Locks); err != nil {
+		if err := w.writeJSON(LocksFile, r.Locks); err != nil {
 			return err
 		}
 	}
 	if r.Threads != nil {
-		if err := writeJSON(filepath.Join(dir, ThreadsFile), r.Threads); err != nil {
+		if err := w.writeJSON(ThreadsFile, r.Threads); err != nil {
 			return err
 		}
 	}
 	if r.Stacks != nil {
-		if err := writeJSON(filepath.Join(dir, StacksFile), r.Stacks); err != nil {
+		if err := w.writeJSON(StacksFile, r.Stacks); err != nil {
 			return err
 		}
 	}
 	if r.Events != nil {
-		if err := writeFile(filepath.Join(dir, EventsFile), func(w io.Writer) error {
+		if err := w.writeFile(EventsFile, func(w io.Writer) error {
 			zw := gzip.NewWriter(w)
 			enc := json.NewEncoder(zw)
 			for i := range r.Events {
@@ -145,31 +190,36 @@ func writeParts(dir string, r *Recording) error {
 	return nil
 }
 
-func writeJSON(path string, v any) error {
-	return writeFile(path, func(w io.Writer) error {
+func (w *dirWriter) writeJSON(name string, v any) error {
+	return w.writeFile(name, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	})
 }
 
-// writeFile creates path, lets fill write it through a buffer, and syncs it.
-func writeFile(path string, fill func(io.Writer) error) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+// writeFile creates name (0600, never through a symbolic link), lets fill
+// write it through a buffer, gives it to the owner and syncs it.
+func (w *dirWriter) writeFile(name string, fill func(io.Writer) error) error {
+	fd, err := unix.Openat(int(w.dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return err
+		return &os.PathError{Op: "create", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if w.owner != nil {
+		if err := f.Chown(w.owner.UID, w.owner.GID); err != nil {
+			return err
+		}
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
 	if err := fill(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if err := bw.Flush(); err != nil {
-		f.Close()
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
 		return err
 	}
 	return f.Close()
@@ -193,9 +243,15 @@ func IsRecording(dir string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Read loads the recording directory dir.
+// Read loads the recording directory dir. Every file is opened as a
+// regular file only (a FIFO or device in its place is refused at once)
+// and read within goprof's budget: profiles and the event log through the
+// same decompression path as any profile, and the JSON files refused when
+// larger than the budget allows. The thread timeline is validated (see
+// Timeline.Validate), as are the lock histograms and the events' stack
+// references; errors name the file at fault.
 func Read(dir string) (*Recording, error) {
-	metaData, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	metaData, err := readBudgeted(filepath.Join(dir, MetaFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read recording %s: %w", dir, ErrNotRecording)
 	}
@@ -204,10 +260,13 @@ func Read(dir string) (*Recording, error) {
 	}
 	r := &Recording{}
 	if err := json.Unmarshal(metaData, &r.Meta); err != nil {
-		return nil, fmt.Errorf("read recording %s: %s: %w", dir, MetaFile, err)
+		return nil, fmt.Errorf("read recording %s: %s: %w: %w", dir, MetaFile, err, ErrInvalid)
 	}
 	if r.Meta.Version > FormatVersion {
 		return nil, fmt.Errorf("read recording %s: format version %d is newer than this contend reads (%d)", dir, r.Meta.Version, FormatVersion)
+	}
+	if r.Meta.Duration < 0 || r.Meta.NumCPU < 0 {
+		return nil, fmt.Errorf("read recording %s: %s: negative duration_ns or num_cpu: %w", dir, MetaFile, ErrInvalid)
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -229,7 +288,7 @@ func Read(dir string) (*Recording, error) {
 	}
 	sort.Slice(dumps, func(i, j int) bool { return dumpIndex(dumps[i]) < dumpIndex(dumps[j]) })
 	for _, name := range dumps {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := goprof.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("read recording: %w", err)
 		}
@@ -242,10 +301,18 @@ func Read(dir string) (*Recording, error) {
 	if err := readJSON(filepath.Join(dir, LocksFile), &r.Locks); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	}
+	for i := range r.Locks {
+		if n := len(r.Locks[i].Hist); n > maxHistBuckets {
+			return nil, fmt.Errorf("read recording %s: %s: lock %d: %d histogram buckets, more than %d: %w", dir, LocksFile, i, n, maxHistBuckets, ErrInvalid)
+		}
+	}
 	var tl Timeline
 	if ok, err := readJSONOpt(filepath.Join(dir, ThreadsFile), &tl); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	} else if ok {
+		if err := tl.Validate(); err != nil {
+			return nil, fmt.Errorf("read recording %s: %s: %w: %w", dir, ThreadsFile, err, ErrInvalid)
+		}
 		r.Threads = &tl
 	}
 	if err := readJSON(filepath.Join(dir, StacksFile), &r.Stacks); err != nil {
@@ -257,23 +324,46 @@ func Read(dir string) (*Recording, error) {
 	return r, nil
 }
 
+// maxHistBuckets is the length of a log2 histogram of uint64 nanoseconds.
+const maxHistBuckets = 64
+
 func dumpIndex(name string) int {
 	var n int
 	fmt.Sscanf(strings.TrimPrefix(name, goroutinePrefix), "%d", &n)
 	return n
 }
 
+// readProfile reads one view through goprof's budgeted path.
 func readProfile(path string) (*profile.Profile, error) {
-	f, err := os.Open(path)
+	data, err := goprof.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	p, err := profile.Parse(f)
+	p, err := goprof.ParseProfile(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	return p, nil
+}
+
+// jsonExpansion bounds how much larger JSON decoded into the recording's
+// types is than its text: the smallest stack frame, {"func":"a"}, is 12
+// bytes of text and an 80-byte Frame; timeline counters, a digit and a
+// comma each, become 8-byte integers.
+const jsonExpansion = 8
+
+// readBudgeted reads a JSON file of a recording: a regular file within
+// goprof's budget, refused when its decoded form could take more than
+// the memory budget goprof allows a profile.
+func readBudgeted(path string) ([]byte, error) {
+	data, err := goprof.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if limit := goprof.MaxModel(); int64(len(data))*jsonExpansion > limit {
+		return nil, fmt.Errorf("%s: %d bytes of JSON could take more than %d MiB once read: %w", filepath.Base(path), len(data), limit>>20, goprof.ErrTooLarge)
+	}
+	return data, nil
 }
 
 func readJSON(path string, v any) error {
@@ -284,7 +374,7 @@ func readJSON(path string, v any) error {
 // readJSONOpt decodes path into v; a missing file is not an error and
 // reports false.
 func readJSONOpt(path string, v any) (bool, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBudgeted(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -292,13 +382,21 @@ func readJSONOpt(path string, v any) (bool, error) {
 		return false, err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("%s: %w", filepath.Base(path), err)
+		return false, fmt.Errorf("%s: %w: %w", filepath.Base(path), err, ErrInvalid)
 	}
 	return true, nil
 }
 
+// maxEventLine bounds one line of the event log: an event is about a
+// hundred bytes of JSON. Reading line by line keeps the decoder from
+// buffering an endless value (a JSON decoder reads a stream of spaces
+// into memory looking for one).
+const maxEventLine = 64 << 10
+
+// readEvents reads the event log, one JSON event per line, inflated
+// through goprof's budgeted reader.
 func readEvents(path string, r *Recording) error {
-	f, err := os.Open(path)
+	f, err := goprof.OpenRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -306,23 +404,32 @@ func readEvents(path string, r *Recording) error {
 		return err
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
+	zr, err := goprof.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
-	dec := json.NewDecoder(zr)
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
 	r.Events = []Event{}
-	for {
-		var e Event
-		if err := dec.Decode(&e); err == io.EOF {
-			break
-		} else if err != nil {
-			return fmt.Errorf("%s: event %d: %w", EventsFile, len(r.Events)+1, err)
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
 		}
-		if e.Stack >= len(r.Stacks) {
-			return fmt.Errorf("%s: event %d: stack %d out of range", EventsFile, len(r.Events)+1, e.Stack)
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return fmt.Errorf("%s: line %d: %w: %w", EventsFile, line, err, ErrInvalid)
+		}
+		if e.Stack >= len(r.Stacks) || e.Stack < -1 {
+			return fmt.Errorf("%s: line %d: stack %d out of range: %w", EventsFile, line, e.Stack, ErrInvalid)
 		}
 		r.Events = append(r.Events, e)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("%s: a line longer than %d KiB: %w", EventsFile, maxEventLine>>10, ErrInvalid)
+		}
+		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
 	return nil
 }

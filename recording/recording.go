@@ -166,6 +166,10 @@ type Meta struct {
 	Kernel  string   `json:"kernel,omitempty"`
 	// NumCPU is the number of CPUs online on the machine that recorded.
 	NumCPU int `json:"num_cpu,omitempty"`
+	// CPUsAllowed is how many CPUs the target may run on (its affinity,
+	// Cpus_allowed_list of /proc/PID/status), 0 when unknown. It is less
+	// than NumCPU under taskset or a cpuset.
+	CPUsAllowed int `json:"cpus_allowed,omitempty"`
 	// GoVersion of the target when known (from its build info).
 	GoVersion string `json:"go_version,omitempty"`
 

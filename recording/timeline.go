@@ -1,6 +1,7 @@
 package recording
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -226,4 +227,44 @@ func sub(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// MaxTimelineSamples bounds Timeline.Samples in a recording that is read:
+// readers allocate per-instant series (RunnableSeries), so the count is
+// memory. 1<<22 instants are almost five days at the default 100 ms
+// interval, longer than any recording, and cost 32 MiB per series.
+const MaxTimelineSamples = 1 << 22
+
+// Validate checks what the readers of t rely on: non-negative settings, a
+// sample count within MaxTimelineSamples, and every thread's series
+// inside the sample instants, its counters no longer than its states. A
+// timeline read from a file passes it before it is used; the error names
+// the thread at fault.
+func (t *Timeline) Validate() error {
+	switch {
+	case t.Interval < 0:
+		return fmt.Errorf("interval %d is negative", t.Interval)
+	case t.ClockTicks < 0:
+		return fmt.Errorf("clock_ticks %d is negative", t.ClockTicks)
+	case t.Samples < 0 || t.Samples > MaxTimelineSamples:
+		return fmt.Errorf("samples %d is outside 0…%d", t.Samples, MaxTimelineSamples)
+	}
+	for i := range t.Threads {
+		s := &t.Threads[i]
+		switch {
+		case s.First < 0:
+			return fmt.Errorf("thread %d (tid %d): first %d is negative", i, s.TID, s.First)
+		case s.First > t.Samples || len(s.States) > t.Samples-s.First:
+			return fmt.Errorf("thread %d (tid %d): %d states from instant %d run past the %d samples", i, s.TID, len(s.States), s.First, t.Samples)
+		}
+		for _, c := range []struct {
+			name string
+			v    []uint64
+		}{{"utime", s.UTime}, {"stime", s.STime}, {"voluntary", s.Voluntary}, {"involuntary", s.Involuntary}} {
+			if len(c.v) > len(s.States) {
+				return fmt.Errorf("thread %d (tid %d): %d %s values for %d states", i, s.TID, len(c.v), c.name, len(s.States))
+			}
+		}
+	}
+	return nil
 }

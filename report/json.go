@@ -19,6 +19,12 @@ func JSON(w io.Writer, r *analyzer.Result) error {
 	if out.Findings == nil {
 		out.Findings = []analyzer.Finding{}
 	}
+	// Word the evidence on copies: r stays as the analyzer returned it.
+	out.Findings = append(make([]analyzer.Finding, 0, len(out.Findings)), out.Findings...)
+	for i := range out.Findings {
+		out.Findings[i].Evidence = append([]analyzer.Evidence(nil), out.Findings[i].Evidence...)
+	}
+	FillEvidenceText(&out)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

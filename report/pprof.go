@@ -26,6 +26,11 @@ const (
 	LabelKind    = "kind"
 	LabelFinding = "finding"
 	LabelRole    = "role"
+	// LabelLockKey and LabelPointKey carry the lock's and the program
+	// point's stable keys, the same in every recording of the program
+	// (-tagfocus lock_key=... selects one lock across profiles).
+	LabelLockKey  = "lock_key"
+	LabelPointKey = "point_key"
 )
 
 // Pprof writes the findings' stacks as a gzipped pprof profile, so
@@ -65,6 +70,12 @@ func PprofProfile(r *analyzer.Result) (*profile.Profile, error) {
 			LabelKind:    {string(f.Kind)},
 			LabelFinding: {strconv.Itoa(i + 1)},
 			LabelRole:    {"point"},
+		}
+		if f.Lock != nil && f.Lock.Key != "" {
+			labels[LabelLockKey] = []string{f.Lock.Key}
+		}
+		if f.Point.Key != "" {
+			labels[LabelPointKey] = []string{f.Point.Key}
 		}
 		b.sample(f.Point, []int64{nanos(f.WaitSeconds), nanos(f.CPUSeconds)}, labels)
 		if f.Releaser != nil && len(f.Releaser.Stack) > 0 {

@@ -240,3 +240,67 @@ func TestPprofRoundTrip(t *testing.T) {
 		t.Errorf("empty profile: %v, %v", p, err)
 	}
 }
+
+// Every evidence kind the analyzer can emit is worded, with its figures
+// filled in (no fmt error markers, no raw dump of an unknown kind).
+func TestEvidenceTextCoversEveryKind(t *testing.T) {
+	for _, k := range analyzer.EvidenceKinds {
+		if _, ok := evidenceWords[k]; !ok {
+			t.Errorf("no words for evidence kind %s", k)
+			continue
+		}
+		e := analyzer.Evidence{Kind: k, Figures: map[string]float64{"waits": 10, "threads": 4, "wait_s": 2, "dur_s": 1, "share": 0.5, "points": 2},
+			Names: map[string]string{"lock": "l", "function": "f", "site": "s"}, Items: []analyzer.Item{{Name: "a", Value: 1}, {Name: "b", Value: 2}}}
+		got := EvidenceText(e)
+		if got == "" || strings.Contains(got, "%!") || strings.HasPrefix(got, string(k)+":") {
+			t.Errorf("%s: %q", k, got)
+		}
+	}
+}
+
+// TestTextEscapesHostileNames: names from the target (the process and
+// its functions, frames, locks, idle reasons, notes) reach the text
+// report escaped, with and without colour, while the JSON report keeps
+// them exact.
+func TestTextEscapesHostileNames(t *testing.T) {
+	const hostile = "\x1b]0;PWNED\x07\x1b[2J"
+	r := sample()
+	r.Target.Comm, r.Target.PID = hostile, 7
+	f := &r.Findings[0]
+	f.Headline += hostile
+	f.Point.Function = hostile
+	f.Point.Stack[1].Func = hostile + "fn"
+	f.Point.Stack[1].File = "/src/" + hostile + ".go"
+	f.Lock.Name = hostile
+	f.Evidence[0].Text += hostile
+	r.Idle[0].Reason = hostile
+	r.Notes = append(r.Notes, hostile)
+	for _, color := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := Text(&b, r, TextOptions{Color: color, ShowIdle: true}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if color {
+			// The renderer's own colour codes are the only escapes.
+			out = stripANSI(out)
+		}
+		if strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("colour %v: a control character reached the text:\n%q", color, out)
+		}
+		if n := strings.Count(out, `\x1b]0;PWNED\x07\x1b[2J`); n < 8 {
+			t.Errorf("colour %v: the names show escaped %d times, want every one:\n%s", color, n, out)
+		}
+	}
+	if f.Point.Function != hostile {
+		t.Error("Text changed the result it rendered")
+	}
+	var j bytes.Buffer
+	if err := JSON(&j, r); err != nil {
+		t.Fatal(err)
+	}
+	var back analyzer.Result
+	if err := json.Unmarshal(j.Bytes(), &back); err != nil || back.Target.Comm != hostile || back.Findings[0].Point.Function != hostile {
+		t.Errorf("JSON does not keep the names exact: %v", err)
+	}
+}

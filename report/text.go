@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -139,8 +140,12 @@ func stripANSI(s string) string {
 
 // Text renders r for people: each finding's headline first, then where,
 // which lock, the figures, the evidence, the suggestion with its reasoning
-// and the stack; then idle waits, notes and a summary line.
+// and the stack; then idle waits, notes and a summary line. Every string
+// of r (thread, function, file and lock names come from the target) is
+// rendered through termsafe, so control characters show as escapes and
+// never reach the terminal.
 func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
+	r = termsafe.Value(r)
 	t := &textWriter{w: bufio.NewWriter(w), width: opts.Width, color: opts.Color}
 	if t.width <= 0 {
 		t.width = defaultWidth
@@ -149,7 +154,11 @@ func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
 	if frames <= 0 {
 		frames = 12
 	}
-	if len(r.Findings) == 0 {
+	switch {
+	case len(r.Findings) == 0 && len(r.Missing) > 0:
+		t.para("", "", t.style(ansiBold+ansiYell, "No lock contention found in what was recorded, but the data that would show some kinds of it is missing (below).")+" "+checked(r))
+		t.line("")
+	case len(r.Findings) == 0:
 		t.para("", "", t.style(ansiBold+ansiGreen, "No lock contention found.")+" "+checked(r))
 		t.line("")
 	}
@@ -158,6 +167,13 @@ func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
 		t.line("")
 	}
 	renderIdle(t, r, opts.ShowIdle)
+	if len(r.Missing) > 0 {
+		t.line(t.style(ansiBold, "Missing data"))
+		for _, m := range r.Missing {
+			t.para("  - ", "    ", m.What+": "+m.Decides)
+		}
+		t.line("")
+	}
 	if len(r.Notes) > 0 {
 		t.line(t.style(ansiBold, "Notes"))
 		for _, n := range r.Notes {
@@ -218,6 +234,9 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 			name += fmt.Sprintf(", owner %d", f.Lock.Owner)
 		}
 		t.field("lock", name)
+		if f.Lock.Key != "" {
+			t.field("lock key", f.Lock.Key)
+		}
 	}
 	if f.Releaser != nil && !samePoint(*f.Releaser, f.Point) {
 		t.field("released", pointLine(*f.Releaser))
@@ -229,7 +248,7 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 		t.line("")
 		t.line("  " + t.style(ansiBold, "Evidence"))
 		for _, e := range f.Evidence {
-			t.para("    - ", "      ", "["+e.Source+"] "+e.Text)
+			t.para("    - ", "      ", "["+e.Source+"] "+EvidenceText(e))
 		}
 	}
 	t.line("")

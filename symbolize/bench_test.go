@@ -230,7 +230,7 @@ func benchLargeObject(b *testing.B, path string) {
 	ds, ss = nil, nil
 
 	h2 := heapInUse()
-	o, err := openObjectFile(path, path)
+	o, err := openObjectFile(path, path, newLimits())
 	if err != nil {
 		b.Fatal(err)
 	}

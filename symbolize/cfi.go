@@ -246,41 +246,53 @@ func (o *object) cfiSections() []*cfiSection {
 		return o.cfis
 	}
 	o.cfiLoaded = true
-	if s := newEHFrame(o.ef, o.data); s != nil {
+	if s := newEHFrame(o.ef, o.data, o.budget); s != nil {
 		o.cfis = append(o.cfis, s)
 	}
-	if s := newDebugFrame(o.ef, o.data); s != nil {
+	if s := newDebugFrame(o.ef, o.data, o.budget); s != nil {
 		o.cfis = append(o.cfis, s)
 	} else if o.dbg != nil {
-		if s := newDebugFrame(o.dbg.ef, o.dbg.data); s != nil {
+		if s := newDebugFrame(o.dbg.ef, o.dbg.data, o.budget); s != nil {
 			o.cfis = append(o.cfis, s)
 		}
 	}
 	return o.cfis
 }
 
-func newEHFrame(ef *elf.File, data []byte) *cfiSection {
+// cfiIndexCost bounds the memory of the index of a CFI section per byte
+// of the section: the smallest FDE is 8 bytes and costs a 24-byte index
+// entry, and each may name its own CIE, cached at 64 bytes and a map
+// entry.
+const cfiIndexCost = 8
+
+func newEHFrame(ef *elf.File, data []byte, budget *objBudget) *cfiSection {
 	sec := ef.Section(".eh_frame")
-	b, err := sectionBytes(data, sec)
+	b, err := sectionBytes(data, sec, budget)
 	if err != nil || len(b) == 0 {
 		return nil
 	}
 	s := &cfiSection{data: b, addr: sec.Addr, eh: true, cies: map[uint64]*cie{}}
 	if hs := ef.Section(".eh_frame_hdr"); hs != nil {
-		if hb, err := sectionBytes(data, hs); err == nil {
+		if hb, err := sectionBytes(data, hs, budget); err == nil {
 			s.useHeader(hb, hs.Addr)
 		}
 	}
 	if s.hdrTable == nil {
+		if !budget.take(int64(len(b))*cfiIndexCost, "indexing .eh_frame") {
+			return nil
+		}
 		s.buildIndex()
 	}
 	return s
 }
 
-func newDebugFrame(ef *elf.File, data []byte) *cfiSection {
+func newDebugFrame(ef *elf.File, data []byte, budget *objBudget) *cfiSection {
 	sec := ef.Section(".debug_frame")
-	b, err := sectionBytes(data, sec)
+	b, err := sectionBytes(data, sec, budget)
 	if err != nil || len(b) == 0 {
+		return nil
+	}
+	if !budget.take(int64(len(b))*cfiIndexCost, "indexing .debug_frame") {
 		return nil
 	}
 	s := &cfiSection{data: b, cies: map[uint64]*cie{}}

@@ -43,7 +43,7 @@ func libcPath(t *testing.T) string {
 func compareWithReadelf(t *testing.T, path string) (rows int) {
 	t.Helper()
 	requireTool(t, "readelf")
-	o, err := openObjectFile(path, path)
+	o, err := openObjectFile(path, path, newLimits())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func TestEvalExprRejects(t *testing.T) {
 // falls back to frame pointers.
 func TestGlibcCFICoverage(t *testing.T) {
 	path := libcPath(t)
-	o, err := openObjectFile(path, path)
+	o, err := openObjectFile(path, path, newLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,11 @@ import (
 // indexed by address once; each unit's function tree and line table are
 // read the first time an address inside it is looked up.
 type dwarfInfo struct {
-	d     *dwarf.Data
-	cus   []cuRange
-	units map[dwarf.Offset]*cuInfo
-	names map[dwarf.Offset]string
+	d      *dwarf.Data
+	budget *objBudget
+	cus    []cuRange
+	units  map[dwarf.Offset]*cuInfo
+	names  map[dwarf.Offset]string
 }
 
 type cuRange struct {
@@ -74,8 +75,8 @@ func (o *object) dwarf() *dwarfInfo {
 		if src.ef == nil {
 			continue
 		}
-		if d := loadDWARF(src.ef, src.data); d != nil {
-			o.dw = newDwarfInfo(d)
+		if d := loadDWARF(src.ef, src.data, o.budget); d != nil {
+			o.dw = newDwarfInfo(d, o.budget)
 			return o.dw
 		}
 	}
@@ -98,9 +99,13 @@ func dbgData(d *debugFile) []byte {
 
 // loadDWARF builds a dwarf.Data over the mapped sections, decompressing
 // only compressed ones. It returns nil when the file has no usable
-// .debug_info.
-func loadDWARF(ef *elf.File, data []byte) *dwarf.Data {
-	get := func(name string) []byte {
+// .debug_info. .debug_info and .debug_abbrev are looked at first: without
+// both nothing is inflated, and the inflated size of every section
+// needed, read from the headers, must fit in the budget before any is
+// inflated, so a file of compressed sections that each look small cannot
+// inflate one after another past it.
+func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarf.Data {
+	find := func(name string) *elf.Section {
 		if name == "" {
 			return nil
 		}
@@ -108,7 +113,35 @@ func loadDWARF(ef *elf.File, data []byte) *dwarf.Data {
 		if s == nil {
 			s = ef.Section(".zdebug_" + name[len(".debug_"):])
 		}
-		b, err := sectionBytes(data, s)
+		return s
+	}
+	info, abbrev := find(".debug_info"), find(".debug_abbrev")
+	if info == nil || abbrev == nil || info.Type == elf.SHT_NOBITS || abbrev.Type == elf.SHT_NOBITS {
+		return nil
+	}
+	var inflated uint64
+	for _, n := range append(append([]string(nil), dwarfNewSections...), dwarf5Sections...) {
+		s := find(n)
+		if s == nil {
+			continue
+		}
+		size, compressed, err := inflatedSize(data, s)
+		if err != nil {
+			return nil
+		}
+		if compressed {
+			if inflated+size < inflated {
+				return nil
+			}
+			inflated += size
+		}
+	}
+	if inflated > 0 && !budget.take(int64(min(inflated, 1<<62)), "inflating its DWARF") {
+		return nil
+	}
+	get := func(name string) []byte {
+		// The inflation was charged above, all at once.
+		b, err := sectionBytes(data, find(name), nil)
 		if err != nil {
 			return nil
 		}
@@ -135,9 +168,48 @@ func loadDWARF(ef *elf.File, data []byte) *dwarf.Data {
 	return d
 }
 
-func newDwarfInfo(d *dwarf.Data) *dwarfInfo {
-	dw := &dwarfInfo{d: d, units: map[dwarf.Offset]*cuInfo{}, names: map[dwarf.Offset]string{}}
+// Memory of the DWARF index, charged to the object's budget as it grows:
+// a unit range, a function node (with its range list), a line row.
+const (
+	costCU       = 48
+	costNode     = 160
+	costRange    = 32
+	costLineRow  = 32
+	chargeEvery  = 1024 // entries charged at a time
+	costFileName = 64
+)
+
+// charger charges an object's budget for entries as they are added, in
+// batches of chargeEvery.
+type charger struct {
+	budget  *objBudget
+	what    string
+	cost    int64
+	pending int
+	failed  bool
+}
+
+// add accounts for one more entry and reports false once the budget is
+// exhausted.
+func (c *charger) add() bool {
+	if c.failed {
+		return false
+	}
+	if c.pending == 0 {
+		if !c.budget.take(c.cost*chargeEvery, c.what) {
+			c.failed = true
+			return false
+		}
+		c.pending = chargeEvery
+	}
+	c.pending--
+	return true
+}
+
+func newDwarfInfo(d *dwarf.Data, budget *objBudget) *dwarfInfo {
+	dw := &dwarfInfo{d: d, budget: budget, units: map[dwarf.Offset]*cuInfo{}, names: map[dwarf.Offset]string{}}
 	r := d.Reader()
+	ch := &charger{budget: budget, what: "indexing its DWARF units", cost: costCU}
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -147,11 +219,16 @@ func newDwarfInfo(d *dwarf.Data) *dwarfInfo {
 			rs, err := d.Ranges(e)
 			if err == nil {
 				for _, rg := range rs {
-					if rg[1] > rg[0] {
+					if rg[1] > rg[0] && ch.add() {
 						dw.cus = append(dw.cus, cuRange{rg[0], rg[1], e.Offset})
 					}
 				}
 			}
+		}
+		if ch.failed {
+			// Over the budget: the units indexed so far keep their
+			// inline frames.
+			break
 		}
 		r.SkipChildren()
 	}
@@ -189,7 +266,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	// depth; lexical blocks and other entries pass their parent through.
 	parents := []int32{-1}
 	if cu.Children {
-		for len(parents) > 0 {
+		for len(parents) > 0 && len(parents) <= maxDIEDepth {
 			e, err := r.Next()
 			if err != nil || e == nil {
 				break
@@ -205,6 +282,12 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 			cur := parent
 			if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 				if rs, err := dw.d.Ranges(e); err == nil && len(rs) > 0 {
+					if !dw.budget.take(costNode+costRange*int64(len(rs)), "indexing its DWARF functions") {
+						// Over the budget: this unit gives line
+						// numbers without inline frames.
+						u.nodes, u.tops = nil, nil
+						break
+					}
 					n := dnode{ranges: rs}
 					n.name, n.nameRef = entryName(e)
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
@@ -235,9 +318,14 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 		}
 	}
 	sort.Slice(u.tops, func(i, j int) bool { return u.tops[i].lo < u.tops[j].lo })
-	u.loadLines(dw.d)
+	u.loadLines(dw.d, dw.budget)
 	return u
 }
+
+// maxDIEDepth bounds the nesting of the entries walked in one unit: real
+// code nests namespaces, functions, blocks and inlined calls a few dozen
+// deep; a crafted unit nested millions deep would grow the walk's stack.
+const maxDIEDepth = 1024
 
 // descend lists the entries whose children may be functions with code or
 // inlined instances; the children of any other entry are skipped.
@@ -304,19 +392,28 @@ func (dw *dwarfInfo) nodeName(n *dnode) string {
 	return n.name
 }
 
-func (u *cuInfo) loadLines(d *dwarf.Data) {
+func (u *cuInfo) loadLines(d *dwarf.Data, budget *objBudget) {
 	lr, err := d.LineReader(u.entry)
 	if err != nil || lr == nil {
 		return
 	}
 	fileIdx := map[*dwarf.LineFile]uint32{}
 	var le dwarf.LineEntry
+	rows := &charger{budget: budget, what: "indexing its DWARF line tables", cost: costLineRow}
+	files := &charger{budget: budget, what: "indexing its DWARF file names", cost: costFileName}
 	for {
 		if err := lr.Next(&le); err != nil {
 			break
 		}
+		if !rows.add() {
+			// Over the budget: the rows read so far stay.
+			break
+		}
 		fi, ok := fileIdx[le.File]
 		if !ok {
+			if !files.add() {
+				break
+			}
 			fi = uint32(len(u.files))
 			fileIdx[le.File] = fi
 			name := ""

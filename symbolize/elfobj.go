@@ -5,12 +5,16 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // object is one mapped ELF file (or the vdso image) with its tables, which
@@ -32,6 +36,12 @@ type object struct {
 	debugCRC  uint32
 	// dbg is the separate debug file, if one was found.
 	dbg *debugFile
+	// dev and ino identify the file the object was read from (0 for the
+	// vdso image), so that no other path is taken for it.
+	dev, ino uint64
+	// budget bounds the memory of the tables derived from the object and
+	// its debug file.
+	budget *objBudget
 
 	symsLoaded bool
 	funcs      *symTable
@@ -71,60 +81,112 @@ func mmapFile(f *os.File) ([]byte, error) {
 	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_PRIVATE)
 }
 
-// openObjectFile maps the file at path and parses its ELF headers. name is
-// the path the target knows the object by.
-func openObjectFile(path, name string) (*object, error) {
-	f, err := os.Open(path)
+// errNotRegular reports an object path that is not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path read-only with O_NONBLOCK (a FIFO planted there
+// cannot block the open) and extra flags, and returns it only when the
+// open file is a regular file: the check is made on the descriptor
+// (fstat), so it is the file that will be read, whatever happens to the
+// path meanwhile.
+func openRegular(path string, flags int) (*os.File, *unix.Stat_t, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return nil, nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, nil, &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, nil, &os.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	return os.NewFile(uintptr(fd), path), &st, nil
+}
+
+// openObjectFile opens the regular file at path (see openRegular) and
+// reads it as an object; name is the path the target knows it by.
+func openObjectFile(path, name string, pool *limits) (*object, error) {
+	f, st, err := openRegular(path, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	return mapObject(f, st, name, pool)
+}
+
+// mapObject maps the open regular file f (st is its fstat) and parses its
+// ELF headers.
+func mapObject(f *os.File, st *unix.Stat_t, name string, pool *limits) (*object, error) {
 	data, err := mmapFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", path, err)
+		return nil, fmt.Errorf("map %s: %w", f.Name(), err)
 	}
-	o, err := newObject(data, name)
+	o, err := newObject(data, name, pool)
 	if err != nil {
 		syscall.Munmap(data)
 		return nil, err
 	}
 	o.mapped = true
+	o.dev, o.ino = st.Dev, st.Ino
 	return o, nil
 }
 
-// newObject parses the ELF headers of data.
-func newObject(data []byte, name string) (*object, error) {
-	ef, err := elf.NewFile(bytes.NewReader(data))
+// newObject parses the ELF headers of data; the tables derived from it
+// are charged to pool.
+func newObject(data []byte, name string, pool *limits) (o *object, err error) {
+	var ef *elf.File
+	// debug/elf can panic on crafted headers: a bad object is an error.
+	if perr := guarded(func() { ef, err = elf.NewFile(bytes.NewReader(data)) }); perr != nil {
+		err = perr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", name, err)
 	}
 	if ef.Class != elf.ELFCLASS64 || ef.Data != elf.ELFDATA2LSB {
 		return nil, fmt.Errorf("parse %s: not a 64-bit little-endian ELF object", name)
 	}
-	o := &object{
+	o = &object{
 		path: strings.TrimSuffix(name, " (deleted)"),
 		data: data,
 		ef:   ef,
 	}
 	o.name = filepath.Base(o.path)
+	o.budget = pool.forObject(o.name)
 	for _, p := range ef.Progs {
 		if p.Type == elf.PT_LOAD {
 			o.loads = append(o.loads, p.ProgHeader)
 		}
 	}
-	o.readNotes()
-	if s := ef.Section(".gnu_debuglink"); s != nil {
-		if b, err := o.sectionBytes(s); err == nil {
-			if i := bytes.IndexByte(b, 0); i > 0 {
-				o.debugLink = string(b[:i])
-				crcOff := (i + 4) &^ 3
-				if crcOff+4 <= len(b) {
-					o.debugCRC = binary.LittleEndian.Uint32(b[crcOff:])
-				}
-			}
-		}
+	if perr := guarded(func() {
+		o.readNotes()
+		o.readDebugLink()
+	}); perr != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, perr)
 	}
 	return o, nil
+}
+
+// readDebugLink reads the .gnu_debuglink section: the debug file's name
+// and the CRC of its content.
+func (o *object) readDebugLink() {
+	s := o.ef.Section(".gnu_debuglink")
+	if s == nil {
+		return
+	}
+	b, err := o.sectionBytes(s)
+	if err != nil {
+		return
+	}
+	if i := bytes.IndexByte(b, 0); i > 0 {
+		o.debugLink = string(b[:i])
+		crcOff := (i + 4) &^ 3
+		if crcOff+4 <= len(b) {
+			o.debugCRC = binary.LittleEndian.Uint32(b[crcOff:])
+		}
+	}
 }
 
 func (o *object) close() {
@@ -144,12 +206,14 @@ func (o *object) close() {
 func (o *object) readNotes() {
 	scan := func(b []byte) {
 		for len(b) >= 12 {
-			namesz := binary.LittleEndian.Uint32(b[0:])
-			descsz := binary.LittleEndian.Uint32(b[4:])
+			// Sizes are the file's: computed in 64 bits, so that no
+			// 32-bit size wraps around.
+			namesz := uint64(binary.LittleEndian.Uint32(b[0:]))
+			descsz := uint64(binary.LittleEndian.Uint32(b[4:]))
 			typ := binary.LittleEndian.Uint32(b[8:])
-			nameEnd := 12 + uint64(namesz+3)&^3
-			descEnd := nameEnd + uint64(descsz+3)&^3
-			if nameEnd > uint64(len(b)) || nameEnd+uint64(descsz) > uint64(len(b)) {
+			nameEnd := 12 + (namesz+3)&^3
+			descEnd := nameEnd + (descsz+3)&^3
+			if nameEnd > uint64(len(b)) || nameEnd+descsz > uint64(len(b)) {
 				return
 			}
 			name := string(bytes.TrimRight(b[12:12+namesz], "\x00"))
@@ -185,32 +249,64 @@ func (o *object) readNotes() {
 	}
 }
 
-// maxDecompressed bounds the size of one compressed section that is
-// decompressed into memory. Compressed DWARF of a typical large program is
-// tens of MiB once inflated; beyond this the object keeps its symbols but
-// loses inline expansion and line numbers rather than holding gigabytes.
-const maxDecompressed = 512 << 20
-
-// sectionBytes returns the content of s: a slice of the mapped file, or a
-// decompressed copy for compressed sections. NOBITS sections are empty.
-func sectionBytes(data []byte, s *elf.Section) ([]byte, error) {
+// sectionBytes returns the content of s: a slice of the mapped file data,
+// or for a compressed section (SHF_COMPRESSED, or a .zdebug section with
+// its "ZLIB" header) a copy inflated to exactly the size its header
+// states, charged to budget before anything is inflated. NOBITS sections
+// are empty.
+func sectionBytes(data []byte, s *elf.Section, budget *objBudget) ([]byte, error) {
 	if s == nil || s.Type == elf.SHT_NOBITS {
 		return nil, nil
 	}
-	if s.Flags&elf.SHF_COMPRESSED != 0 || strings.HasPrefix(s.Name, ".zdebug") {
-		if s.Size > maxDecompressed {
-			return nil, fmt.Errorf("section %s: %d bytes uncompressed, over the %d limit", s.Name, s.Size, maxDecompressed)
+	size, compressed, err := inflatedSize(data, s)
+	if err != nil {
+		return nil, err
+	}
+	if !compressed {
+		end := s.Offset + s.FileSize
+		if end < s.Offset || end > uint64(len(data)) {
+			return nil, fmt.Errorf("section %s: outside the file", s.Name)
 		}
-		return s.Data()
+		return data[s.Offset:end:end], nil
 	}
-	end := s.Offset + s.FileSize
-	if end < s.Offset || end > uint64(len(data)) {
-		return nil, fmt.Errorf("section %s: outside the file", s.Name)
+	if !budget.take(int64(size), "inflating "+s.Name) {
+		return nil, fmt.Errorf("section %s: %d bytes inflated: %w", s.Name, size, errOverBudget)
 	}
-	return data[s.Offset:end:end], nil
+	out := make([]byte, size)
+	if _, err := io.ReadFull(s.Open(), out); err != nil {
+		return nil, fmt.Errorf("section %s: inflate: %w", s.Name, err)
+	}
+	return out, nil
 }
 
-func (o *object) sectionBytes(s *elf.Section) ([]byte, error) { return sectionBytes(o.data, s) }
+// errOverBudget reports a table that would take more memory than its
+// object or process may use.
+var errOverBudget = errors.New("over the memory budget")
+
+// inflatedSize returns the size s takes once inflated, and whether it is
+// compressed at all, from its headers alone: the ELF compression header
+// (which debug/elf has read into Size) or the 12-byte "ZLIB" + big-endian
+// size header of a .zdebug section.
+func inflatedSize(data []byte, s *elf.Section) (uint64, bool, error) {
+	if s.Flags&elf.SHF_COMPRESSED != 0 {
+		if s.Flags&elf.SHF_ALLOC != 0 {
+			return 0, false, fmt.Errorf("section %s: compressed and allocated", s.Name)
+		}
+		return s.Size, true, nil
+	}
+	if !strings.HasPrefix(s.Name, ".zdebug") || s.FileSize < 12 || s.Offset > uint64(len(data)) || uint64(len(data))-s.Offset < 12 {
+		return s.FileSize, false, nil
+	}
+	h := data[s.Offset : s.Offset+12]
+	if string(h[:4]) != "ZLIB" {
+		return s.FileSize, false, nil
+	}
+	return binary.BigEndian.Uint64(h[4:]), true, nil
+}
+
+func (o *object) sectionBytes(s *elf.Section) ([]byte, error) {
+	return sectionBytes(o.data, s, o.budget)
+}
 
 // biasCandidates returns the load biases (runtime address = bias + ELF
 // virtual address) that a mapping of this object may have: one per PT_LOAD

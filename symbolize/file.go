@@ -12,14 +12,19 @@ import (
 // Addresses are ELF virtual addresses: the OFF of a "module+0xOFF" frame, or
 // a runtime address minus the load bias. A File is safe for concurrent use.
 type File struct {
-	mu sync.Mutex
-	o  *object
+	mu  sync.Mutex
+	o   *object
+	lim *limits
 }
 
 // OpenFile opens the ELF object at path, with its separate debug file when
-// one is found under o.DebugDirs (o.ProcRoot is not used).
+// one is found under o.DebugDirs (o.ProcRoot is not used). path must be a
+// regular file: it is opened without blocking and checked on the open
+// descriptor, so a FIFO, a device or a directory there is an error, not a
+// hang.
 func OpenFile(path string, o Options) (*File, error) {
-	obj, err := openObjectFile(path, path)
+	lim := newLimits()
+	obj, err := openObjectFile(path, path, lim)
 	if err != nil {
 		return nil, fmt.Errorf("open object: %w", err)
 	}
@@ -27,9 +32,13 @@ func OpenFile(path string, o Options) (*File, error) {
 	if dirs == nil {
 		dirs = []string{defaultDebugDir}
 	}
-	obj.dbg = findDebugFile(obj, "/", dirs)
-	return &File{o: obj}, nil
+	obj.dbg = findDebugFile(obj, "", dirs)
+	return &File{o: obj, lim: lim}, nil
 }
+
+// Warnings says what the file's lookups could not do: tables over the
+// memory budget, lookups that hit malformed data.
+func (f *File) Warnings() []string { return f.lim.warnings() }
 
 // Close releases the file's memory mapping.
 func (f *File) Close() error {
@@ -55,7 +64,7 @@ func (f *File) FunctionAt(addr uint64) (fn Function, code []byte, ok bool) {
 	if f.o.data == nil {
 		return Function{}, nil, false
 	}
-	return objectFunction(f.o, addr, 0)
+	return objectFunction(f.o, addr, 0, f.lim)
 }
 
 // Frames symbolizes the ELF virtual address addr like Process.Frames.
@@ -67,8 +76,11 @@ func (f *File) Frames(addr uint64, exact bool) []recording.Frame {
 		lookup = addr - 1
 	}
 	var fr []inlFrame
-	if f.o.data == nil || guarded(func() { fr = f.o.codeFrames(lookup) }) {
-		fr = nil
+	if f.o.data != nil {
+		if err := guarded(func() { fr = f.o.codeFrames(lookup) }); err != nil {
+			f.lim.fault(f.o.name, err)
+			fr = nil
+		}
 	}
 	return toFrames(fr, f.o.name, addr, addr)
 }

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"bytes"
+	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
 	"sort"
@@ -71,13 +72,24 @@ func (o *object) pcln() *pclntab {
 	if v, ok := o.elfSymbol("runtime.text"); ok {
 		text = v
 	}
+	if m := binary.LittleEndian.Uint32(data); m != go118magic && m != go120magic && !o.budget.take(int64(len(data))*legacyTableCost, "reading its Go function table") {
+		return nil
+	}
 	o.gotab = newPclntab(data, text)
 	return o.gotab
 }
 
+// legacyTableCost bounds what debug/gosym allocates per byte of a Go 1.2
+// to 1.17 table: a Func and its Sym for each 16-byte function entry.
+const legacyTableCost = 8
+
 // elfSymbol returns the value of a named symbol in .symtab (slow: a linear
-// scan, used once per object).
+// scan, used once per object). debug/elf copies the whole table, about
+// five times its size, which is charged to the object's budget first.
 func (o *object) elfSymbol(name string) (uint64, bool) {
+	if s := o.ef.SectionByType(elf.SHT_SYMTAB); s == nil || !o.budget.take(int64(min(s.FileSize, 1<<40))*5, "reading its symbol table") {
+		return 0, false
+	}
 	syms, err := o.ef.Symbols()
 	if err != nil {
 		return 0, false
@@ -123,7 +135,9 @@ func newPclntab(data []byte, text uint64) *pclntab {
 	t.filetab = data[offs[2]:]
 	t.pctab = data[offs[3]:]
 	t.pclntable = data[offs[4]:]
-	if nfunc == 0 || nfunc > uint64(len(t.pclntable))/8 {
+	// The function table has nfunc+1 entries of 8 bytes: the last one
+	// holds the end of the text.
+	if nfunc == 0 || nfunc >= uint64(len(t.pclntable))/8 {
 		return nil
 	}
 	t.nfunc = int(nfunc)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func TestParseMaps(t *testing.T) {
@@ -86,9 +87,28 @@ func TestSymTableLookup(t *testing.T) {
 }
 
 // fakeProc builds a /proc tree by hand for pid 4242 (maps plus
-// root/bin/prog, a link to exe) that maps exe at base, and returns the
-// root.
+// root/bin/prog, a hard link to exe or a copy of it, with its device and
+// inode in maps, as the kernel writes them) that maps exe at base, and
+// returns the root.
 func fakeProc(t *testing.T, exe string, base uint64) string {
+	return fakeProcPlant(t, exe, base, func(prog string) {
+		if err := os.Link(exe, prog); err != nil {
+			data, err := os.ReadFile(exe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(prog, data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// fakeProcPlant builds the /proc tree of fakeProc with plant making
+// root/bin/prog, and maps naming exe's device and inode: plant may put
+// something else there, as a target that replaced its file after mapping
+// it can.
+func fakeProcPlant(t *testing.T, exe string, base uint64, plant func(prog string)) string {
 	t.Helper()
 	f, err := elf.Open(exe)
 	if err != nil {
@@ -100,9 +120,13 @@ func fakeProc(t *testing.T, exe string, base uint64) string {
 	if err := os.MkdirAll(filepath.Join(pidDir, "root", "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(exe, filepath.Join(pidDir, "root", "bin", "prog")); err != nil {
+	prog := filepath.Join(pidDir, "root", "bin", "prog")
+	plant(prog)
+	var st unix.Stat_t
+	if err := unix.Stat(exe, &st); err != nil {
 		t.Fatal(err)
 	}
+	devIno := fmt.Sprintf("%02x:%02x %d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
 	var maps strings.Builder
 	for _, p := range f.Progs {
 		if p.Type != elf.PT_LOAD {
@@ -120,7 +144,7 @@ func fakeProc(t *testing.T, exe string, base uint64) string {
 		}
 		start := base + p.Vaddr&^0xfff
 		end := (base + p.Vaddr + p.Filesz + 0xfff) &^ 0xfff
-		fmt.Fprintf(&maps, "%x-%x %s %08x 08:01 77 /bin/prog\n", start, end, perm, p.Off&^0xfff)
+		fmt.Fprintf(&maps, "%x-%x %s %08x %s /bin/prog\n", start, end, perm, p.Off&^0xfff, devIno)
 	}
 	if err := os.WriteFile(filepath.Join(pidDir, "maps"), []byte(maps.String()), 0o644); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -37,6 +39,9 @@ type process struct {
 	objects   map[string]*object // by "dev:inode" (or "[vdso]"); nil when unreadable
 	exePath   string
 	exeObj    *object
+	// lim bounds the memory of the objects' tables and records the
+	// lookups that failed on malformed data.
+	lim *limits
 	// cache holds symbolized frames by address; bit 63 of the key marks
 	// return addresses. User addresses stay below 2^57 on x86-64, so the
 	// bit is free.
@@ -66,6 +71,7 @@ func openProcess(pid int, o Options) (*process, error) {
 		debugDirs: dirs,
 		objects:   map[string]*object{},
 		cache:     map[uint64][]recording.Frame{},
+		lim:       newLimits(),
 	}
 	if exe, err := os.Readlink(filepath.Join(p.procDir, "exe")); err == nil {
 		p.exePath = strings.TrimSuffix(exe, " (deleted)")
@@ -225,30 +231,61 @@ func (p *process) object(key string, m *mapping) *object {
 	return o
 }
 
-// openMapped opens a file mapping through map_files (the very inode the
-// process maps, even if the path was replaced or deleted), else through
-// the process's root.
+// openMapped opens a file mapping through map_files: the very file the
+// process maps, even if the path was replaced or deleted. When that is
+// not allowed (map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE),
+// it opens the path through the process's root, which the target can
+// redirect: without following a symbolic link (O_NOFOLLOW), without
+// blocking on a FIFO (O_NONBLOCK), and only a regular file whose device
+// and inode are the mapping's. A file that does not match is not opened:
+// its frames stay "module+0xOFF".
 func (p *process) openMapped(m *mapping) *object {
-	paths := []string{
-		filepath.Join(p.procDir, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)),
-		filepath.Join(p.procDir, "root", m.filePath()),
+	if f, st, err := openRegular(filepath.Join(p.procDir, "map_files", fmt.Sprintf("%x-%x", m.start, m.end)), 0); err == nil {
+		return p.objectFrom(f, st, m)
 	}
-	for _, path := range paths {
-		o, err := openObjectFile(path, m.filePath())
-		if err != nil {
-			continue
-		}
-		o.dbg = findDebugFile(o, filepath.Join(p.procDir, "root"), p.debugDirs)
-		return o
+	if strings.HasSuffix(m.path, " (deleted)") {
+		return nil
 	}
-	return nil
+	f, st, err := openRegular(filepath.Join(p.procDir, "root", m.filePath()), unix.O_NOFOLLOW)
+	if err != nil {
+		return nil
+	}
+	if st.Ino != m.inode || !sameDevice(st.Dev, m.dev) {
+		f.Close()
+		return nil
+	}
+	return p.objectFrom(f, st, m)
+}
+
+// objectFrom reads the open file f as the object of mapping m, with its
+// debug file, and closes f.
+func (p *process) objectFrom(f *os.File, st *unix.Stat_t, m *mapping) *object {
+	defer f.Close()
+	o, err := mapObject(f, st, m.filePath(), p.lim)
+	if err != nil {
+		return nil
+	}
+	o.dbg = findDebugFile(o, filepath.Join(p.procDir, "root"), p.debugDirs)
+	return o
+}
+
+// sameDevice reports whether the device number dev is the "major:minor"
+// (hex) of a maps line.
+func sameDevice(dev uint64, maps string) bool {
+	maj, min, ok := strings.Cut(maps, ":")
+	if !ok {
+		return false
+	}
+	a, err1 := strconv.ParseUint(maj, 16, 32)
+	b, err2 := strconv.ParseUint(min, 16, 32)
+	return err1 == nil && err2 == nil && unix.Major(dev) == uint32(a) && unix.Minor(dev) == uint32(b)
 }
 
 // openVDSO copies the vdso image out of the target's memory, or out of
 // this process's own (the kernel maps the same image into every process).
 func (p *process) openVDSO(m *mapping) *object {
 	if img, err := readMem(filepath.Join(p.procDir, "mem"), m.start, m.end-m.start); err == nil {
-		if o, err := newObject(img, "[vdso]"); err == nil {
+		if o, err := newObject(img, "[vdso]", p.lim); err == nil {
 			return o
 		}
 	}
@@ -266,7 +303,7 @@ func (p *process) openVDSO(m *mapping) *object {
 			if err != nil {
 				return nil
 			}
-			o, err := newObject(img, "[vdso]")
+			o, err := newObject(img, "[vdso]", p.lim)
 			if err != nil {
 				return nil
 			}
@@ -332,7 +369,8 @@ func (p *process) cachedFrames(pc uint64, exact bool) []recording.Frame {
 		return f
 	}
 	var f []recording.Frame
-	if guarded(func() { f = p.symbolize(pc, exact) }) {
+	if err := guarded(func() { f = p.symbolize(pc, exact) }); err != nil {
+		p.lim.fault(p.moduleAt(pc), err)
 		return []recording.Frame{{Func: fmt.Sprintf("0x%x", pc), Addr: pc}}
 	}
 	if pc >= 1<<63 {
@@ -450,12 +488,16 @@ func (p *process) dataSymbol(addr uint64) (string, bool) {
 	o := r.obj
 	v := addr - r.bias
 	name, off, ok := "", uint64(0), false
-	if guarded(func() {
+	if err := guarded(func() {
 		o.loadSymbols()
 		if s := o.objs.lookup(v); s != nil {
 			name, off, ok = o.objs.name(s), v-s.addr, true
 		}
-	}) || !ok {
+	}); err != nil {
+		p.lim.fault(o.name, err)
+		ok = false
+	}
+	if !ok {
 		return fmt.Sprintf("%s+0x%x", o.name, v), false
 	}
 	if off == 0 {
@@ -471,16 +513,17 @@ func (p *process) functionAt(pc uint64) (Function, []byte, bool) {
 	if r == nil || r.obj == nil || !r.exec {
 		return Function{}, nil, false
 	}
-	return objectFunction(r.obj, pc-r.bias, r.bias)
+	return objectFunction(r.obj, pc-r.bias, r.bias, p.lim)
 }
 
 // objectFunction returns the function of o containing the ELF virtual
-// address v, with addresses shifted by bias, and a copy of its code.
-func objectFunction(o *object, v, bias uint64) (Function, []byte, bool) {
+// address v, with addresses shifted by bias, and a copy of its code. A
+// lookup that hits malformed data is counted in lim and finds nothing.
+func objectFunction(o *object, v, bias uint64, lim *limits) (Function, []byte, bool) {
 	var fn Function
 	var code []byte
 	found := false
-	if guarded(func() {
+	if err := guarded(func() {
 		name, start, end, ok := o.functionBounds(v)
 		if !ok {
 			return
@@ -490,7 +533,8 @@ func objectFunction(o *object, v, bias uint64) (Function, []byte, bool) {
 		if b, ok := o.fileBytes(start, end); ok {
 			code = append([]byte(nil), b...)
 		}
-	}) {
+	}); err != nil {
+		lim.fault(o.name, err)
 		return Function{}, nil, false
 	}
 	return fn, code, found
@@ -509,6 +553,15 @@ func (o *object) functionBounds(pc uint64) (string, uint64, uint64, bool) {
 		return o.funcs.name(s), s.addr, s.end, true
 	}
 	return "", 0, 0, false
+}
+
+// moduleAt names the object mapped at pc, for a warning. Caller holds
+// p.mu.
+func (p *process) moduleAt(pc uint64) string {
+	if r := p.regionAt(pc); r != nil && r.obj != nil {
+		return r.obj.name
+	}
+	return fmt.Sprintf("0x%x", pc)
 }
 
 func (p *process) exe() (string, string) {

@@ -182,6 +182,12 @@ func (p *Process) FunctionAt(pc uint64) (fn Function, code []byte, ok bool) {
 	return p.impl.functionAt(pc)
 }
 
+// Warnings says what lookups could not do so far, as one-line notes for a
+// recording's warnings: lookups that hit malformed data in the target's
+// objects (counted; each gave a raw-address frame), and objects whose
+// tables went over their memory budget.
+func (p *Process) Warnings() []string { return p.impl.lim.warnings() }
+
 // Exe returns the path of the main executable as /proc/PID/exe names it and
 // its build id: the GNU build id in hex, or for a Go binary without one,
 // the Go build id string. Either is "" when unknown.

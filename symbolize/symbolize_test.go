@@ -282,7 +282,7 @@ func TestSeparateDebugFile(t *testing.T) {
 		place func(bin, dbgDir, debugFile string) string
 	}{
 		{"build-id", []string{"-Wl,--build-id"}, func(bin, dbgDir, dbg string) string {
-			o, err := openObjectFile(bin, bin)
+			o, err := openObjectFile(bin, bin, newLimits())
 			if err != nil || o.buildID == "" {
 				t.Fatalf("no build id in %s: %v", bin, err)
 			}
@@ -351,7 +351,7 @@ func TestExe(t *testing.T) {
 	}
 	defer p.Close()
 	path, id := p.Exe()
-	o, err := openObjectFile(bin, bin)
+	o, err := openObjectFile(bin, bin, newLimits())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,11 +109,16 @@ type symSource struct {
 	typ  elf.SectionType // SHT_SYMTAB or SHT_DYNSYM
 }
 
+// costSymbol is the memory of one kept symbol: its 32-byte entry, its
+// maxEnd word, and the room sorting and appending leave.
+const costSymbol = 64
+
 // buildSymTable reads every source and keeps sized, defined symbols of the
 // kind asked for. Aliases (same start and end) collapse to one entry named
 // by preference (see better).
-func buildSymTable(srcs []symSource, kind symKind) *symTable {
+func buildSymTable(srcs []symSource, kind symKind, budget *objBudget) *symTable {
 	t := &symTable{}
+	ch := &charger{budget: budget, what: "its symbol table", cost: costSymbol}
 	for _, s := range srcs {
 		var sec *elf.Section
 		for _, sc := range s.ef.Sections {
@@ -125,11 +130,11 @@ func buildSymTable(srcs []symSource, kind symKind) *symTable {
 		if sec == nil || sec.Link == 0 || int(sec.Link) >= len(s.ef.Sections) {
 			continue
 		}
-		symb, err := sectionBytes(s.data, sec)
+		symb, err := sectionBytes(s.data, sec, budget)
 		if err != nil || len(symb) == 0 {
 			continue
 		}
-		strb, err := sectionBytes(s.data, s.ef.Sections[sec.Link])
+		strb, err := sectionBytes(s.data, s.ef.Sections[sec.Link], budget)
 		if err != nil || len(strb) == 0 {
 			continue
 		}
@@ -174,6 +179,11 @@ func buildSymTable(srcs []symSource, kind symKind) *symTable {
 				rank = 0
 			case elf.STB_WEAK:
 				rank = 1
+			}
+			if !ch.add() {
+				// Over the budget: the symbols kept so far name
+				// what they cover.
+				break
 			}
 			ent := symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank}
 			if size == 0 {
@@ -258,8 +268,8 @@ func (o *object) loadSymbols() {
 	if o.dbg != nil {
 		srcs = append(srcs, symSource{o.dbg.ef, o.dbg.data, elf.SHT_SYMTAB})
 	}
-	o.funcs = buildSymTable(srcs, kindFunc)
-	o.objs = buildSymTable(srcs, kindData)
+	o.funcs = buildSymTable(srcs, kindFunc, o.budget)
+	o.objs = buildSymTable(srcs, kindData, o.budget)
 	o.sizeFromCFI(o.funcs)
 }
 

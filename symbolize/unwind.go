@@ -63,7 +63,8 @@ func (p *process) unwindWith(r Regs, stack []byte, method unwindMethod) ([]uint6
 		var next frameState
 		var signal bool
 		res := stepFail
-		if guarded(func() { next, signal, res = p.step(&st, pc, lookup, len(pcs) == 1, w, method) }) {
+		if err := guarded(func() { next, signal, res = p.step(&st, pc, lookup, len(pcs) == 1, w, method) }); err != nil {
+			p.lim.fault(p.moduleAt(lookup), err)
 			return pcs, false
 		}
 		switch res {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/recording"
+	"github.com/contend-dev/contend/report"
 )
 
 // detailLines draws the open detail page at width w.
@@ -126,7 +127,7 @@ func (m *Model) findingDetail(item any, w int) []string {
 		p.add("  " + m.st.dim.Render("(none given)"))
 	}
 	for _, e := range f.Evidence {
-		p.para(fmt.Sprintf("[%s] %s", e.Source, e.Text), "  - ", "    ")
+		p.para(fmt.Sprintf("[%s] %s", e.Source, report.EvidenceText(e)), "  - ", "    ")
 	}
 
 	p.section("Stack (leaf first; > marks the program point)")
@@ -141,6 +142,9 @@ func (m *Model) findingDetail(item any, w int) []string {
 // lockIDText describes a lock identity on one (wrapped) line.
 func lockIDText(id analyzer.LockID) string {
 	parts := []string{lockName(id)}
+	if id.Key != "" {
+		parts = append(parts, "key "+id.Key)
+	}
 	if len(id.Words) > 1 {
 		parts = append(parts, "words "+strings.Join(id.Words, ", "))
 	}

@@ -282,6 +282,9 @@ func TestEndToEndTopScreen(t *testing.T) {
 	if rec.Meta.PID != pid || rec.Threads == nil || len(rec.Threads.Threads) == 0 {
 		t.Errorf("exported recording: pid %d, timeline %v", rec.Meta.PID, rec.Threads)
 	}
+	if st, err := os.Stat(filepath.Join(dirs[0], TraceFile)); err != nil || st.Size() == 0 {
+		t.Errorf("exported recording has no Perfetto trace: %v", err)
+	}
 	walkViews(t, p, "", "", false)
 }
 

@@ -7,6 +7,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -15,6 +16,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -43,6 +45,9 @@ type Options struct {
 	// ExportDir is the directory `e` writes recordings into; "" means the
 	// current directory.
 	ExportDir string
+	// ExportOwner, when set, is who exported recordings belong to: the
+	// user a TUI running as root (contend top under sudo) records for.
+	ExportOwner *recording.Owner
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
@@ -71,6 +76,9 @@ type (
 	exportedMsg struct {
 		dir string
 		err error
+		// trace is the Perfetto trace written into dir, or why none was.
+		trace    string
+		traceErr error
 	}
 )
 
@@ -249,7 +257,11 @@ func (m *Model) loadCmd(gen int) tea.Cmd {
 		if err != nil {
 			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
 		}
-		return frameMsg{gen: gen, frame: &frame{rec: rec, res: res, sum: summarize(rec, window), window: window}}
+		// What is shown goes through termsafe: names and warnings come
+		// from the target. Exports take their own snapshot, exact.
+		shown := *rec
+		shown.Meta = termsafe.Value(rec.Meta)
+		return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
 	}
 }
 
@@ -280,8 +292,10 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.exporting = false
 		if msg.err != nil {
 			m.setStatus(statusErr, "export: %v", msg.err)
+		} else if msg.traceErr != nil {
+			m.setStatus(statusWarn, "exported to %s; no Perfetto trace: %v", msg.dir, msg.traceErr)
 		} else {
-			m.setStatus(statusInfo, "exported to %s", msg.dir)
+			m.setStatus(statusInfo, "exported to %s with a Perfetto trace (%s)", msg.dir, filepath.Base(msg.trace))
 		}
 	case tea.KeyMsg:
 		cmd = m.onKey(msg)
@@ -355,7 +369,7 @@ func (m *Model) endText() string {
 }
 
 func (m *Model) setStatus(k statusKind, format string, args ...any) {
-	m.status = fmt.Sprintf(format, args...)
+	m.status = termsafe.String(fmt.Sprintf(format, args...))
 	m.statusK = k
 }
 
@@ -468,7 +482,7 @@ func (m *Model) export() tea.Cmd {
 	}
 	m.exporting = true
 	m.setStatus(statusInfo, "exporting…")
-	src, dir, now := m.src, m.opts.ExportDir, m.opts.Now()
+	src, dir, owner, now := m.src, m.opts.ExportDir, m.opts.ExportOwner, m.opts.Now()
 	return func() tea.Msg {
 		rec, err := src.Snapshot(0)
 		if err != nil {
@@ -477,8 +491,12 @@ func (m *Model) export() tea.Cmd {
 		if rec == nil {
 			return exportedMsg{err: errors.New("no data recorded yet")}
 		}
-		out, err := exportRecording(dir, rec, now)
-		return exportedMsg{dir: out, err: err}
+		out, err := exportRecording(dir, rec, owner, now)
+		if err != nil {
+			return exportedMsg{err: err}
+		}
+		trace, terr := exportTrace(out, rec, owner)
+		return exportedMsg{dir: out, trace: trace, traceErr: terr}
 	}
 }
 

@@ -495,8 +495,11 @@ func TestExportWritesRecording(t *testing.T) {
 	if back.Meta.PID != hmPID || back.Threads == nil || len(back.Threads.Threads) != len(hmThreads) {
 		t.Errorf("exported recording differs: pid %d threads %v", back.Meta.PID, back.Threads)
 	}
-	if h.m.status != "exported to "+dir || !strings.Contains(h.view(), "exported to /") {
+	if h.m.status != "exported to "+dir+" with a Perfetto trace ("+TraceFile+")" || !strings.Contains(h.view(), "exported to /") {
 		t.Errorf("status does not say where: %q", h.m.status)
+	}
+	if st, err := os.Stat(filepath.Join(dir, TraceFile)); err != nil || st.Size() == 0 {
+		t.Errorf("no Perfetto trace in the exported recording: %v", err)
 	}
 	// A second export in the same second gets its own directory.
 	h.keys("e")
@@ -607,7 +610,7 @@ func TestExportNameIsSafe(t *testing.T) {
 	rec := hmRecording()
 	rec.Meta.Comm = "../we ird/"
 	dir := t.TempDir()
-	out, err := exportRecording(dir, rec, fixedNow)
+	out, err := exportRecording(dir, rec, nil, fixedNow)
 	if err != nil {
 		t.Fatal(err)
 	}

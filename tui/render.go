@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -38,7 +39,7 @@ func (m Model) View() string {
 	case m.overlay:
 		body = m.overlayView(w, bh)
 	case m.frame == nil && m.err != nil:
-		body = wrap(m.err.Error(), w, "  ", "  ")
+		body = wrap(termsafe.String(m.err.Error()), w, "  ", "  ")
 	case m.frame == nil:
 		body = []string{"", "  " + m.st.dim.Render("taking the first snapshot…")}
 	case m.detail != nil:
@@ -340,7 +341,7 @@ func (m *Model) statusView(w int) string {
 			left = m.status
 		}
 	case m.err != nil:
-		left = m.st.bad.Render("refresh: " + m.err.Error())
+		left = m.st.bad.Render("refresh: " + termsafe.String(m.err.Error()))
 	case m.exited:
 		left = m.st.warn.Render(m.endText())
 	case m.paused:

@@ -48,8 +48,9 @@ type analyzeOptions struct {
 func newAnalyzeCmd() *cobra.Command {
 	var o analyzeOptions
 	c := &cobra.Command{
-		Use:   "analyze PATH...",
-		Short: "Find lock contention in Go profiles or a saved recording",
+		Use:         "analyze PATH...",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Find lock contention in Go profiles or a saved recording",
 		Long: `analyze reads Go runtime profiles (mutex, block, CPU and goroutine profiles
 in protobuf form, goroutine dumps in debug=1 or debug=2 text, gzipped or not,
 recognised by content) and/or a recording directory written by 'contend

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -30,8 +31,9 @@ type compareOptions struct {
 func newCompareCmd() *cobra.Command {
 	var o compareOptions
 	c := &cobra.Command{
-		Use:   "compare A B",
-		Short: "Did a fix help? The same figures before (A) and after (B), with their spread",
+		Use:         "compare A B",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Did a fix help? The same figures before (A) and after (B), with their spread",
 		Long: `compare analyzes two sets of recordings — A, before a change, and B, after
 it — and puts the same figures side by side: the threads waiting and the
 CPUs burning in the findings, per program point, and for live recordings
@@ -95,6 +97,10 @@ type stat struct {
 // figure is one compared figure.
 type figure struct {
 	Name string `json:"name"`
+	// Key is the stable key a finding's row is matched by across the two
+	// sides (the lock's, else the program point's); empty for the
+	// process-wide figures.
+	Key  string `json:"key,omitempty"`
 	Unit string `json:"unit"`
 	A    stat   `json:"a"`
 	B    stat   `json:"b"`
@@ -190,11 +196,30 @@ type sideFigures struct {
 	windows map[string][]float64
 	kind    map[string]string
 	parts   map[string]int
+	// label is how a finding's key is shown: its function.
+	label map[string]string
 }
 
 func newSideFigures() *sideFigures {
-	return &sideFigures{values: map[string][]float64{}, windows: map[string][]float64{}, kind: map[string]string{}, parts: map[string]int{}}
+	return &sideFigures{values: map[string][]float64{}, windows: map[string][]float64{}, kind: map[string]string{}, parts: map[string]int{}, label: map[string]string{}}
 }
+
+// findingKey matches a finding across recordings: its lock's stable key
+// when it has one (the same lock before and after a fix, whatever its
+// address), else its program point's key, else its function.
+func findingKey(f analyzer.Finding) string {
+	switch {
+	case f.Lock != nil && f.Lock.Key != "":
+		return f.Lock.Key
+	case f.Point.Key != "":
+		return f.Point.Key
+	}
+	return analyzer.PhysicalFunction(f.Point)
+}
+
+// findingLabel is how a finding's row is named: the function its
+// participants sit in.
+func findingLabel(f analyzer.Finding) string { return analyzer.PhysicalFunction(f.Point) }
 
 // Names of the process-wide figures.
 const (
@@ -221,10 +246,11 @@ func collect(side []sideRec, window time.Duration) *sideFigures {
 		for _, f := range r.res.Findings {
 			wait += f.WaitSeconds
 			cpu += f.CPUSeconds
-			k := analyzer.PhysicalFunction(f.Point)
+			k := findingKey(f)
 			if _, seen := best[k]; !seen || f.Score > best[k] {
 				best[k] = f.Score
 				sf.kind[k], sf.parts[k] = string(f.Kind), f.Participants
+				sf.label[k] = findingLabel(f)
 			}
 			v := perPoint[k]
 			perPoint[k] = [2]float64{v[0] + f.WaitSeconds/d, v[1] + f.CPUSeconds/d}
@@ -255,7 +281,7 @@ func collect(side []sideRec, window time.Duration) *sideFigures {
 					continue
 				}
 				if s := analyzer.LockSeries(r.rec, analyzer.LockAddrs(*f.Lock), f.WaitSeconds, window); len(s) > 0 {
-					sf.windows["wait "+analyzer.PhysicalFunction(f.Point)] = s
+					sf.windows["wait "+findingKey(f)] = s
 				}
 			}
 		}
@@ -357,11 +383,32 @@ func compareSides(a, b []sideRec, window time.Duration) comparison {
 		}
 		return sorted[i] < sorted[j]
 	})
+	labels := map[string]int{}
+	for _, k := range sorted {
+		labels[labelOf(fa, fb, k)]++
+	}
 	for _, k := range sorted {
 		sa, sb := fa.pointStat(k, len(a), window), fb.pointStat(k, len(b), window)
-		cmp.Points = append(cmp.Points, newFigure(k, "threads waiting + CPUs burning", sa, sb))
+		name := labelOf(fa, fb, k)
+		if labels[name] > 1 {
+			name += " [" + k + "]" // two locks waited for in one function
+		}
+		f := newFigure(name, "threads waiting + CPUs burning", sa, sb)
+		f.Key = k
+		cmp.Points = append(cmp.Points, f)
 	}
 	return cmp
+}
+
+// labelOf returns how key k is shown, from whichever side has it.
+func labelOf(a, b *sideFigures, k string) string {
+	if l := a.label[k]; l != "" {
+		return l
+	}
+	if l := b.label[k]; l != "" {
+		return l
+	}
+	return k
 }
 
 // cost returns the mean waiting plus burning at a point.
@@ -405,8 +452,10 @@ func info(side []sideRec) sideInfo {
 	return in
 }
 
-// renderComparison writes the comparison as a table.
+// renderComparison writes the comparison as a table, every string from
+// the recordings (paths, function names) escaped for the terminal.
 func renderComparison(w io.Writer, c comparison) error {
+	c = termsafe.Value(c)
 	side := func(label string, s sideInfo) string {
 		n := len(s.Paths)
 		return fmt.Sprintf("%s  %s (%d %s, %s in all)", label, strings.Join(s.Paths, ", "), n, map[bool]string{true: "recording", false: "recordings"}[n == 1], s.Duration.Round(10*time.Millisecond))

@@ -74,10 +74,12 @@ for a few seconds, prints the findings, and stops the child.
 
 The default case, spin, shows a busy-wait convoy: threads that spin on an
 atomic flag instead of parking, more of them runnable than there are CPUs.
-Native fixtures are taken from the fixtures directory (bin/fixtures beside
-the contend binary, or --fixtures) when present; otherwise the Go version
-of the case runs inside contend itself. It needs root, or CAP_BPF and
-CAP_PERFMON.`,
+Native fixtures are taken from the fixtures directory beside the contend
+binary (make builds bin/contend and bin/fixtures), or --fixtures, never
+from the working directory, and only when owned like contend itself;
+otherwise the Go version of the case runs inside contend itself. It needs
+root, or CAP_BPF and CAP_PERFMON; under sudo the fixture, the pprof fetches
+and the report run as the user sudo names.`,
 		Example: `  sudo contend demo               # the spin convoy
   sudo contend demo stripe        # a lock shared by 64 threads over disjoint keys
   sudo contend demo --list
@@ -94,41 +96,62 @@ CAP_PERFMON.`,
 	f.BoolVar(&o.list, "list", false, "list the cases and exit")
 	f.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to record")
 	f.StringVarP(&o.output, "output", "o", "", "also write the recording to this new directory")
-	f.StringVar(&o.fixtures, "fixtures", "", "directory of the native fixtures (default: bin/fixtures beside contend, or ./bin/fixtures)")
+	f.StringVar(&o.fixtures, "fixtures", "", "directory of the native fixtures (default: fixtures/ beside the contend binary)")
 	f.StringVar(&o.variant, "variant", "bad", "fixture variant: bad, or fixed to see the fix")
 	return c
 }
 
 // fixturesDir returns the directory of the native fixtures: the one
-// given, else bin/fixtures beside the contend binary or under the working
-// directory; "" when none exists.
+// given, else bin/fixtures beside the contend binary (make builds both
+// there); "" when none exists. The working directory is never looked in:
+// run as root, demo would run whatever a ./bin/fixtures there holds.
 func fixturesDir(given string) string {
 	if given != "" {
 		return given
 	}
-	var cands []string
-	if exe, err := os.Executable(); err == nil {
-		cands = append(cands, filepath.Join(filepath.Dir(exe), "fixtures"))
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
 	}
-	cands = append(cands, filepath.Join("bin", "fixtures"))
-	for _, d := range cands {
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			return d
-		}
+	d := filepath.Join(filepath.Dir(exe), "fixtures")
+	if st, err := os.Stat(d); err == nil && st.IsDir() {
+		return d
 	}
 	return ""
 }
 
-// nativePath returns the executable of a native fixture, "" when absent.
+// nativePath returns the executable of a native fixture, "" when absent
+// or not trusted as much as contend itself (see trustedLike).
 func nativePath(dir, name string) string {
 	if dir == "" || name == "" {
 		return ""
 	}
 	p := filepath.Join(dir, name)
-	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-		return p
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 || !trustedLike(st) {
+		return ""
 	}
-	return ""
+	return p
+}
+
+// trustedLike reports whether a fixture file may be run with contend's
+// privileges: owned by root, by the user running contend or by the owner
+// of contend's own binary (whoever could replace a fixture could replace
+// contend), and writable by no one else.
+func trustedLike(st os.FileInfo) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || st.Mode().Perm()&0o022 != 0 {
+		return false
+	}
+	if sys.Uid == 0 || int(sys.Uid) == os.Geteuid() {
+		return true
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	var self syscall.Stat_t
+	return syscall.Stat(exe, &self) == nil && self.Uid == sys.Uid
 }
 
 func listDemo(w io.Writer, dir string) {
@@ -203,6 +226,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		IOThreshold:    collector.DefaultIOThreshold,
 		OnCPUHz:        collector.DefaultOnCPUHz,
 		PprofURL:       fx.pprofURL,
+		GoFetchCommand: fetchChildCommand(),
 	}
 	rec, err := recordLive(ctx, opts, stderr)
 	fx.stop()
@@ -210,10 +234,13 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo: record: %w", err)
 	}
 	if o.output != "" {
-		if werr := recording.Write(o.output, rec); werr != nil {
+		if werr := recording.WriteAs(o.output, rec, recordingOwner()); werr != nil {
 			return fmt.Errorf("demo: %w", werr)
 		}
 		fmt.Fprintf(stderr, "contend demo: wrote %s\n", o.output)
+	}
+	if derr := dropPrivileges("demo"); derr != nil {
+		return derr
 	}
 	if err != nil && !errors.Is(err, collector.ErrProcessGone) {
 		return fmt.Errorf("demo: record: %w", err)
@@ -270,8 +297,12 @@ func startFixture(cmd *exec.Cmd, pprof bool) (*fixtureProc, error) {
 	f := &fixtureProc{cmd: cmd, exited: make(chan struct{}), out: &syncBuffer{}, errOut: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = f.out, f.errOut
 	// The child must not outlive contend: if contend is killed outright,
-	// the kernel sends the child SIGKILL.
+	// the kernel sends the child SIGKILL. It needs no privilege: under
+	// sudo it runs as the user.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if rootFlags.drop {
+		cmd.SysProcAttr.Credential = rootFlags.dropTo.Credential()
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start fixture: %w", err)
 	}

@@ -17,6 +17,7 @@ var sentinels = []struct {
 }{
 	{goprof.ErrBadProfile, exitUsage},
 	{recording.ErrNotRecording, exitUsage},
+	{recording.ErrInvalid, exitUsage},
 	{recording.ErrNoInput, exitUsage},
 	{recording.ErrTwoRecordings, exitUsage},
 	{collector.ErrPermission, exitPrivilege},

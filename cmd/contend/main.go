@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/internal/version"
 )
 
@@ -77,6 +79,7 @@ explains why, and says what to change.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return withCode(exitUsage, fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath()))
 	})
+	addRootFlags(root)
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}
@@ -101,7 +104,14 @@ func run(args []string) int {
 		return exitFindings
 	}
 	code := exitCode(err)
-	fmt.Fprintf(os.Stderr, "contend: %v\n", err)
+	// Errors quote paths, names and file content: escape them as the
+	// reports are, line by line (a usage error adds a hint on its own
+	// line).
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = termsafe.String(l)
+	}
+	fmt.Fprintf(os.Stderr, "contend: %s\n", strings.Join(lines, "\n"))
 	return code
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/report"
 )
@@ -103,6 +104,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		IOThreshold:    o.ioThreshold,
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
+		GoFetchCommand: fetchChildCommand(),
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.
@@ -125,17 +127,22 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if dir == "" {
 		dir = recording.DirName(rec.Meta, rec.Meta.Start)
 	}
-	if werr := recording.Write(dir, rec); werr != nil {
+	if werr := recording.WriteAs(dir, rec, recordingOwner()); werr != nil {
 		if errors.Is(werr, recording.ErrExists) {
 			return withCode(exitUsage, fmt.Errorf("record: %w", werr))
 		}
 		return fmt.Errorf("record: %w", werr)
 	}
+	// The probes are detached and the recording written: nothing left
+	// needs root.
+	if derr := dropPrivileges("record"); derr != nil {
+		return derr
+	}
 	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
 	if rec.Meta.Partial {
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
-	fmt.Fprintln(stderr, summary+")")
+	fmt.Fprintln(stderr, termsafe.String(summary+")"))
 	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
 		fmt.Fprintf(stderr, "contend: %d events seen, %d lost (drop_* in meta.json counters)\n", events, drops)
 	}

@@ -72,7 +72,9 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
-	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL}
+	// The session and the view stay root (see privileges.go); the pprof
+	// fetches run as the user, and exports belong to the user.
+	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL, GoFetchCommand: fetchChildCommand()}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do
@@ -92,7 +94,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
-	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", ExportDir: o.exportDir})
+	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", ExportDir: o.exportDir, ExportOwner: recordingOwner()})
 	_, stopErr := sess.Stop()
 	if runErr != nil {
 		return runErr

@@ -27,8 +27,9 @@ type tuiOptions struct {
 func newTUICmd() *cobra.Command {
 	var o tuiOptions
 	c := &cobra.Command{
-		Use:   "tui DIR|FILE...",
-		Short: "Browse a saved recording or Go profiles in the interactive view",
+		Use:         "tui DIR|FILE...",
+		Annotations: map[string]string{annPrivileges: privDropFirst},
+		Short:       "Browse a saved recording or Go profiles in the interactive view",
 		Long: `tui shows a recording directory (written by 'contend record' or by the e key
 of 'contend top'), or Go profile files (mutex, block, CPU, goroutine), in the
 same interactive views as 'contend top': findings, program points, locks,

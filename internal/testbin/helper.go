@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -67,21 +68,32 @@ func AsNobody(t testing.TB, cmd *exec.Cmd) {
 		}
 		t.Skip("running as root without setpriv (util-linux): cannot drop privileges")
 	}
-	dir := tempDir(t, "contend-nobody-", 0o755)
-	data, err := os.ReadFile(cmd.Path)
-	if err != nil {
-		t.Fatalf("testbin: %v", err)
-	}
-	bin := filepath.Join(dir, filepath.Base(cmd.Path))
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatalf("testbin: %v", err)
-	}
+	bin := PublicCopy(t, cmd.Path)
+	dir := filepath.Dir(bin)
 	id := fmt.Sprint(NobodyID)
 	args := append([]string{setpriv, "--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", bin}, cmd.Args[1:]...)
 	cmd.Path, cmd.Args = setpriv, args
 	if cmd.Dir == "" {
 		cmd.Dir = dir
 	}
+}
+
+// PublicCopy copies the program at path into a new directory anyone may
+// enter (test binaries and build caches live under root's private
+// directories) and returns the copy's path, removed when the test ends:
+// for a program that runs, or starts children, as another user.
+func PublicCopy(t testing.TB, path string) string {
+	t.Helper()
+	dir := tempDir(t, "contend-nobody-", 0o755)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	bin := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	return bin
 }
 
 // WritableDir returns a new directory user nobody can write into (a
@@ -106,6 +118,35 @@ func tempDir(t testing.TB, prefix string, perm os.FileMode) string {
 		t.Fatalf("testbin: %v", err)
 	}
 	return dir
+}
+
+// CheckPrivateDir fails unless dir is a 0700 directory of 0600 files
+// (at least minFiles of them), all owned by uid:gid: how a recording
+// holding command lines and stacks must be left.
+func CheckPrivateDir(t testing.TB, dir string, uid, gid, minFiles int) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) < minFiles {
+		t.Fatalf("%s has %d files, want at least %d: %v", dir, len(entries), minFiles, err)
+	}
+	paths := []string{dir}
+	for _, e := range entries {
+		paths = append(paths, filepath.Join(dir, e.Name()))
+	}
+	for _, p := range paths {
+		st, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if p == dir {
+			want = os.ModeDir | 0o700
+		}
+		sys := st.Sys().(*syscall.Stat_t)
+		if st.Mode() != want || int(sys.Uid) != uid || int(sys.Gid) != gid {
+			t.Errorf("%s: %v owned by %d:%d, want %v owned by %d:%d", p, st.Mode(), sys.Uid, sys.Gid, want, uid, gid)
+		}
+	}
 }
 
 // Skip skips a test that cannot run here, for reason, except when CI is

@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the JSON form of Result. Bump the major
 // number on any incompatible change; docs/json-schema.md documents it.
-const SchemaVersion = "1.0"
+const SchemaVersion = "2.0"
 
 // Kind is the verdict of a finding.
 type Kind string
@@ -32,6 +32,13 @@ const (
 	// KindRuntimeLock: contention on a lock internal to a language runtime
 	// (Go's runtime locks), not user code.
 	KindRuntimeLock Kind = "runtime-lock"
+	// KindHotStripe: the lock is one element of an array of locks (a
+	// striped lock) and takes most of the array's waiting: one key is hot.
+	KindHotStripe Kind = "hot-stripe"
+	// KindCPUSaturation: the threads wait for a CPU, not for a lock: more
+	// of them are runnable than there are CPUs, and lock waits are a small
+	// part of their time.
+	KindCPUSaturation Kind = "cpu-saturation"
 	// KindContention: contention that is real but fits none of the
 	// specific kinds above.
 	KindContention Kind = "contention"
@@ -67,6 +74,18 @@ type Result struct {
 	Threads []ThreadRow `json:"threads,omitempty"`
 	// Notes are caveats about the input ("mutex profile empty: …").
 	Notes []string `json:"notes,omitempty"`
+	// Missing lists data the analysis needed and did not have, with what
+	// it would have decided: "no finding" over such an input is not "no
+	// contention".
+	Missing []Missing `json:"missing,omitempty"`
+}
+
+// Missing is one kind of data the analysis lacked.
+type Missing struct {
+	// What names the data ("the Go runtime's profiles").
+	What string `json:"what"`
+	// Decides says what it would have shown or decided, and how to get it.
+	Decides string `json:"decides"`
 }
 
 // Target summarises the analyzed input.
@@ -126,6 +145,10 @@ type Finding struct {
 
 // ProgramPoint is a code location with the stack that reached it.
 type ProgramPoint struct {
+	// Key names the point the same way in every recording of the same
+	// build, whatever the load addresses: "module!function", or
+	// "module+0xOFF" (module-relative) for an address no symbol names.
+	Key      string `json:"key,omitempty"`
 	Function string `json:"function"`
 	File     string `json:"file,omitempty"`
 	Line     int    `json:"line,omitempty"`
@@ -137,6 +160,10 @@ type ProgramPoint struct {
 
 // LockID identifies a lock.
 type LockID struct {
+	// Key names the lock the same way in every recording of the same
+	// program, across restarts and load addresses (see lockKey in
+	// identity.go for the rule): never a raw address.
+	Key string `json:"key,omitempty"`
 	// Address is the futex word ("0x7f…"), empty for Go mutexes.
 	Address string `json:"address,omitempty"`
 	// Name is the data symbol containing it or a Go description
@@ -153,14 +180,37 @@ type LockID struct {
 	PairingGuess bool `json:"pairing_guess,omitempty"`
 }
 
-// Evidence is one fact behind a verdict.
+// Evidence is one fact behind a verdict, as data: what kind of fact it
+// is and its figures. The analyzer never words it; report.EvidenceText
+// does, for the text report, the TUI and the JSON's text field.
 type Evidence struct {
 	// Source is where the fact comes from: "go-mutex", "go-block",
 	// "goroutines", "go-cpu", "futex", "sched", "oncpu", "io", "proc",
 	// "events", "disasm".
 	Source string `json:"source"`
-	// Text states the fact in words, with its figures.
-	Text string `json:"text"`
+	// Kind says which fact it is; EvidenceKind's constants document the
+	// figures and names each carries.
+	Kind EvidenceKind `json:"kind"`
+	// Figures are the fact's numbers by name. Durations are seconds and
+	// their names end in "_s"; shares are fractions (0.25, not 25) and end
+	// in "share"; the rest are counts, rates and averages.
+	Figures map[string]float64 `json:"figures,omitempty"`
+	// Names are the fact's names by role: a lock, a program point, a
+	// function, a system call, a state.
+	Names map[string]string `json:"names,omitempty"`
+	// Items is a ranked list the fact is about (program points with their
+	// waiting, system calls with their time, goroutine states with their
+	// counts), heaviest first.
+	Items []Item `json:"items,omitempty"`
+	// Text is the fact in words. The analyzer leaves it empty; the JSON
+	// renderer fills it so that scripts need not word the figures.
+	Text string `json:"text,omitempty"`
+}
+
+// Item is one entry of an evidence list: a name and its figure.
+type Item struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
 }
 
 // Suggestion is what to change and why.

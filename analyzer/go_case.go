@@ -1,0 +1,619 @@
+package analyzer
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file fills a lockCase from Go data: the block and mutex profiles
+// (how long goroutines waited, where the lock was released), the
+// goroutine dump (who waits now, on which mutex, and who might hold it)
+// and the CPU profile (what runs inside the critical sections).
+
+// name describes a Go lock by where it is locked and released.
+func (l *goLock) name() string {
+	var b strings.Builder
+	b.WriteString(l.flavor.String())
+	if w := l.topWait(); w != nil {
+		fmt.Fprintf(&b, " locked at %s", w.key)
+		if len(l.waits) > 1 {
+			fmt.Fprintf(&b, " (+%d more %s)", len(l.waits)-1, plural(int64(len(l.waits)-1), "site"))
+		}
+	}
+	if r := l.topRelease(); r != nil {
+		if l.topWait() != nil {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " released at %s", r.key)
+		if len(l.releases) > 1 {
+			fmt.Fprintf(&b, " (+%d more %s)", len(l.releases)-1, plural(int64(len(l.releases)-1), "site"))
+		}
+	}
+	return b.String()
+}
+
+func (l *goLock) id() *LockID {
+	return &LockID{Key: l.key(), Name: l.name(), PairingGuess: l.guess()}
+}
+
+func detectGoLocks(a *analysis, g *goData) {
+	locks := goLocks(g)
+	var total int64
+	for _, l := range locks {
+		total += l.wait()
+	}
+	for i, l := range locks {
+		if i < maxLockRows {
+			a.res.Locks = append(a.res.Locks, g.lockRow(l))
+		}
+		if c, ok := g.lockCase(l, total); ok {
+			a.res.Findings = append(a.res.Findings, judgeLock(c, g.duration))
+		}
+	}
+	g.runtimeLocks(a, total)
+}
+
+// lockRow is the lock's row for the locks table.
+func (g *goData) lockRow(l *goLock) LockRow {
+	row := LockRow{Lock: *l.id(), Waits: uint64(l.contentions()), WaitSeconds: seconds(l.wait())}
+	row.DistinctWaiters = l.waiters
+	if m := int(math.Ceil(g.meanWaiting(l.wait()))); m > row.DistinctWaiters {
+		row.DistinctWaiters = m
+	}
+	if w := l.topWait(); w != nil {
+		p := w.point()
+		row.Waiter = &p
+	}
+	if r := l.topRelease(); r != nil {
+		p := r.site.point
+		row.Waker = &p
+	}
+	return row
+}
+
+// significant reports whether a lock's waiting is worth a verdict.
+func (g *goData) significant(l *goLock, totalWait int64) bool {
+	wait := l.wait()
+	mean := g.meanWaiting(wait)
+	switch {
+	case wait == 0:
+		// No lock profile: a single dump can still show a pile-up.
+		return l.waiters >= minConvoyParticipants
+	case !significantWait(wait, g.duration), float64(wait) < minShareOfAllWaiting*float64(totalWait):
+		return false
+	case g.duration > 0 && g.active() > 0 && mean < minShareOfActive*float64(g.active()):
+		return false
+	}
+	return true
+}
+
+// lockCase builds the case of a Go lock, false when its waiting is not
+// significant.
+func (g *goData) lockCase(l *goLock, totalWait int64) (*lockCase, bool) {
+	if !g.significant(l, totalWait) {
+		return nil, false
+	}
+	wait := l.wait()
+	mean := g.meanWaiting(wait)
+	c := &lockCase{
+		path:        pathGo,
+		id:          *l.id(),
+		unit:        "goroutines",
+		population:  g.population,
+		cpus:        g.numCPU,
+		waitNS:      wait,
+		mean:        mean,
+		dumpOnly:    wait == 0,
+		contentions: l.contentions(),
+		guess:       l.guess(),
+		points:      len(l.waits),
+		missing:     g.missingForLocks(),
+	}
+	top, rel := l.topWait(), l.topRelease()
+	if top != nil {
+		c.point = top.point()
+	} else {
+		c.point = rel.site.point
+	}
+	if rel != nil {
+		p := rel.site.point
+		c.releaser = &p
+	}
+	c.what = waitWhat(l, c.point)
+	c.counted = l.waiters > 0 && float64(l.waiters) >= math.Ceil(mean)
+	c.participants = l.waiters
+	if !c.counted {
+		c.participants = int(math.Ceil(mean))
+	}
+	// Without a dump and a duration the number of goroutines is unknown:
+	// distinct call paths are no count of goroutines.
+	c.known = c.counted || g.duration > 0
+	if g.duration > 0 && c.contentions > 0 {
+		c.holdBound = g.duration / time.Duration(c.contentions)
+	}
+	if wait > 0 {
+		c.sources++
+	}
+	if l.waiters > 0 {
+		c.sources++
+	}
+	h := g.holders(l)
+	c.machNS = h.waitCPU
+	c.ev = g.lockEvidence(l, c)
+	g.addrFacts(l, c)
+	c.ev = append(c.ev, g.sectionEvidence(h, c)...)
+	if h.csNS > 0 {
+		c.sources++
+	}
+	c.io = g.ioFacts(l, h, totalWait)
+	c.chain = h.chain()
+	if share, runnable := g.cpuQueue(); share >= chainMinShare && runnable >= l.waiters {
+		c.preempt = share
+		c.chain = append(c.chain, chainLink{what: fmt.Sprintf("a CPU: %d goroutines were runnable without one", runnable), share: share})
+	}
+	if c.io.explains && h.ioNS > 0 {
+		c.sources++
+	}
+	return c, true
+}
+
+// lockEvidence states what the profiles and the dump show of the lock's
+// waiting and release.
+func (g *goData) lockEvidence(l *goLock, c *lockCase) []Evidence {
+	var ev []Evidence
+	if l.waiters > 0 {
+		ev = append(ev, fact("goroutines", EvDumpWaiters, "waiters", l.waiters, "population", g.population,
+			"source", g.gorSource, "items", countItems(l.states)))
+	}
+	if l.waitNS > 0 {
+		ev = append(ev, fact("go-block", EvBlockWaits, "contentions", l.waitCount, "sites", len(l.waits),
+			"wait_s", seconds(l.waitNS), "each_s", seconds(l.waitNS/max(l.waitCount, 1)), "dur_s", g.duration, "mean", c.mean))
+	}
+	if rel := l.topRelease(); rel != nil {
+		var reasons []Item
+		for _, r := range l.guessWhy {
+			reasons = append(reasons, Item{Name: r})
+		}
+		ev = append(ev, fact("go-mutex", EvMutexRelease, "delay_s", seconds(l.relNS), "contentions", l.relCount,
+			"site", rel.key.String(), "paired", l.topWait() != nil, "guess", l.guess(), "items", reasons))
+	}
+	if top := l.topWait(); top != nil && top.site != nil && top.site.stacks > 1 {
+		ev = append(ev, fact("go-block", EvCallPaths, "paths", top.site.stacks, "site", top.key.String()))
+	}
+	if c.holdBound > 0 {
+		src := "go-mutex"
+		if l.waitNS > 0 {
+			src = "go-block" // contentions() counts the waiters then
+		}
+		ev = append(ev, fact(src, EvGoHoldBound, "hold_bound_s", c.holdBound, "dur_s", g.duration,
+			"contentions", c.contentions, "max_s", maxShortHold))
+	}
+	return ev
+}
+
+// countItems lists a count map, largest first.
+func countItems(m map[string]int) []Item {
+	out := make([]Item, 0, len(m))
+	for _, k := range byCount(m) {
+		out = append(out, Item{Name: k, Value: float64(m[k])})
+	}
+	return out
+}
+
+// addrFacts reads which mutexes the dumped waiters park on: one (the
+// lock's address), several with none dominant (the site takes one of many
+// locks: the profiles add them up), or several with one taking most of the
+// waiters (a hot element of a set of locks). It also marks a lock the dump
+// shows nobody waiting for although the profiles average a queue.
+func (g *goData) addrFacts(l *goLock, c *lockCase) {
+	distinct, most, named, mostAddr := l.addrSpread()
+	// unseen: a dump with wait states was taken over the interval and
+	// shows nobody waiting for this lock, while the profiles' average says
+	// some goroutines always were. The waiting came in bursts (a holder
+	// preempted on a busy machine, a periodic pile-up), not as the standing
+	// queue a convoy is.
+	c.unseen = l.waiters == 0 && len(g.groups) > 0 && !g.stateInferred && c.mean >= convoyMeanWaiting
+	c.spread = distinct >= 2 && 2*most < named
+	switch {
+	case c.unseen:
+		c.ev = append(c.ev, fact("goroutines", EvDumpUnseen, "mean", c.mean))
+	case c.spread:
+		c.ev = append(c.ev, fact("goroutines", EvDumpSpread, "named", named, "distinct", distinct, "most", most))
+	case distinct == 1 && named >= 2:
+		c.ev = append(c.ev, fact("goroutines", EvDumpSameMutex, "named", named, "addr", mostAddr))
+		if c.id.Address == "" {
+			c.id.Address = mostAddr
+		}
+	}
+	if distinct >= minArrayElements && named > 0 {
+		c.array = &arrayFacts{base: fmt.Sprintf("the %d mutexes taken at %s", distinct, c.point.Function), elements: distinct,
+			hotShare: float64(most) / float64(named)}
+		if c.id.Address == "" && c.hotStripe() {
+			c.id.Address = mostAddr
+		}
+	}
+}
+
+// sectionEvidence states what the CPU profile shows inside the critical
+// sections and at the Lock sites.
+func (g *goData) sectionEvidence(h holderFacts, c *lockCase) []Evidence {
+	var ev []Evidence
+	if h.csNS > 0 {
+		ev = append(ev, fact("go-cpu", EvSectionCPU, "cpu_s", seconds(h.csNS), "io", h.ioNS > 0))
+	}
+	if h.waitCPU > 0 {
+		ev = append(ev, fact("go-cpu", EvSpinBeforePark, "cpu_s", seconds(h.waitCPU)))
+	}
+	return ev
+}
+
+// ioFacts turns what the dump and the CPU profile show of I/O inside the
+// critical sections into the case's I/O facts. I/O under a lock hurts the
+// goroutines whose own critical sections do no I/O (lookups stalled behind
+// a journal write); when every waiter does I/O under the lock itself, the
+// lock serializes the I/O: a different problem with a different fix.
+func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
+	io := ioFacts{share: -1}
+	io.explains = h.inIO > 0 || h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
+		h.ioNS > 0 && l.ioReleaseShare(h) >= ioMinExplained
+	if !io.explains {
+		return io
+	}
+	io.call = h.ioName()
+	if h.ioFrame != "" {
+		io.calls = []Item{{Name: h.ioFrame}}
+	}
+	for _, k := range byCount(h.ioFuncs) {
+		if k != h.ioFrame {
+			io.calls = append(io.calls, Item{Name: k, Value: seconds(h.ioFuncs[k])})
+		}
+	}
+	io.holders = h.inIO
+	io.state, io.how = h.ioState(), h.how
+	victims := l.ioVictims(h)
+	var victimNS int64
+	for _, n := range victims {
+		victimNS += nodeWait(n)
+		io.victims += n.waiters
+	}
+	hurt := io.victims > 0
+	if victimNS > 0 {
+		hurt = significantWait(victimNS, g.duration) && float64(victimNS) >= minShareOfAllWaiting*float64(totalWait)
+	}
+	io.waitersDoIO = !hurt
+	if hurt {
+		p := victims[0].point()
+		io.victimPoint = &p
+	}
+	io.holderSites = h.sites(l)
+	io.ev = g.ioEvidence(h)
+	return io
+}
+
+// chain turns the goroutines that wait for another lock from inside this
+// lock's critical section into links, most goroutines first. A dump is one
+// instant, so a link's share is of the holders the dump shows, not of time.
+func (h holderFacts) chain() []chainLink {
+	var links []chainLink
+	n := 0
+	for _, gr := range h.holdWaits {
+		n += gr.count
+	}
+	for _, gr := range h.holdWaits {
+		what := fmt.Sprintf("%s in %s", gr.state, pointString(newPoint(gr.frames, gr.pi)))
+		links = append(links, chainLink{what: what, share: float64(gr.count) / float64(n)})
+	}
+	sort.Slice(links, func(i, j int) bool {
+		if links[i].share != links[j].share {
+			return links[i].share > links[j].share
+		}
+		return links[i].what < links[j].what
+	})
+	return links
+}
+
+// ioReleaseShare is the share of the mutex profile's delay charged to
+// Unlock sites inside whose critical sections I/O was seen: the mutex
+// profile charges each contention's delay to the Unlock that ended it, so
+// a share of it is waiting that lasted until a holder that did I/O let go.
+// I/O waits off the CPU, so a CPU profile samples it rarely; one sample of
+// it under a lock whose delay falls mostly on that holder's Unlock says the
+// waits last as long as that I/O.
+func (l *goLock) ioReleaseShare(h holderFacts) float64 {
+	if l.relNS <= 0 {
+		return 0
+	}
+	var ns int64
+	for _, n := range l.releases {
+		if h.ioIn[n.fn()] {
+			ns += n.site.value
+		}
+	}
+	return float64(ns) / float64(l.relNS)
+}
+
+// cpuQueue reads from the dump how crowded the CPUs are: the share of the
+// goroutines that want a CPU (running or runnable) that wait for one, and
+// how many do. It is 0 unless they outnumber the CPUs twice over: a crowd
+// that size keeps every P's run queue full, so a goroutine that holds a
+// lock is descheduled with it, and its waiters wait for the CPU it waits
+// for. The caller weighs it against the lock's own queue: a CPU queue
+// shorter than the crowd waiting for the lock does not explain that crowd.
+func (g *goData) cpuQueue() (float64, int) {
+	if len(g.groups) == 0 || g.stateInferred || g.numCPU <= 0 {
+		return 0, 0
+	}
+	running, runnable := 0, 0
+	for _, gr := range g.groups {
+		if gr.sc.class == classLock || gr.sc.class == classIdle {
+			continue
+		}
+		switch gr.state {
+		case "running":
+			running += gr.count
+		case "runnable", "preempted":
+			runnable += gr.count
+		}
+	}
+	if runnable < 2*g.numCPU || running+runnable == 0 {
+		return 0, 0
+	}
+	return float64(runnable) / float64(running+runnable), runnable
+}
+
+// ioState is the dump state of the goroutine seen in I/O, "" when none.
+func (h holderFacts) ioState() string {
+	if h.ioGroup != nil {
+		return h.ioGroup.state
+	}
+	return ""
+}
+
+// sites names the functions that hold the lock across the I/O: the Lock
+// and Unlock sites inside which it was seen, or the holder's function.
+func (h holderFacts) sites(l *goLock) []string {
+	var out []string
+	for _, n := range l.waits {
+		if h.ioIn[n.fn()] && !slices.Contains(out, shortFunc(n.fn())) {
+			out = append(out, shortFunc(n.fn()))
+		}
+	}
+	for _, n := range l.releases {
+		if h.ioIn[n.fn()] && !slices.Contains(out, shortFunc(n.fn())) {
+			out = append(out, shortFunc(n.fn()))
+		}
+	}
+	if len(out) == 0 && h.holderFn != "" {
+		out = append(out, shortFunc(h.holderFn))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ioEvidence states what the dump and the CPU profile show of the I/O.
+func (g *goData) ioEvidence(h holderFacts) []Evidence {
+	var ev []Evidence
+	if h.inIO > 0 {
+		gr := h.ioGroup
+		at := gr.frames[h.ioAt]
+		ev = append(ev, fact("goroutines", EvDumpHolderIO, "goroutines", h.inIO, "call", shortFunc(h.ioFrame),
+			"state", gr.state, "at", funcAt(at.Func, at.File, at.Line), "how", h.how))
+	}
+	if h.ioNS > 0 {
+		var items []Item
+		for _, k := range byCount(h.ioFuncs) {
+			items = append(items, Item{Name: shortFunc(k), Value: seconds(h.ioFuncs[k])})
+		}
+		ev = append(ev, fact("go-cpu", EvSectionIOCPU, "io_s", seconds(h.ioNS), "samples", h.ioNS/max(g.cpuPeriod, 1), "items", items))
+	}
+	return ev
+}
+
+// How a holder in I/O was found, for the evidence.
+const (
+	holderInSection  = "inside the critical section"
+	holderByReceiver = "it waits for no lock and runs a method of the very object whose lock the others wait for"
+	holderByType     = "it waits for no lock and runs a method of the type whose methods wait for the lock"
+)
+
+// maxEmbedOffset bounds how far into a struct a mutex may lie for a
+// method's receiver pointer to be taken as the struct that holds it: a
+// mutex is a field of a struct of ordinary size; 4 KiB leaves room for
+// large structs while two distinct heap objects of one type are rarely
+// that close.
+const maxEmbedOffset = 4096
+
+// dumpHolder looks in a goroutine dump for the goroutine that holds the
+// lock while doing I/O, when no critical section is known to contain it
+// (the mutex profile, which names the Unlock sites, is missing or did not
+// sample this lock). A holder is not waiting for a lock, and its stack
+// passes through code that takes the lock: a method whose receiver
+// contains the mutex the waiters park on (a debug=2 dump prints the
+// receiver pointer), else a method of the Lock site's type — the weaker
+// inference, said in the evidence. A function of the same package is not
+// enough: a package often has several locks, and a goroutine writing a
+// file under another of them would be blamed.
+func (g *goData) dumpHolder(l *goLock, h *holderFacts) {
+	addrs := l.lockAddrs()
+	waiterRecv := l.waiterReceivers()
+	recvs := map[string]bool{}
+	for _, n := range l.waits {
+		if rt := receiverType(n.fn()); rt != "" {
+			recvs[rt] = true
+		}
+	}
+	best, bestRank := -1, 0
+	var bestGroup *gGroup
+	for _, gr := range g.groups {
+		if gr.sc.class == classLock || !holderState(gr.state) {
+			continue
+		}
+		for k := len(gr.frames) - 1; k >= 0; k-- {
+			fn := enclosingFunc(gr.frames[k].Func)
+			rank := 0
+			switch {
+			case recvs[receiverType(fn)] && (receiverHolds(gr, k, addrs) || waiterRecv[receiverOf(gr, k)]):
+				rank = 3
+			case recvs[receiverType(fn)]:
+				rank = 2
+			}
+			if rank == 0 || rank <= bestRank || ioIndex(gr.frames, k) < 0 {
+				continue
+			}
+			best, bestRank, bestGroup = k, rank, gr
+		}
+	}
+	if bestGroup == nil {
+		return
+	}
+	io := ioIndex(bestGroup.frames, best)
+	h.inIO = bestGroup.count
+	h.ioGroup, h.ioFrame, h.ioAt = bestGroup, bestGroup.frames[io].Func, best
+	h.holderFn = enclosingFunc(bestGroup.frames[best].Func)
+	h.how = []string{"", "", holderByType, holderByReceiver}[bestRank]
+	h.ioIn[h.holderFn] = true
+}
+
+// holderState reports whether a goroutine in this dump state can be a
+// holder doing I/O: in a system call, waiting for network I/O, running.
+func holderState(state string) bool {
+	switch state {
+	case "syscall", "IO wait", "running", "runnable", "":
+		return true
+	}
+	return false
+}
+
+// lockAddrs returns the addresses the dumped waiters park on.
+func (l *goLock) lockAddrs() []uint64 {
+	var out []uint64
+	for a := range l.addrs {
+		if v, err := strconv.ParseUint(strings.TrimPrefix(a, "0x"), 16, 64); err == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// receiverOf returns the receiver pointer a debug=2 dump prints as the
+// first argument of frame k, 0 when unknown or marked unreliable ("?").
+func receiverOf(gr *gGroup, k int) uint64 {
+	if k < 0 || k >= len(gr.args) {
+		return 0
+	}
+	arg, _, _ := strings.Cut(gr.args[k], ",")
+	arg = strings.TrimSpace(arg)
+	if !strings.HasPrefix(arg, "0x") || strings.HasSuffix(arg, "?") {
+		return 0
+	}
+	recv, err := strconv.ParseUint(arg[2:], 16, 64)
+	if err != nil {
+		return 0
+	}
+	return recv
+}
+
+// waiterReceivers returns the receiver pointers of the methods the dumped
+// waiters wait in: the objects whose lock they want. A holder found in a
+// method of the same object holds that lock (or is about to).
+func (l *goLock) waiterReceivers() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, n := range l.waits {
+		if n.group != nil && receiverType(n.fn()) != "" {
+			if r := receiverOf(n.group, n.group.pi); r != 0 {
+				out[r] = true
+			}
+		}
+	}
+	delete(out, 0)
+	return out
+}
+
+// receiverHolds reports whether frame k of a dumped goroutine is a method
+// whose receiver pointer (its first argument) points at a struct that
+// contains one of the lock addresses.
+func receiverHolds(gr *gGroup, k int, addrs []uint64) bool {
+	recv := receiverOf(gr, k)
+	if recv == 0 || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if a >= recv && a-recv < maxEmbedOffset {
+			return true
+		}
+	}
+	return false
+}
+
+// waitWhat names what the waiters do at the point: "sync.Mutex.Lock in
+// stripe.(*Sub).handle (stripe.go:57)".
+func waitWhat(l *goLock, p ProgramPoint) string {
+	if l.topWait() == nil {
+		return fmt.Sprintf("%s released at %s", l.flavor, pointString(p))
+	}
+	verb := "sync.Mutex.Lock"
+	switch l.topWait().flavor {
+	case flavorRWWrite:
+		verb = "sync.RWMutex.Lock"
+	case flavorRWRead:
+		verb = "sync.RWMutex.RLock"
+	}
+	return fmt.Sprintf("%s in %s", verb, pointString(p))
+}
+
+// missingForLocks says which inputs would sharpen a lock verdict.
+func (g *goData) missingForLocks() string {
+	var want []string
+	if len(g.groups) == 0 || g.stateInferred {
+		want = append(want, "a goroutine dump (debug=2)")
+	}
+	if !g.cpuGiven {
+		want = append(want, "a CPU profile")
+	}
+	if !g.mutexSamples {
+		want = append(want, "a mutex profile")
+	}
+	if len(want) == 0 {
+		return ""
+	}
+	return "Taken over the same interval, " + strings.Join(want, " and ") + " would show what the holders do."
+}
+
+// ioVictims returns the Lock sites whose own critical sections showed no
+// I/O, heaviest first.
+func (l *goLock) ioVictims(h holderFacts) []*lockNode {
+	var out []*lockNode
+	for _, n := range l.waits {
+		if !h.ioIn[n.fn()] {
+			out = append(out, n)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if nodeWait(out[i]) != nodeWait(out[j]) {
+			return nodeWait(out[i]) > nodeWait(out[j])
+		}
+		return out[i].waiters > out[j].waiters
+	})
+	return out
+}
+
+// ioName is the I/O call most seen under the lock.
+func (h holderFacts) ioName() string {
+	if h.ioFrame != "" {
+		return shortFunc(h.ioFrame)
+	}
+	return shortFunc(topKey(h.ioFuncs))
+}
+
+// topKey is the key with the largest value, "" for an empty map.
+func topKey(m map[string]int64) string {
+	if keys := byCount(m); len(keys) > 0 {
+		return keys[0]
+	}
+	return ""
+}

@@ -1,0 +1,241 @@
+package analyzer
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// The CPU saturation detector: the target's threads wait for a CPU, not
+// for a lock. It reads the run-queue time of every thread (the off-CPU
+// view's runnable time: preempted, or woken and not yet running), the
+// CPUs the process may use, and the waiting on locks that are not idle,
+// after the spin detector has claimed the threads that spin (a busy-wait
+// fills the run queue by itself, and its verdict says so).
+
+// The least oversubscription the verdict must catch is two CPU-bound
+// threads per CPU: then every CPU has one thread queued behind the one it
+// runs, and each thread spends half its time runnable without a CPU. The
+// thresholds below sit at half and at two thirds of those figures, so that
+// measurement (sampled off-CPU intervals, threads that also sleep now and
+// then) cannot drop that case under them, while a process that queues
+// for CPUs only now and then stays out. Both are per CPU or per thread,
+// so they hold the same from 2 to 64 threads per CPU.
+const (
+	// satMinRunqPerCPU is how many threads must wait for each CPU on
+	// average (run-queue time per second of wall time, per CPU the process
+	// may use): at two CPU-bound threads per CPU it is one.
+	satMinRunqPerCPU = 0.5
+
+	// satMinThreadDemand is the share of its time a thread must want a CPU
+	// (running or runnable) to count among the saturating threads. A
+	// thread that competes for an oversubscribed CPU wants it all the
+	// time, whatever its share of it; a quarter keeps out threads that
+	// mostly sleep and only now and then queue behind the others.
+	satMinThreadDemand = 0.25
+
+	// satMinRunnableShare is the share of their time the busy threads
+	// must spend runnable without a CPU: a half at two CPU-bound threads
+	// per CPU. A third keeps out the producers of a serialized writer on a
+	// busy machine, which queue for a CPU about a quarter of the time
+	// while the lock hand-offs are the larger lever (their verdict stays
+	// the lock's).
+	satMinRunnableShare = 1.0 / 3
+
+	// satMinOwnRunnable is how many of the process's own threads must be
+	// runnable (running or queued) on average, per CPU it may use: two at
+	// two CPU-bound threads per CPU. At one or fewer per CPU its threads
+	// do not compete with each other, and the time they queue is spent
+	// behind other processes: the machine is busy, not the process
+	// oversubscribed, and fewer threads would not help.
+	satMinOwnRunnable = 1.5
+)
+
+// liveSaturation reports CPU saturation; spinning holds the threads a spin
+// finding already accounts for.
+func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[int]bool) {
+	cpus := ld.cpus()
+	if ld.dur <= 0 || cpus <= 0 {
+		return
+	}
+	busy := map[int]bool{}
+	var runqNS int64
+	var cpuS float64
+	for _, t := range ld.threads {
+		if spinning[t.tid] {
+			continue
+		}
+		if (t.cpu()+seconds(t.runqNS))/ld.dur.Seconds() >= satMinThreadDemand {
+			busy[t.tid] = true
+		}
+		runqNS += t.runqNS
+		cpuS += t.cpu()
+	}
+	runq := seconds(runqNS) / ld.dur.Seconds()
+	if runq < satMinRunqPerCPU*float64(cpus) || len(busy) <= cpus {
+		return
+	}
+	runnable := ld.meanRunnable
+	if ld.rec.Threads == nil {
+		runnable = runq + cpuS/ld.dur.Seconds()
+	}
+	if runnable < satMinOwnRunnable*float64(cpus) {
+		return
+	}
+	// Lock waits must be the smaller part: a crowd queued on a lock whose
+	// holder is preempted is the lock's verdict, with the run queue as its
+	// cause in the chain.
+	var lockNS int64
+	for _, g := range locks {
+		if !g.idle {
+			for t := range g.waiters {
+				if busy[t] {
+					lockNS += g.waitNS / int64(max(len(g.waiters), 1))
+				}
+			}
+		}
+	}
+	if lockNS >= runqNS {
+		return
+	}
+	var busyRunq, busyTime int64
+	for t := range busy {
+		busyRunq += ld.threads[t].runqNS
+	}
+	busyTime = int64(len(busy)) * int64(ld.dur)
+	if float64(busyRunq) < satMinRunnableShare*float64(busyTime) {
+		return
+	}
+	f := Finding{
+		Kind:         KindCPUSaturation,
+		Participants: len(busy),
+		Population:   ld.population,
+		Unit:         "threads",
+		WaitSeconds:  seconds(runqNS),
+	}
+	pts := ld.runqPoints(busy)
+	if len(pts) > 0 {
+		f.Point = pts[0].point
+	}
+	who := participants(len(busy), ld.population, "threads", true, 0)
+	cpuWord := fmt.Sprintf("the %d CPUs", cpus)
+	if cpus == 1 {
+		cpuWord = "the 1 CPU"
+	}
+	f.Headline = fmt.Sprintf("%s threads wait for a CPU on average: %s want more than %s the process may use", fmtFloat(runq), who, cpuWord)
+	if f.Point.Function != "" {
+		f.Headline += ", most in " + funcIn(f.Point)
+	}
+	f.Evidence = []Evidence{
+		fact("sched", EvRunQueue, "runq_threads", runq, "cpus", cpus, "running", cpuS/ld.dur.Seconds(),
+			"runnable", ld.meanRunnable, "threads", len(busy), "dur_s", ld.dur),
+		fact("sched", EvRunnableShare, "share", float64(busyRunq)/float64(busyTime), "lock_share", float64(lockNS)/float64(busyTime)),
+	}
+	if len(pts) > 1 {
+		items := make([]Item, 0, 4)
+		for _, p := range pts[1:min(len(pts), 5)] {
+			items = append(items, Item{Name: p.key.String(), Value: seconds(p.weight)})
+		}
+		f.Evidence = append(f.Evidence, fact("sched", EvRunQueuePoints, "items", items))
+	}
+	f.Confidence = ConfidenceMedium
+	if ld.rec.Threads != nil {
+		f.Confidence = ConfidenceHigh // /proc states agree with the scheduler's
+	}
+	f.Suggestion = suggestFor(remedyFewerThreads, sugg{whom: "thread", cpus: cpus, runqThreads: runq, waitS: seconds(runqNS)})
+	finish(&f, ld.dur, true)
+	a.res.Findings = append(a.res.Findings, f)
+}
+
+// runqPoints finds where the busy threads sit runnable. Preempted
+// threads leave their CPU wherever they happen to be, so the leaf frames
+// scatter over every function the work calls; what they share is the code
+// that does the work. The first point is the most specific function that
+// at least half of the run-queue time passes through (walking each stack
+// from its leaf, once per function); the others are the heaviest leaf
+// functions, for the evidence.
+func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
+	var samples []*liveSample
+	var total int64
+	through := map[string]int64{}
+	best := map[string]*liveSample{}
+	for _, s := range ld.offcpu {
+		v := runqOf(s)
+		if !busy[s.tid] || v <= 0 || s.state != recording.StateRunnable {
+			continue
+		}
+		samples = append(samples, &liveSample{tid: s.tid, frames: s.frames, values: []int64{0, v}})
+		total += v
+		seen := map[string]bool{}
+		for _, f := range s.userFrames() {
+			if seen[f.Func] || liveMachinery(f) || unnamed(f) || threadEntryFuncs[normNative(f.Func)] {
+				continue
+			}
+			seen[f.Func] = true
+			through[f.Func] += v
+			if b := best[f.Func]; b == nil || v > runqOf(b) {
+				best[f.Func] = s
+			}
+		}
+	}
+	leaves := byFunction(pointsOf(samples, 1))
+	common, weight := "", int64(0)
+	for fn, w := range through {
+		if 2*w < total {
+			continue
+		}
+		if common == "" || w < weight || w == weight && fn < common {
+			common, weight = fn, w
+		}
+	}
+	if common == "" {
+		return leaves
+	}
+	fr := best[common].userFrames()
+	pi := 0
+	for i, f := range fr {
+		if f.Func == common {
+			pi = i
+			break
+		}
+	}
+	top := &pointAgg{key: keyOf(fr, pi), point: newPoint(fr, pi), weight: weight}
+	top.key.line = 0
+	out := []*pointAgg{top}
+	for _, l := range leaves {
+		if l.key.fn != common {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// byFunction merges points of one function (a thread is preempted at any
+// line of the code it runs, so lines tell nothing there), heaviest first;
+// each keeps the heaviest line's stack.
+func byFunction(pts []*pointAgg) []*pointAgg {
+	by := map[string]*pointAgg{}
+	var out []*pointAgg
+	for _, p := range pts {
+		m := by[p.key.fn]
+		if m == nil {
+			m = &pointAgg{key: pointKey{fn: p.key.fn, file: p.key.file}, point: p.point, top: p.top}
+			by[p.key.fn] = m
+			out = append(out, m)
+		}
+		m.weight += p.weight
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].weight > out[j].weight })
+	return out
+}
+
+// funcIn names a point's function, and the function it is inlined in:
+// "fx_work (inlined in handle_request)".
+func funcIn(p ProgramPoint) string {
+	s := shortFunc(p.Function)
+	if phys := PhysicalFunction(p); phys != p.Function {
+		s += " (inlined in " + shortFunc(phys) + ")"
+	}
+	return s
+}

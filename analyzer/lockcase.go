@@ -1,0 +1,331 @@
+package analyzer
+
+import (
+	"time"
+)
+
+// This file is the model both paths fill for every contended lock, and
+// the one judge that turns it into a verdict. A live recording (futex
+// words, the event log, the scheduler, /proc) and Go profiles and dumps
+// (block, mutex, CPU, goroutines) measure different things; each path's
+// builder (live_case.go, go_case.go) translates what it measured into
+// the same questions:
+//
+//   - who waits, how many, how long (Little's law: mean waiting);
+//   - how the waits end: by a hand-off from a holder, and at what rate;
+//   - what the holder does while others wait: computes, sits runnable
+//     without a CPU, does I/O or sleeps uninterruptibly, waits for another
+//     lock (a chain);
+//   - what the waiters want between waits: a CPU, or nothing (idle);
+//   - whether the lock is one of an array (stripes) and how the waiting
+//     spreads over its elements.
+//
+// The verdicts (judgeLock) are decided only from these answers, with the
+// same criteria for both paths; where a path cannot answer a question the
+// field stays at its zero value and the criterion that needs it does not
+// fire, and the finding says which data would have decided it.
+
+// dataPath says which kind of input a lock case was measured from.
+type dataPath uint8
+
+const (
+	pathLive dataPath = iota // the eBPF collector: threads and futex words
+	pathGo                   // Go runtime profiles and goroutine dumps
+)
+
+// lockCase is one lock with every figure the verdicts rest on.
+type lockCase struct {
+	path dataPath
+	id   LockID
+	// unit is "threads" or "goroutines"; population how many the process
+	// had; cpus how many CPUs it could use (0 when unknown).
+	unit       string
+	population int
+	cpus       int
+	// what names the lock and where it is waited for, for headlines:
+	// "table_lock (stripe) in conn_on_message (stripe.c:39)",
+	// "sync.Mutex.Lock in store.(*S).Get (store.go:42)".
+	what string
+
+	// point is where the waiters wait (the first frame outside lock
+	// machinery), releaser where the lock is released or its waiters
+	// woken, nil when unknown.
+	point    ProgramPoint
+	releaser *ProgramPoint
+	// points counts the distinct program points the lock is waited for at.
+	points int
+
+	// participants is the number of distinct waiters: counted (threads
+	// seen waiting, goroutines in a dump) or, when counted is false, a
+	// lower bound from Little's law. known is false when neither a count
+	// nor a duration exists.
+	participants int
+	counted      bool
+	known        bool
+	// mean is the average number waiting (total wait / duration), 0 when
+	// the duration is unknown.
+	mean float64
+	// waitNS is the total time waited; contentions the number of waits
+	// that found the lock taken.
+	waitNS      int64
+	contentions int64
+	// dumpOnly is set when the waiting comes from one goroutine dump and
+	// no profile measured it.
+	dumpOnly bool
+
+	// Hand-offs (live): wakes that woke a waiter, per second, and the bound
+	// they put on a hold (duration / hand-offs). For Go, holdBound is the
+	// duration over the contended acquisitions.
+	handoffRate float64
+	holdBound   time.Duration
+	// p50 and p99 of the waits (live), 0 when unknown.
+	p50, p99 time.Duration
+	// cond is set for a lock built from a condition variable.
+	cond bool
+
+	// turns is set when the waiters are the ones that hand the lock to
+	// each other and, taken together, keep it busy (turnFacts says how
+	// sure): threads taking turns on a global lock.
+	turns bool
+	// gil is set when the lock is a language runtime's global interpreter
+	// lock (CPython's GIL).
+	gil bool
+
+	// io holds what the holders did in I/O while others waited.
+	io ioFacts
+
+	// array is set when the lock is one element of an array of locks.
+	array *arrayFacts
+
+	// spread is set when one program point takes several locks that a
+	// dump tells apart, none with most of the waiters: the figures add up
+	// several locks. unseen is set when a dump taken over the interval
+	// shows nobody waiting although the profiles average a standing
+	// queue: the waiting came in bursts.
+	spread, unseen bool
+
+	// CPU of the waiters: in lock machinery (spinning in the lock, the
+	// futex calls and context switches of hand-offs), in the functions
+	// that take the lock (the critical section and more; cpuFn is the
+	// main one), elsewhere, and in total. For Go, machNS is the CPU
+	// burned spinning before parking.
+	cpuNS, machNS, csNS, outsideNS int64
+	cpuFn                          string
+
+	// preemptNS is how long holders sat runnable without a CPU while
+	// others waited, evWaitNS the logged waiting it is a share of (live);
+	// preempt is that share, or for a goroutine dump the share of the
+	// goroutines that want a CPU which wait for one.
+	preemptNS, evWaitNS int64
+	preempt             float64
+
+	// chain lists what the holders waited for while holding (another
+	// lock, the run queue), heaviest first.
+	chain []chainLink
+
+	// ev holds the facts the builder measured, strongest first; the
+	// verdict adds its own.
+	ev []Evidence
+	// sources counts the independent data sources behind the case; guess
+	// is set when the lock's identity rests on a guess (a Lock/Unlock
+	// pairing through a shared caller).
+	sources int
+	guess   bool
+	// missing says which input would sharpen the verdict ("a goroutine
+	// dump (debug=2)"), empty when nothing is missing.
+	missing string
+}
+
+// ioFacts is what a lock's holders did in I/O while others waited.
+type ioFacts struct {
+	// explains is set when the holders' I/O explains the waiting: live,
+	// when share reaches ioMinExplained; Go, when a dump shows a holder in
+	// I/O inside the critical section or the CPU profile samples I/O
+	// there repeatedly.
+	explains bool
+	// share is the part of the logged waiting during which the holder
+	// was in I/O or uninterruptible sleep (live), -1 when not measured.
+	share float64
+	// waitersDoIO is set when every waiter does the I/O under the lock
+	// itself: the lock then orders their I/O rather than stalling others.
+	waitersDoIO bool
+	// victims is how many waiters do no I/O under the lock.
+	victims int
+	// site is where the I/O is issued, when known; call names it
+	// ("pwrite64", "os.(*File).Sync") and calls lists every I/O call with
+	// its time, heaviest first. holders counts the holders seen in I/O.
+	site    *ProgramPoint
+	call    string
+	calls   []Item
+	holders int
+	// state is the holder's goroutine state in a dump ("syscall"), how
+	// says how the holder was found ("inside the critical section", "not
+	// waiting, in the lock's package").
+	state, how string
+	// ev holds the facts that show the I/O, for an I/O verdict.
+	ev []Evidence
+	// victimPoint is where the waiters that do no I/O wait (Go: the Lock
+	// site whose critical section shows no I/O), when it differs from the
+	// lock's main point.
+	victimPoint *ProgramPoint
+	// holderSites names the functions that hold the lock across the I/O.
+	holderSites []string
+}
+
+// arrayFacts places a lock in an array of locks (stripes).
+type arrayFacts struct {
+	// base names the array ("account_locks (bank)"); elements is how many
+	// of its locks were seen contended or used.
+	base     string
+	elements int
+	// hotShare is the share of the array's waiting that falls on this
+	// lock.
+	hotShare float64
+	// waitNS is the array's total waiting.
+	waitNS int64
+}
+
+// chainLink is one thing the holders of a lock waited for while holding
+// it: another lock, or a CPU.
+type chainLink struct {
+	// what names it: a lock's name, or "a CPU (the run queue)".
+	what string
+	lock *LockID
+	// ns is the waiting of this lock's waiters it explains.
+	ns int64
+	// share is ns over the logged waiting.
+	share float64
+	// cycle is set when the other lock's holders in turn wait for this
+	// one.
+	cycle bool
+}
+
+// Thresholds of the lock verdicts, shared by both paths.
+const (
+	// ioMinExplained is the share of a lock's logged waiting during which
+	// its holder was in an I/O system call or in uninterruptible sleep
+	// for the lock to be "I/O under lock". Moving the I/O off the lock
+	// wins back at least that share; at a quarter that is worth a change
+	// of design on its own, while a holder that now and then logs a line
+	// or faults a page in explains a few percent at most. A share is
+	// independent of how many threads wait.
+	ioMinExplained = 0.25
+
+	// hotStripeShare is the share of an array's waiting one element must
+	// take for the array to have a hot stripe. With keys spread by a hash,
+	// each of n stripes takes about 1/n of the waiting; one stripe with
+	// half of it means one key (or a few that hash together) draws as much
+	// contention as all the others together, and adding stripes leaves
+	// that key where it is. Half holds for any number of stripes from two
+	// up (for two, it needs the hot one to take more than the other).
+	hotStripeShare = 0.5
+
+	// minArrayElements is how many locks of one array must be seen for it
+	// to be an array at all: with one, nothing says the lock has siblings.
+	minArrayElements = 2
+)
+
+// hotStripe reports whether the lock is the hot element of an array: it
+// takes at least hotStripeShare of the array's waiting and at least twice
+// its fair share (1/elements), so that of two or three stripes seen, one
+// that merely leads by chance is not called hot.
+
+// handoffBound reports whether a lock's cost is its hand-offs: many
+// producers, short holds, a very high hand-off rate, waits that last about
+// one hand-off (writerMaxQueue), and a measurable cost of the hand-offs in
+// the producers' CPU or in their waiting. Live data only: Go profiles do
+// not time single waits.
+func (c *lockCase) handoffBound() bool {
+	return c.path == pathLive && c.participants >= minConvoyParticipants && !c.cond &&
+		c.holdBound > 0 && c.holdBound <= maxShortHold &&
+		c.handoffRate >= writerMinHandoffRate &&
+		c.p50 > 0 && c.p50 <= writerMaxQueue*c.holdBound &&
+		(c.cpuNS > 0 && float64(c.machNS) >= writerMinHandoffCPU*float64(c.cpuNS) ||
+			c.handoffRate*c.p50.Seconds() >= writerMinHandoffWaiting)
+}
+
+func (c *lockCase) hotStripe() bool {
+	a := c.array
+	return a != nil && a.elements >= minArrayElements && a.hotShare >= hotStripeShare &&
+		a.hotShare >= 2/float64(a.elements)
+}
+
+// convoy reports whether the lock is a convoy of many distinct waiters
+// queued behind short holds: the waiting comes from how many share it.
+func (c *lockCase) convoy() bool {
+	if c.spread || c.unseen || !c.known || c.participants < minConvoyParticipants {
+		return false
+	}
+	// Holders that sit runnable without a CPU for much of the waiting make
+	// the queue: the CPUs are oversubscribed, and striping would not help.
+	if c.preempt >= chainMinShare {
+		return false
+	}
+	if !c.dumpOnly && c.mean < convoyMeanWaiting {
+		return false
+	}
+	return c.holdBound == 0 && c.path == pathGo || c.holdBound > 0 && c.holdBound <= maxShortHold
+}
+
+// judgeLock turns a significant lock case into a finding: the verdict is
+// the first that the case's facts support, in order of how much each
+// explains (I/O under the lock explains the waiting outright; a hot
+// stripe says why an already striped lock still waits, whatever the
+// hand-offs look like, since more stripes is the advice it must stop; a
+// serialized writer pays per hand-off, thousands a second, each producer
+// waiting for about one hold; threads taking turns hold the lock long
+// while they compute; a convoy says the waiting comes from sharing;
+// anything else is contention).
+func judgeLock(c *lockCase, dur time.Duration) Finding {
+	f := Finding{
+		Unit:         c.unit,
+		Population:   c.population,
+		Participants: c.participants,
+		WaitSeconds:  seconds(c.waitNS),
+		CPUSeconds:   seconds(c.machNS),
+		Point:        c.point,
+		Releaser:     c.releaser,
+	}
+	id := c.id
+	f.Lock = &id
+	ev := append([]Evidence(nil), c.ev...)
+	var r remedy
+	switch {
+	case c.io.explains && !c.io.waitersDoIO:
+		f.Kind, r = KindIOUnderLock, remedyMoveIOOff
+		ev = append(ioEvidence(c), ev...) // the strongest fact first
+		if c.io.victimPoint != nil {
+			f.Point = *c.io.victimPoint
+		}
+	case c.io.explains:
+		f.Kind, r = KindContention, remedyCoalesceIO
+		ev = append(ioEvidence(c), ev...)
+	case c.hotStripe():
+		f.Kind, r = KindHotStripe, remedyHotKey
+		ev = append(ev, hotStripeEvidence(c))
+	case c.handoffBound():
+		f.Kind, r = KindSerializedWriter, remedyCombine
+		ev = append(ev, writerEvidence(c)...)
+	case c.turns:
+		f.Kind, r = KindContention, remedyTurns
+		if c.gil {
+			r = remedyGIL
+		}
+	case c.convoy():
+		f.Kind, r = KindLockConvoy, remedyStripe
+		ev = append(ev, convoyEvidence(c)...)
+	default:
+		f.Kind, r = KindContention, remedyShorten
+		ev = append(ev, contentionEvidence(c)...)
+	}
+	ev = append(ev, chainEvidence(c)...)
+	f.Headline = headline(c, f.Kind, r)
+	f.Suggestion = suggest(r, c)
+	f.Evidence = ev
+	f.Confidence = confidenceOf(c.sources, c.guess || !c.counted && dur == 0)
+	if c.dumpOnly && f.Confidence == ConfidenceHigh {
+		f.Confidence = ConfidenceMedium
+	}
+	finish(&f, dur, c.counted)
+	return f
+}

@@ -1,0 +1,353 @@
+package analyzer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// The one table of suggestions: every verdict, live or from Go profiles,
+// names a remedy, and the remedy's entry words the change, why it fits and
+// what it gains from the figures the verdict measured. The wording differs
+// between threads and goroutines only where the lock types differ.
+
+// remedy names one change contend can suggest.
+type remedy uint8
+
+const (
+	remedyMoveIOOff    remedy = iota // snapshot under the lock, write outside it
+	remedyCoalesceIO                 // the waiters' own I/O: write only the newest state
+	remedyTurns                      // a global lock around computation
+	remedyGIL                        // CPython's global interpreter lock
+	remedyCombine                    // a serialized writer: tryLock + queue drained by the holder
+	remedyHotKey                     // one hot key in a striped lock
+	remedyStripe                     // a lock shared over disjoint keys
+	remedyShorten                    // plain contention
+	remedyPark                       // a busy-wait: park instead
+	remedyFewerThreads               // CPU saturation
+	remedyRuntimeLock                // a lock internal to the Go runtime
+)
+
+// sugg holds the figures a suggestion is worded from.
+type sugg struct {
+	goLang bool
+	// whom is "thread" or "goroutine".
+	whom         string
+	participants int
+	waitS, cpuS  float64
+	// fn is the function the remedy applies to (short name).
+	fn string
+	// calls names the I/O system calls; where is the I/O's function.
+	calls, where string
+	ioShare      float64
+	victimAt     string
+	holderSites  []string
+	// rate is the hand-off rate; cpus how many CPUs the machine has,
+	// share the share of CPU samples (spin).
+	rate  float64
+	cpus  int
+	share float64
+	// why lists what kept a lock from a more specific verdict.
+	why []string
+	// preempted is set when the holders' waits for a CPU explain much of
+	// the waiting.
+	preempted bool
+	// missing names the inputs that would sharpen the verdict.
+	missing string
+	// hot describes the hot stripe: its share and the array.
+	hotShare float64
+	array    string
+	// runnable, demand: CPU saturation figures (threads runnable without
+	// a CPU on average; CPUs' worth wanted).
+	runqThreads, demand float64
+	// hint is the runtime-lock hint.
+	hint string
+	// yield is set for a busy-wait that yields the CPU between polls.
+	yield bool
+}
+
+// suggestions is the table: one entry per remedy.
+var suggestions = map[remedy]func(s sugg) Suggestion{
+	remedyMoveIOOff:    moveIOOff,
+	remedyCoalesceIO:   coalesceIO,
+	remedyTurns:        turns,
+	remedyGIL:          gilSuggestion,
+	remedyCombine:      combine,
+	remedyHotKey:       hotKey,
+	remedyStripe:       stripe,
+	remedyShorten:      shorten,
+	remedyPark:         park,
+	remedyFewerThreads: fewerThreads,
+	remedyRuntimeLock:  runtimeLockSuggestion,
+}
+
+// suggestFor words remedy r from s.
+func suggestFor(r remedy, s sugg) Suggestion { return suggestions[r](s) }
+
+func moveIOOff(s sugg) Suggestion {
+	where := "the I/O"
+	if s.where != "" {
+		where = "the I/O in " + s.where
+	}
+	why := fmt.Sprintf("The holder keeps the lock through calls that wait for the disk (%s), so every %s that needs the lock meanwhile waits for the disk too, though it does no I/O itself. ", s.calls, s.whom)
+	if s.victimAt != "" && len(s.holderSites) > 0 {
+		why = fmt.Sprintf("%ss at %s, whose own critical section does no I/O, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O, which grows with the data and the disk, not with the work the lock protects. ",
+			strings.ToUpper(s.whom[:1])+s.whom[1:], s.victimAt, strings.Join(s.holderSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(s.holderSites) == 1], s.calls)
+	}
+	gain := "the hold shrinks to the snapshot's cost, and with it most of the waiting"
+	if s.waitS > 0 {
+		gain = fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", fmtSeconds(s.waitS))
+	}
+	if s.ioShare > 0 {
+		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", fmtPercent(s.ioShare), fmtPercent(s.ioShare))
+	}
+	return Suggestion{
+		Action:       fmt.Sprintf("Move %s off the lock: under the lock, copy the state to write (a snapshot) and stamp it with a sequence number; release the lock; then write outside it, serialized by a separate lock, skipping any snapshot older than the last one written so an older snapshot never overwrites a newer one.", where),
+		Reasoning:    why + "The sequence number keeps the commits in order once they run without the lock.",
+		ExpectedGain: gain,
+	}
+}
+
+func coalesceIO(s sugg) Suggestion {
+	return Suggestion{
+		Action:    "Coalesce the I/O: let the holder write the newest state for everyone waiting (a sequence number tells whose state is already on disk), or batch the writes, instead of each writer writing in turn; if the writes need no ordering, write outside the lock.",
+		Reasoning: fmt.Sprintf("Every %s that waits for this lock does %s under it itself, so the lock orders their I/O rather than stalling others behind it; each waiter's write is usually superseded by the next one's, and writing only the newest state removes most of the writes and the waiting with them.", s.whom, s.calls),
+	}
+}
+
+func turns(s sugg) Suggestion {
+	why := fmt.Sprintf("The %ss pass one lock around and compute while they hold it, so only one runs at a time and the other %d wait for their turn: the lock caps them at one CPU", s.whom, max(s.participants-1, 0))
+	if s.cpus > 1 {
+		why += fmt.Sprintf(" of the %d", s.cpus)
+	} else if s.cpus == 1 {
+		why += " (on this 1-CPU machine they would share it anyway, so the gain comes on a machine with more CPUs)"
+	}
+	return Suggestion{
+		Action:    "Hold the lock only around the shared state, not around the computation; if the work itself must be serialized, give it to one thread (or split it across processes) instead of many threads taking turns.",
+		Reasoning: why + ".",
+	}
+}
+
+func gilSuggestion(s sugg) Suggestion {
+	return Suggestion{
+		Action:    "Run the CPU-bound Python work in processes (multiprocessing, concurrent.futures.ProcessPoolExecutor) or in native code that releases the GIL (NumPy, a C extension with Py_BEGIN_ALLOW_THREADS), or on a free-threaded CPython build; keep threads for work that waits on I/O.",
+		Reasoning: fmt.Sprintf("Only the thread that holds the global interpreter lock runs Python code; the other %d wait for their turn, so adding threads adds waiting, not throughput.", max(s.participants-1, 0)),
+	}
+}
+
+func combine(s sugg) Suggestion {
+	return Suggestion{
+		Action: "Combine the writes: take the lock with a tryLock fast path; when it is busy, push the item on a lock-free queue for the current holder to drain before it unlocks (re-checking the queue after unlocking so nothing is stranded), or give the resource one writer thread fed by that queue.",
+		Reasoning: fmt.Sprintf("%d producers feed one serial resource through one lock and hand it over %s times a second; every hand-off wakes a sleeping producer, costs two context switches and adds the wake-up latency to that producer's write. "+
+			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, fmtRate(s.rate)),
+		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", fmtSeconds(s.waitS), fmtSeconds(s.cpuS)),
+	}
+}
+
+func hotKey(s sugg) Suggestion {
+	return Suggestion{
+		Action: fmt.Sprintf("Split the hot key's state rather than the lock: give the key that lands on this stripe its own sharded state (per-%s or per-CPU counters summed on read), read it without the lock (an atomic snapshot, read-mostly locking such as RCU or a seqlock), or cache it; for a stream of writes to it, combine them (tryLock plus a queue the holder drains). Do not add stripes.", s.whom),
+		Reasoning: fmt.Sprintf("The lock is already one of an array of stripes (%s) indexed by a hash of the key, yet this one stripe takes %s of the array's waiting: one key, or a few that hash together, draws most of the traffic. More stripes spread the other keys thinner but leave the hot key on one lock, so the waiting stays.",
+			s.array, fmtPercent(s.hotShare)),
+		ExpectedGain: fmt.Sprintf("most of the %s waited on this stripe", fmtSeconds(s.waitS)),
+	}
+}
+
+func stripe(s sugg) Suggestion {
+	locks := "locks"
+	if s.goLang {
+		locks = "mutexes"
+	}
+	k := s.participants
+	why := fmt.Sprintf("%d distinct %ss queue on one lock whose holds are short and involve no I/O: the waiting comes from how many %ss share it, not from the work under it. If they touch disjoint keys, one lock per stripe lets them proceed in parallel. ", k, s.whom, s.whom)
+	why += fmt.Sprintf("The array must stay fixed: a lock stored in a map entry that another %s deletes and re-creates no longer excludes anyone.", s.whom)
+	return Suggestion{
+		Action:       stripeAction(locks, s.whom),
+		Reasoning:    why,
+		ExpectedGain: stripeGain(k),
+	}
+}
+
+func shorten(s sugg) Suggestion {
+	reason := "The lock is contended"
+	if len(s.why) > 0 {
+		reason += ", but " + strings.Join(s.why, "; ")
+	}
+	reason += "."
+	if s.preempted {
+		reason += " Much of the waiting is the holder waiting for a CPU: fewer runnable " + s.whom + "s than CPUs would shorten it."
+	}
+	if s.missing != "" {
+		reason += " " + s.missing
+	}
+	return Suggestion{
+		Action:    fmt.Sprintf("Shorten the critical section (move work that needs no protection out of it) or take the lock less often; if more %ss are runnable than there are CPUs, bound them so a holder is not preempted; if many %ss share it over disjoint keys, stripe it.", s.whom, s.whom),
+		Reasoning: reason,
+	}
+}
+
+func park(s sugg) Suggestion {
+	lock := "a parking lock (pthread_mutex_t, a futex-based lock, std::mutex)"
+	if s.goLang {
+		lock = "a parking lock (sync.Mutex)"
+	}
+	cpus := "the CPUs"
+	if s.cpus > 0 {
+		cpus = fmt.Sprintf("the %d CPUs", s.cpus)
+	}
+	gain := ""
+	if s.cpuS > 0 {
+		gain = fmt.Sprintf("up to %s of CPU freed", fmtSeconds(s.cpuS))
+		if s.share > 0 {
+			gain += fmt.Sprintf(" (%s of the process's samples)", fmtPercent(s.share))
+		}
+		gain += "; if the lock is still contended once it parks, stripe it by key"
+	}
+	if s.yield {
+		return Suggestion{
+			Action: fmt.Sprintf("Replace the yielding busy-wait in %s with %s, or bound how long it yields before it parks: waiters then sleep until the holder releases it.", s.fn, lock),
+			Reasoning: fmt.Sprintf("%ss poll in %s and give up the CPU between polls without parking; with more of them runnable than %s, each yield puts the thread straight back in the run queue, so the one that would end the wait queues behind the yielders. Yielding only pays when the CPUs are otherwise idle.",
+				strings.ToUpper(s.whom[:1])+s.whom[1:], s.fn, cpus),
+			ExpectedGain: gain,
+		}
+	}
+	return Suggestion{
+		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", s.fn, lock),
+		Reasoning: fmt.Sprintf("%ss burn CPU re-reading one memory word in %s without parking or yielding, and with more of them runnable than %s the one that holds the flag is preempted and its waiters spend whole time slices spinning instead of letting it finish. "+
+			"Spinning only pays when the holder cannot be descheduled, which is never true of an ordinary %s.", strings.ToUpper(s.whom[:1])+s.whom[1:], s.fn, cpus, s.whom),
+		ExpectedGain: gain,
+	}
+}
+
+func fewerThreads(s sugg) Suggestion {
+	return Suggestion{
+		Action: fmt.Sprintf("Bound the %ss that run at once to the CPUs: a fixed pool of about %d workers fed by a queue instead of a %s per request, or more CPUs for this process; the locks below are not the bottleneck.", s.whom, max(s.cpus, 1), s.whom),
+		Reasoning: fmt.Sprintf("On average %s %ss are runnable but wait for one of the %d CPUs the process may use, while waiting for locks takes a small part of their time: the %ss compete for CPUs, not for locks. Every runnable %s beyond the CPUs adds its wait to each request's latency and costs a context switch, without adding throughput.",
+			fmtFloat(s.runqThreads), s.whom, s.cpus, s.whom, s.whom),
+		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", fmtSeconds(s.waitS), s.cpus),
+	}
+}
+
+func runtimeLockSuggestion(s sugg) Suggestion {
+	return Suggestion{
+		Action:    "Nothing to change in your own locks: " + s.hint,
+		Reasoning: "Since Go 1.22 the mutex profile also records contention on the runtime's internal locks (scheduler, channels, allocator, timers, semaphore tables). The waiting is real, but no sync.Mutex of the program is involved; only reducing the runtime work that takes the lock helps.",
+	}
+}
+
+// stripeAction is the striping suggestion for locks (the lock type's
+// plural: "mutexes", "locks") that whom ("goroutine", "thread") contend
+// for over disjoint keys.
+func stripeAction(locks, whom string) string {
+	return fmt.Sprintf("Stripe the lock: guard the state with a fixed array of %d %s indexed by a hash of the key each %s works on (its relay, connection or account), created once and never resized; never put the locks inside map entries that can be removed.", stripeCount, locks, whom)
+}
+
+// stripeGain is what striping into stripeCount locks gains k distinct
+// contenders: each shares its lock with k-1 others now and with
+// (k-1)/stripeCount others on average then, so waiting falls about
+// stripeCount times whatever k is.
+func stripeGain(k int) string {
+	sharers := float64(k-1) / stripeCount
+	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
+	return fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
+		stripeCount, k, fmtFloat(sharers), k-1, fmtPercent(alone))
+}
+
+// sugg returns the figures of a lock case for its suggestion.
+func (c *lockCase) sugg() sugg {
+	s := sugg{
+		goLang:       c.path == pathGo,
+		whom:         strings.TrimSuffix(c.unit, "s"),
+		participants: c.participants,
+		waitS:        seconds(c.waitNS),
+		cpuS:         seconds(c.machNS),
+		rate:         c.handoffRate,
+		ioShare:      math.Max(c.io.share, 0),
+		holderSites:  c.io.holderSites,
+		missing:      c.missing,
+		why:          c.whyNotConvoy(),
+		preempted:    c.evWaitNS > 0 && float64(c.preemptNS) >= ioMinExplained*float64(c.evWaitNS),
+		cpus:         c.cpus,
+	}
+	if s.whom == "" {
+		s.whom = "thread"
+	}
+	var calls []string
+	for _, it := range c.io.calls[:min(len(c.io.calls), 3)] {
+		calls = append(calls, shortFunc(it.Name))
+	}
+	s.calls = strings.Join(calls, ", ")
+	if s.calls == "" {
+		s.calls = "I/O"
+	}
+	if c.io.site != nil {
+		s.where = shortFunc(c.io.site.Function)
+	}
+	if c.io.victimPoint != nil {
+		s.victimAt = pointString(*c.io.victimPoint)
+	}
+	if c.array != nil {
+		s.hotShare, s.array = c.array.hotShare, c.array.base
+	}
+	return s
+}
+
+// whyNotConvoy says, in words, what kept a lock from being a convoy.
+func (c *lockCase) whyNotConvoy() []string {
+	var why []string
+	switch {
+	case !c.known:
+		why = append(why, "how many take part is unknown: there is no goroutine dump, and without the profiled duration the wait cannot be turned into an average number of waiters")
+	case c.participants < minConvoyParticipants:
+		why = append(why, fmt.Sprintf("only %d %s wait for it, fewer than the %d that make a convoy", c.participants, plural(int64(c.participants), strings.TrimSuffix(c.unit, "s")), minConvoyParticipants))
+	case !c.dumpOnly && c.mean < convoyMeanWaiting:
+		why = append(why, fmt.Sprintf("on average only %s wait at once, so no queue persists", fmtFloat(c.mean)))
+	}
+	if c.holdBound > maxShortHold {
+		why = append(why, fmt.Sprintf("each hand-off takes up to %s on average: the lock is held long, or its holder is often descheduled while holding it, rather than shared by a crowd of short critical sections", fmtDuration(c.holdBound)))
+	}
+	return why
+}
+
+// fmtRate renders a rate: whole and grouped from 100 up ("4,384"), with
+// three significant digits below ("21.5").
+func fmtRate(x float64) string {
+	if x >= 100 {
+		return fmtCount(int64(x + 0.5))
+	}
+	return fmtFloat(x)
+}
+
+// headline words a lock finding's one-line summary.
+func headline(c *lockCase, k Kind, r remedy) string {
+	who := participants(c.participants, c.population, c.unit, c.counted, c.mean)
+	switch r {
+	case remedyMoveIOOff:
+		call := ""
+		if c.io.call != "" {
+			call = " (" + shortFunc(c.io.call) + ")"
+		}
+		return onePoint(who, "wait", c.what+", held across I/O"+call)
+	case remedyCoalesceIO:
+		return fmt.Sprintf("%s lost waiting for ONE lock that serializes I/O: %s", fmtSeconds(seconds(c.waitNS)), c.what)
+	case remedyTurns, remedyGIL:
+		name := c.what
+		if c.gil {
+			name += ", CPython's global interpreter lock"
+		}
+		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
+	case remedyCombine:
+		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, fmtRate(c.handoffRate), c.what)
+	case remedyHotKey:
+		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.array.base, fmtPercent(c.array.hotShare), c.what)
+	case remedyStripe:
+		if c.points > 1 {
+			return fmt.Sprintf("%s wait for ONE lock at %d program points: %s", who, c.points, c.what)
+		}
+		return onePoint(who, "wait", c.what)
+	}
+	return fmt.Sprintf("%s lost waiting for ONE lock: %s", fmtSeconds(seconds(c.waitNS)), c.what)
+}
+
+// suggest words the remedy of a lock case.
+func suggest(r remedy, c *lockCase) Suggestion { return suggestFor(r, c.sugg()) }

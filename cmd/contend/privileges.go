@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/privdrop"
+	"github.com/contend-dev/contend/recording"
+)
+
+// How each subcommand uses root, read from its annotations by the root
+// command before it runs. Where contend runs as root, it keeps root only
+// for what needs it and runs the rest as the invoking user (--user, else
+// the user sudo names; see privdrop.Target):
+//
+//   - analyze, tui, compare, export: nothing needs root; they drop before
+//     reading any input.
+//   - record, demo: root until the probes are detached and the recording
+//     written (owned by the user); the analysis and the report run after
+//     the drop. The pprof endpoint is fetched and parsed by child
+//     processes running as the user throughout.
+//   - top: the live session keeps reading the target's maps (objects it
+//     loads later), its /proc files and the probes' maps, and the view
+//     draws each window's analysis as it comes, so the session and the
+//     view stay root; the pprof fetches run as the user, as in record.
+//   - agent: every window attaches the probes anew, so it stays root;
+//     its pprof fetches run as the user when there is one.
+//   - export: like analyze, drops before reading.
+//   - doctor: reports what this process may do; it never drops.
+const (
+	annPrivileges = "contend/privileges"
+	privDropFirst = "drop-first" // drop before anything is read
+)
+
+// rootFlags are the flags every subcommand takes.
+var rootFlags struct {
+	user           string
+	maxProfileSize string
+	// dropTo is the user resolved from --user or sudo; ok says there is
+	// one.
+	dropTo privdrop.User
+	drop   bool
+}
+
+// addRootFlags adds the flags every subcommand takes and the hook that
+// applies them.
+func addRootFlags(root *cobra.Command) {
+	pf := root.PersistentFlags()
+	pf.StringVar(&rootFlags.user, "user", "", "when run as root, the user to run as once root is not needed (default: the user sudo names)")
+	pf.StringVar(&rootFlags.maxProfileSize, "max-profile-size", "256MiB", "largest size a profile, dump or event log may decompress to; its parsed form may take 4 times that")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		n, err := parseSize(rootFlags.maxProfileSize)
+		if err != nil {
+			return usageErrorf("--max-profile-size: %v", err)
+		}
+		goprof.SetMaxDecoded(n)
+		u, ok, err := privdrop.Target(rootFlags.user)
+		if err != nil {
+			return withCode(exitUsage, err)
+		}
+		rootFlags.dropTo, rootFlags.drop = u, ok
+		if ok && c.Annotations[annPrivileges] == privDropFirst {
+			return dropPrivileges(c.Name())
+		}
+		return nil
+	}
+}
+
+// dropPrivileges drops to the resolved user, if any.
+func dropPrivileges(what string) error {
+	if !rootFlags.drop {
+		return nil
+	}
+	if err := privdrop.Drop(rootFlags.dropTo); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// recordingOwner is who a recording written as root should belong to:
+// the user contend drops to, nil when none.
+func recordingOwner() *recording.Owner {
+	if !rootFlags.drop {
+		return nil
+	}
+	return &recording.Owner{UID: rootFlags.dropTo.UID, GID: rootFlags.dropTo.GID}
+}
+
+// gofetchCmdName is the hidden subcommand a fetch child runs.
+const gofetchCmdName = "__gofetch"
+
+// fetchChildCommand returns how the collector starts a fetch child, nil
+// when there is no one to run it as (contend is not root, or is root
+// alone: fetching in process then runs with the privileges it has).
+func fetchChildCommand() func(ctx context.Context, args ...string) *exec.Cmd {
+	if !rootFlags.drop {
+		return nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	u := rootFlags.dropTo
+	return func(ctx context.Context, args ...string) *exec.Cmd {
+		cmd := privdrop.Command(ctx, u, self, append([]string{gofetchCmdName}, args...)...)
+		// No proxy settings or other environment of root's: the child
+		// talks to the endpoint directly, as the fetch in process does.
+		cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NO_COLOR=1"}
+		cmd.Dir = "/"
+		return cmd
+	}
+}
+
+func newGofetchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                gofetchCmdName + " -budget=N KIND URL LIMIT",
+		Short:              "Fetch one answer of a pprof endpoint (run by record, demo and top)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			if code := collector.ServeGoFetch(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr()); code != 0 {
+				os.Exit(code)
+			}
+			return nil
+		},
+	}
+}
+
+func init() { subcommands = append(subcommands, newGofetchCmd) }
+
+// parseSize reads a byte count: a number with an optional unit (K, M, G,
+// with or without "iB"; powers of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n <= 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("%q is not a size such as 256MiB", s)
+	}
+	return n * mult, nil
+}
