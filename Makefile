@@ -67,13 +67,14 @@ deps:
 
 # RACE_PKGS are the packages whose code runs concurrently — the collector's
 # ring-buffer readers and snapshots, the symbolizer's shared caches, the
-# TUI's live updates, the CLI's signal handling: make race tests them under
+# TUI's live updates, the agent's windows and metrics server, the CLI's
+# signal handling: make race tests them under
 # the race detector, make unit tests every other package. The race run
 # compiles in parallel, then runs one package at a time: their integration
 # tests time real recordings, and the race detector's slowdown on two
 # shared CPUs is enough without a second package competing.
 MODULE    := github.com/contend-dev/contend
-RACE_PKGS := collector collector/probes symbolize tui cmd/contend
+RACE_PKGS := collector collector/probes symbolize tui agent cmd/contend
 
 unit:
 	$(GO) test $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))
