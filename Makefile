@@ -2,13 +2,15 @@
 #
 #   make build      build bin/contend
 #   make install    install contend and its demo fixtures under PREFIX (/usr/local)
-#   make test       unit, replay and integration tests, then make validate
+#   make test       unit, replay and integration tests (the concurrent packages
+#                   under the race detector), then make validate
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
 #   make fixtures   build the native fixture programs into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
 #   make bench      overhead and speed benchmarks (ratios against baselines)
 #   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
 #   make fuzz       every fuzz target for FUZZTIME each (default 20s)
+#   make capture-live  re-record the replay tests' live recordings (needs root)
 #   make lint       gofmt, go vet
 #   make realworld  contend on real programs (databases, servers, Ruby), verdicts vs ground truth
 
@@ -19,7 +21,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build install uninstall demo deps test unit fuzz validate generate check-generate fixtures bench bench-agent lint capture clean realworld realworld-ci realworld-truth
+.PHONY: all build install uninstall demo deps test unit race fuzz validate generate check-generate fixtures bench bench-agent lint capture capture-live clean realworld realworld-ci realworld-truth
 
 all: build
 
@@ -79,10 +81,25 @@ deps:
 		else echo "missing test packages:$$missing (install them, or run make test as root)"; fi; \
 	fi
 
-unit:
-	$(GO) test ./...
+# RACE_PKGS are the packages whose code runs concurrently — the collector's
+# ring-buffer readers and snapshots, the symbolizer's shared caches, the
+# TUI's live updates, the agent's windows and metrics server, the CLI's
+# signal handling: make race tests them under
+# the race detector, make unit tests every other package. The race run
+# compiles in parallel, then runs one package at a time: their integration
+# tests time real recordings, and the race detector's slowdown on two
+# shared CPUs is enough without a second package competing.
+MODULE    := github.com/contend-dev/contend
+RACE_PKGS := collector collector/probes symbolize tui agent cmd/contend
 
-test: deps build fixtures unit fuzz validate
+unit:
+	$(GO) test $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))
+
+race:
+	$(GO) test -race -run '^$$' $(addprefix ./,$(RACE_PKGS))
+	$(GO) test -race -p 1 $(addprefix ./,$(RACE_PKGS))
+
+test: deps build fixtures unit race fuzz validate
 
 # fuzz runs every fuzz target in the repository for FUZZTIME each. Targets
 # are found with go test -list, so a new one runs without editing this
@@ -140,6 +157,14 @@ bench-agent: build fixtures
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:
 	$(GO) run ./fixtures/cmd/capture -out analyzer/testdata/fixtures
+
+# capture-live re-records the live recordings of the replay tests (needs
+# root): every fixture variant under contend record as make validate runs
+# it, and CPython's GIL (PYTHON, with symbols). CAPTURE=name,... re-records
+# only those.
+PYTHON ?= python3
+capture-live: build fixtures
+	$(GO) run ./fixtures/cmd/capturelive -contend $(BIN)/contend -fixtures $(BIN)/fixtures -out analyzer/testdata/live -python $(PYTHON) $(if $(CAPTURE),-only $(CAPTURE))
 
 # realworld: contend on programs nobody here wrote (realworld/<name>/), each
 # under a bounded load on 127.0.0.1, verdicts checked against the ground

@@ -1,63 +1,67 @@
-package analyzer
+package analyzer_test
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/fixtures/expect"
 	"github.com/contend-dev/contend/recording"
 )
 
 // TestCapturedFixtures replays the profiles captured from the Go fixtures
 // (testdata/fixtures/<name>-<variant>, written by `make capture`) and
-// checks the verdicts: each bad variant gives its kind first, at its
-// function; the fixed variants and the idle fixture give no convoy. The
-// rendered outputs are compared with golden files in cmd/contend.
+// judges the verdicts as make validate does (package expect): each bad
+// variant gives its kind first, at exactly its point; the idle fixture
+// gives no finding; each fixed variant keeps neither its bad variant's
+// kind at that point nor more than its share of the bad variant's cost per
+// second. The rendered outputs are compared with golden files in
+// cmd/contend.
 func TestCapturedFixtures(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "fixtures", "*-*"))
 	if len(dirs) == 0 {
 		t.Fatal("no captured fixture profiles under testdata/fixtures: they are part of the repository (make capture rewrites them)")
 	}
-	bad := map[string]struct {
-		kind Kind
-		fn   string
-	}{
-		"stripe-bad": {KindLockConvoy, "stripe.(*subscription).onIncomingMessage"},
-		"iolock-bad": {KindIOUnderLock, "iolock.(*manager)."},
-		"spin-bad":   {KindSpinConvoy, "spin.(*spinLock).lock"},
-	}
-	convoys := map[Kind]bool{KindLockConvoy: true, KindSpinConvoy: true, KindIOUnderLock: true}
+	runs := map[string]expect.Run{}
 	for _, dir := range dirs {
-		name := filepath.Base(dir)
+		paths, _ := filepath.Glob(filepath.Join(dir, "*"))
+		rec, err := recording.Open(paths...)
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		res, err := analyzer.Analyze(rec, analyzer.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		runs[filepath.Base(dir)] = expect.FromResult(res)
+	}
+	for name, run := range runs {
+		fixture, variant, _ := strings.Cut(name, "-")
 		t.Run(name, func(t *testing.T) {
-			paths, _ := filepath.Glob(filepath.Join(dir, "*"))
-			r, err := recording.Open(paths...)
-			if err != nil {
-				t.Fatal(err)
+			c, ok := expect.Lookup("go/" + fixture)
+			if !ok {
+				t.Fatalf("no expectation for go/%s", fixture)
 			}
-			res := analyze(t, r)
-			got := kinds(res)
-			if want, ok := bad[name]; ok {
-				if len(res.Findings) == 0 || res.Findings[0].Kind != want.kind || !strings.Contains(res.Findings[0].Point.Function, want.fn) {
-					t.Errorf("findings %q: want first %s at %s", got, want.kind, want.fn)
+			var v expect.Verdict
+			switch variant {
+			case "bad":
+				v = expect.JudgeBad(c, run)
+			case "fixed":
+				bad, ok := runs[fixture+"-bad"]
+				if !ok {
+					t.Fatalf("no %s-bad capture to judge the fixed variant against", fixture)
 				}
-				return
+				v = expect.JudgeFixed(c, bad, run)
+			default:
+				t.Fatalf("unknown variant %q", variant)
 			}
-			for _, f := range res.Findings {
-				if convoys[f.Kind] && !remaining(name, f.Kind) {
-					t.Errorf("%s reported for %s (all findings %q)", f.Kind, name, got)
-				}
+			if !v.Pass {
+				t.Errorf("%s (findings: %s)", v.Why, v.Got)
+			}
+			if v.ShareSec > 0 {
+				t.Logf("%s: %.0f%% of the bad variant's cost per second", v.Got, v.ShareSec*100)
 			}
 		})
 	}
-}
-
-// remaining reports whether a fixed variant may still show a convoy of
-// kind k: the spin fixture's fix is the parking lock the incident applied
-// first, which ends the spinning but not the sharing, so its workers may
-// still queue on the one sync.Mutex (the incident's second step, striping,
-// is what the finding then suggests). Every other fixed variant and the
-// idle fixture must show no convoy at all.
-func remaining(fixture string, k Kind) bool {
-	return fixture == "spin-fixed" && k == KindLockConvoy
 }

@@ -1,131 +1,235 @@
-package analyzer
+package analyzer_test
 
 import (
-	"flag"
-	"io"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/fixtures/expect"
 	"github.com/contend-dev/contend/recording"
 )
 
 // Replay tests over live recordings of the fixtures and of CPython, kept
-// in testdata/live/<name>. They were recorded with `make validate -keep`
-// (or `contend record`) and slimmed for the repository with
-//
-//	go test ./analyzer -run TestSlimLiveRecording -slim DIR -slim-name NAME [-slim-exe]
-//
-// which keeps every view, locks.json and the timeline, and from the event
-// log the first second of what the lock verdicts correlate (waits, wakes,
-// I/O, uninterruptible sleeps, the run-queue intervals of lock owners and
-// the wakeups of waiters) with the stacks of the I/O only, then checks that the slimmed recording gives the
-// same findings as the original. -slim-exe copies the target's executable
-// beside the recording so the spin detector can disassemble it; otherwise
-// the executable is forgotten and the detector works from samples alone.
-
-var (
-	slimSrc  = flag.String("slim", "", "live recording directory to slim into testdata/live")
-	slimName = flag.String("slim-name", "", "name of the slimmed recording under testdata/live")
-	slimExe  = flag.Bool("slim-exe", false, "copy the target's executable beside the slimmed recording")
-)
+// in testdata/live/<name>. They are recorded by `make capture-live`
+// (fixtures/cmd/capturelive), which runs each fixture variant exactly as
+// make validate does and keeps each recording whole, event log included.
 
 // liveCase is what one replayed recording must give.
 type liveCase struct {
-	// kind and fn: the first finding's kind and a function at its point
-	// (its own or one it is inlined in). An empty kind means no finding.
-	kind Kind
-	fn   string
-	// lock, when set, must prefix the first finding's lock name, and
-	// words is how many futex words it must fold.
-	lock  string
-	words int
-	// noConvoy allows findings of plain contention (a fixed variant's
-	// remaining contention) but none of the convoy kinds.
-	noConvoy bool
+	// fixture and variant name the fixture run the recording holds; it is
+	// judged as make validate judges it (package expect), a fixed variant
+	// against the recording of its bad variant.
+	fixture, variant string
+	// kind, when set instead, is the first finding's kind for a recording
+	// of something other than a fixture.
+	kind analyzer.Kind
+	// lock, when set, must prefix the first finding's lock name; with
+	// foldAll, the lock must fold every futex word of that name that
+	// threads waited on (a condition variable's sequence words and its
+	// mutex are one lock).
+	lock    string
+	foldAll bool
 }
 
 var liveCases = map[string]liveCase{
-	"c-spin-bad":        {kind: KindSpinConvoy, fn: "relay_on_message"},
-	"c-spin-fixed":      {noConvoy: true},
-	"c-stripe-bad":      {kind: KindLockConvoy, fn: "conn_on_message", lock: "table_lock"},
-	"c-stripe-fixed":    {noConvoy: true},
-	"c-iolock-bad":      {kind: KindIOUnderLock, fn: "dataplane_lookup", lock: "manager_mu"},
-	"c-writer-bad":      {kind: KindSerializedWriter, fn: "frame_write", lock: "conn"},
-	"c-writer-fixed":    {noConvoy: true},
-	"c-idle-bad":        {},
-	"go-lockedspin-bad": {kind: KindSpinConvoy, fn: "lockedspin.(*spinLock).lock"},
-	"go-idle-threads":   {},
-	"python-gil":        {kind: KindContention, lock: "_PyRuntime+", words: 6},
+	"c-spin-bad":                  {fixture: "c/spin", variant: "bad"},
+	"c-spin-fixed":                {fixture: "c/spin", variant: "fixed"},
+	"c-stripe-bad":                {fixture: "c/stripe", variant: "bad", lock: "table_lock"},
+	"c-stripe-fixed":              {fixture: "c/stripe", variant: "fixed"},
+	"c-iolock-bad":                {fixture: "c/iolock", variant: "bad", lock: "manager_mu"},
+	"c-iolock-fixed":              {fixture: "c/iolock", variant: "fixed"},
+	"c-writer-bad":                {fixture: "c/writer", variant: "bad", lock: "conn"},
+	"c-writer-fixed":              {fixture: "c/writer", variant: "fixed"},
+	"c-idle-bad":                  {fixture: "c/idle", variant: "bad"},
+	"go-spin-bad":                 {fixture: "go/spin", variant: "bad"},
+	"go-spin-fixed":               {fixture: "go/spin", variant: "fixed"},
+	"go-stripe-bad":               {fixture: "go/stripe", variant: "bad"},
+	"go-stripe-fixed":             {fixture: "go/stripe", variant: "fixed"},
+	"go-iolock-bad":               {fixture: "go/iolock", variant: "bad"},
+	"go-iolock-fixed":             {fixture: "go/iolock", variant: "fixed"},
+	"go-lockedspin-threads-bad":   {fixture: "go/lockedspin", variant: "bad"},
+	"go-lockedspin-threads-fixed": {fixture: "go/lockedspin", variant: "fixed"},
+	"go-idle-threads-bad":         {fixture: "go/idle", variant: "bad"},
+	"python-gil":                  {kind: analyzer.KindContention, lock: "_PyRuntime+", foldAll: true},
 }
 
-func TestLiveReplay(t *testing.T) {
+// liveDirs returns the committed recordings by name.
+func liveDirs(t *testing.T) map[string]string {
+	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join("testdata", "live", "*"))
 	if len(dirs) == 0 {
 		t.Fatal("no live recordings under testdata/live")
 	}
-	seen := map[string]bool{}
-	for _, dir := range dirs {
-		name := filepath.Base(dir)
-		want, ok := liveCases[name]
-		if !ok {
+	out := map[string]string{}
+	for _, d := range dirs {
+		out[filepath.Base(d)] = d
+	}
+	return out
+}
+
+func TestLiveReplay(t *testing.T) {
+	dirs := liveDirs(t)
+	for name := range dirs {
+		if _, ok := liveCases[name]; !ok {
 			t.Errorf("testdata/live/%s has no expectation in liveCases", name)
-			continue
 		}
-		seen[name] = true
+	}
+	results := map[string]*analyzer.Result{}
+	recs := map[string]*recording.Recording{}
+	analyzeLive := func(t *testing.T, name string) *analyzer.Result {
+		t.Helper()
+		if res, ok := results[name]; ok {
+			return res
+		}
+		dir, ok := dirs[name]
+		if !ok {
+			t.Fatalf("liveCases names %s, which testdata/live lacks", name)
+		}
+		rec, err := recording.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := analyzer.Analyze(rec, analyzer.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		results[name], recs[name] = res, rec
+		return res
+	}
+	names := make([]string, 0, len(liveCases))
+	for name := range liveCases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		want := liveCases[name]
 		t.Run(name, func(t *testing.T) {
-			rec, err := recording.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := analyze(t, rec)
+			res := analyzeLive(t, name)
 			checkLiveRows(t, res)
-			if want.kind == "" {
-				for _, f := range res.Findings {
-					if !want.noConvoy || f.Kind != KindContention {
-						t.Errorf("finding %s (%s), want none%s", f.Kind, f.Headline, map[bool]string{true: " but plain contention"}[want.noConvoy])
-					}
+			if want.kind != "" {
+				if len(res.Findings) == 0 || res.Findings[0].Kind != want.kind {
+					t.Fatalf("findings %s, want first %s", expect.Summary(expect.FromResult(res).Findings), want.kind)
 				}
-				return
-			}
-			if len(res.Findings) == 0 {
-				t.Fatalf("no finding, want %s", want.kind)
+			} else {
+				c, ok := expect.Lookup(want.fixture)
+				if !ok {
+					t.Fatalf("no expectation for %s", want.fixture)
+				}
+				run := expect.FromResult(res)
+				var v expect.Verdict
+				if want.variant == "bad" {
+					v = expect.JudgeBad(c, run)
+				} else {
+					bad := strings.TrimSuffix(name, "fixed") + "bad"
+					v = expect.JudgeFixed(c, expect.FromResult(analyzeLive(t, bad)), run)
+				}
+				if !v.Pass {
+					t.Fatalf("%s (findings: %s)", v.Why, v.Got)
+				}
+				if want.variant != "bad" || c.Control {
+					return
+				}
 			}
 			f := res.Findings[0]
-			if f.Kind != want.kind {
-				t.Errorf("first finding %s (%s), want %s", f.Kind, f.Headline, want.kind)
-			}
-			if want.fn != "" && !PointInFunction(f.Point, want.fn) {
-				t.Errorf("first finding at %s, want %s", f.Point.Function, want.fn)
-			}
 			if want.lock != "" && (f.Lock == nil || !strings.HasPrefix(f.Lock.Name, want.lock)) {
 				t.Errorf("first finding's lock %+v, want %s…", f.Lock, want.lock)
 			}
-			if want.words > 0 && (f.Lock == nil || len(f.Lock.Words) != want.words) {
-				t.Errorf("first finding's lock %+v, want %d folded words", f.Lock, want.words)
+			if want.foldAll {
+				checkFolded(t, recs[name], f, want.lock)
 			}
-			checkFinding(t, res, f)
+			checkFinding(t, f)
 		})
 	}
-	for name := range liveCases {
-		if !seen[name] {
-			t.Errorf("liveCases names %s, which testdata/live lacks", name)
+}
+
+// TestLiveRecordingsCoverTheirDuration refuses a committed recording whose
+// event log or /proc timeline covers less than expect.MinCoverage of the
+// duration it states, unless it says it was cut short: a recording that
+// claims seconds but holds a fraction of one makes every "nothing found"
+// check over it pass for want of data.
+func TestLiveRecordingsCoverTheirDuration(t *testing.T) {
+	for name, dir := range liveDirs(t) {
+		rec, err := recording.Read(dir)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if rec.Meta.Partial {
+			t.Logf("%s: partial (%s), coverage not required", name, rec.Meta.PartialReason)
+			continue
+		}
+		c := rec.Coverage()
+		if c.Events < expect.MinCoverage || c.Timeline < expect.MinCoverage {
+			t.Errorf("%s states %s but its event log covers %.0f%% of it (%d events) and its /proc timeline %.0f%%; want %.0f%% of each (re-record with make capture-live, or mark it partial)",
+				name, rec.Meta.Duration, c.Events*100, len(rec.Events), c.Timeline*100, expect.MinCoverage*100)
+		}
+	}
+}
+
+// TestLiveRecordingsAreSelfContained checks that a committed recording
+// names no file outside the repository: an executable it names is kept
+// beside it, so that the replay does not depend on what this machine has
+// built.
+func TestLiveRecordingsAreSelfContained(t *testing.T) {
+	for name, dir := range liveDirs(t) {
+		rec, err := recording.Read(dir)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if exe := rec.Meta.Exe; exe != "" {
+			if filepath.Dir(exe) != filepath.Join("testdata", "live", name) {
+				t.Errorf("%s names the executable %s, outside its directory", name, exe)
+			} else if _, err := os.Stat(exe); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if len(rec.Meta.Cmdline) > 0 {
+			t.Errorf("%s keeps the target's command line %q", name, rec.Meta.Cmdline)
+		}
+	}
+}
+
+// checkFolded checks that finding f's lock folds every futex word named
+// with prefix that threads blocked on, and that there are several.
+func checkFolded(t *testing.T, rec *recording.Recording, f analyzer.Finding, prefix string) {
+	t.Helper()
+	if f.Lock == nil {
+		t.Fatal("no lock")
+	}
+	folded := map[string]bool{}
+	for _, w := range f.Lock.Words {
+		folded[w] = true
+	}
+	var words []string
+	for _, l := range rec.Locks {
+		if strings.HasPrefix(l.Name, prefix) && l.Blocked > 0 {
+			words = append(words, fmt.Sprintf("0x%x", l.Addr))
+		}
+	}
+	if len(words) < 2 {
+		t.Fatalf("%d futex words named %s… with blocked waits, want a lock of several", len(words), prefix)
+	}
+	for _, w := range words {
+		if !folded[w] {
+			t.Errorf("word %s of %s… is not folded into the lock %+v", w, prefix, f.Lock)
 		}
 	}
 }
 
 // checkFinding checks that a live finding fills every field.
-func checkFinding(t *testing.T, res *Result, f Finding) {
+func checkFinding(t *testing.T, f analyzer.Finding) {
 	t.Helper()
 	switch {
 	case f.Headline == "" || !strings.Contains(f.Headline, "ONE"):
 		t.Errorf("headline %q", f.Headline)
 	case f.Point.Function == "" || len(f.Point.Stack) == 0:
 		t.Errorf("point %+v", f.Point)
-	case f.Participants < 2 || f.Population < f.Participants || f.Unit != "threads":
+	case f.Participants < 2 || f.Population < f.Participants || f.Unit == "":
 		t.Errorf("participants %d of %d %s", f.Participants, f.Population, f.Unit)
 	case f.WaitSeconds+f.CPUSeconds <= 0 || f.Score != f.WaitSeconds+f.CPUSeconds:
 		t.Errorf("cost: wait %v cpu %v score %v", f.WaitSeconds, f.CPUSeconds, f.Score)
@@ -141,7 +245,7 @@ func checkFinding(t *testing.T, res *Result, f Finding) {
 			t.Errorf("evidence %+v", e)
 		}
 	}
-	if f.Kind != KindSpinConvoy && f.Lock == nil {
+	if f.Kind != analyzer.KindSpinConvoy && f.Lock == nil {
 		t.Error("lock verdict without a lock")
 	}
 	if f.WaitShare < 0 || f.WaitShare > 1 {
@@ -150,12 +254,12 @@ func checkFinding(t *testing.T, res *Result, f Finding) {
 }
 
 // checkLiveRows checks the rows every live recording gives.
-func checkLiveRows(t *testing.T, res *Result) {
+func checkLiveRows(t *testing.T, res *analyzer.Result) {
 	t.Helper()
-	if res.Target.Unit != "threads" || res.Target.Population == 0 {
+	if res.Target.Unit == "" || res.Target.Population == 0 {
 		t.Errorf("target %+v", res.Target)
 	}
-	if len(res.Threads) != res.Target.Population {
+	if res.Target.Unit == "threads" && len(res.Threads) != res.Target.Population {
 		t.Errorf("%d thread rows for %d threads", len(res.Threads), res.Target.Population)
 	}
 	if len(res.Points) == 0 {
@@ -165,147 +269,17 @@ func checkLiveRows(t *testing.T, res *Result) {
 		if l.P50 > l.P99 || l.WaitSeconds < 0 || l.DistinctWaiters < 0 {
 			t.Errorf("lock row %+v", l)
 		}
-		if l.Lock.Address == "" {
-			t.Errorf("lock row without an address: %+v", l.Lock)
+		// A futex has an address; a Go mutex, known from the runtime's
+		// profiles, has none but a description.
+		if l.Lock.Address == "" && l.Lock.Name == "" {
+			t.Errorf("lock row without an address or a name: %+v", l.Lock)
 		}
 	}
 	for _, g := range res.Idle {
-		if g.Reason == "" || g.Count <= 0 {
-			t.Errorf("idle group %+v", g)
+		// Goroutines counted in a dump, or waits summed from the block
+		// profile.
+		if g.Reason == "" || (g.Count <= 0 && g.WaitSeconds <= 0) {
+			t.Errorf("idle group %q: %d %s, %v s", g.Reason, g.Count, g.Unit, g.WaitSeconds)
 		}
 	}
-}
-
-// TestSlimLiveRecording writes a slimmed copy of a live recording into
-// testdata/live (see the comment at the top of this file). It runs only
-// when -slim is given.
-func TestSlimLiveRecording(t *testing.T) {
-	if *slimSrc == "" {
-		t.Skip("give -slim DIR -slim-name NAME to slim a recording into testdata/live")
-	}
-	if *slimName == "" {
-		t.Fatal("-slim-name is required")
-	}
-	rec, err := recording.Read(*slimSrc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := analyze(t, rec)
-	dst := filepath.Join("testdata", "live", *slimName)
-	if err := os.RemoveAll(dst); err != nil {
-		t.Fatal(err)
-	}
-	slimEvents(rec)
-	exe := rec.Meta.Exe
-	rec.Meta.Exe = ""
-	if *slimExe && exe != "" {
-		rec.Meta.Exe = filepath.Join(dst, filepath.Base(exe))
-	}
-	rec.Meta.Cmdline = nil
-	if err := recording.Write(dst, rec); err != nil {
-		t.Fatal(err)
-	}
-	if *slimExe && exe != "" {
-		if err := copyFile(exe, rec.Meta.Exe); err != nil {
-			t.Fatal(err)
-		}
-	}
-	back, err := recording.Open(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := analyze(t, back)
-	if b, a := summaryOf(before), summaryOf(after); b != a {
-		t.Errorf("slimming changed the findings:\nbefore: %s\nafter:  %s", b, a)
-	}
-	t.Logf("wrote %s: %s", dst, summaryOf(after))
-}
-
-func summaryOf(r *Result) string {
-	var parts []string
-	for _, f := range r.Findings {
-		parts = append(parts, string(f.Kind)+"@"+f.Point.Function)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// slimEventSpan is how much of the event log a slimmed recording keeps:
-// the log is a sample already, and its shares (I/O during waits, p50 and
-// p99) hold over a second as well as over the whole recording.
-const slimEventSpan = time.Second
-
-// slimEvents keeps the events the lock verdicts correlate and the stacks
-// they refer to.
-func slimEvents(rec *recording.Recording) {
-	// Wakeups name the holder only where the lock word has no owner
-	// beside it: keep those of waiters that saw none.
-	ownerless, owners := map[int]bool{}, map[int]bool{}
-	for _, e := range rec.Events {
-		if e.Kind == recording.EventWait {
-			if e.Peer == 0 {
-				ownerless[e.TID] = true
-			}
-			owners[e.Peer] = true
-		}
-	}
-	index := map[int]int{}
-	var stacks []recording.Stack
-	var kept []recording.Event
-	var first int64 = -1
-	for _, e := range rec.Events {
-		if first < 0 {
-			first = e.T
-		}
-		if e.T-first > int64(slimEventSpan) {
-			break
-		}
-		switch e.Kind {
-		case recording.EventWait, recording.EventWake, recording.EventIO, recording.EventDSleep:
-		case recording.EventRunq:
-			if !owners[e.TID] {
-				continue
-			}
-		case recording.EventWakeup:
-			if !ownerless[e.Peer] {
-				continue
-			}
-		default:
-			continue
-		}
-		// Only the I/O events' stacks are read (to name the I/O site
-		// inside a critical section); the views carry the others.
-		if e.Kind == recording.EventIO && e.Stack >= 0 && e.Stack < len(rec.Stacks) {
-			i, ok := index[e.Stack]
-			if !ok {
-				i = len(stacks)
-				index[e.Stack] = i
-				st := rec.Stacks[e.Stack]
-				st.Frames = cutJunk(st.Frames)
-				stacks = append(stacks, st)
-			}
-			e.Stack = i
-		} else {
-			e.Stack = -1
-		}
-		kept = append(kept, e)
-	}
-	sort.SliceStable(kept, func(i, j int) bool { return kept[i].T < kept[j].T })
-	rec.Events, rec.Stacks = kept, stacks
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 // realBTF skips the test when this machine has no kernel BTF: the doctor
@@ -16,10 +18,7 @@ import (
 func realBTF(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat("/sys/" + btfPath); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI machine without kernel BTF: %v", err)
-		}
-		t.Skip("no kernel BTF on this machine")
+		testbin.Skip(t, fmt.Sprintf("no kernel BTF on this machine: %v", err))
 	}
 }
 
@@ -229,12 +228,7 @@ func TestHelperAndMapNames(t *testing.T) {
 // must be present; the probe families must load unless their programs are
 // refused by the verifier, which the report then names.
 func TestDoctorRealMachine(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI runs as root")
-		}
-		t.Skip("needs root to load BPF programs")
-	}
+	testbin.RequireRoot(t, "loading BPF programs")
 	r := Doctor(DoctorOptions{})
 	for _, c := range append(append([]Check{}, r.System...), append(r.Capabilities, r.Features...)...) {
 		if c.Status == CheckMissing || c.Status == CheckUnknown {

@@ -73,7 +73,7 @@ func TestEffectiveCaps(t *testing.T) {
 	// /proc/self/status shows the same set in hex.
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc")
+		testbin.Skip(t, "no /proc/self/status to compare with")
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {

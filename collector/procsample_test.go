@@ -488,7 +488,7 @@ func openFDs(t *testing.T, pid int) int {
 
 func TestProcSamplerRealProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/task"); err != nil {
-		t.Skip("no /proc here")
+		testbin.Skip(t, "no /proc/self/task here")
 	}
 	c := startChild(t, 8, true)
 	pid := c.cmd.Process.Pid

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -22,13 +23,7 @@ import (
 // kallsyms addresses), and fails it when CI is set: CI runs as root.
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("this test needs root, and CI runs as root")
-	}
-	t.Skip("needs root (ptrace, /proc/PID/map_files, kallsyms)")
+	testbin.RequireRoot(t, "ptrace, /proc/PID/map_files and kallsyms addresses")
 }
 
 // requireTool skips (or fails under CI) when a build tool is missing.
@@ -36,10 +31,7 @@ func requireTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found, and CI installs it", name)
-		}
-		t.Skipf("%s not found", name)
+		testbin.Skip(t, fmt.Sprintf("%s not found (CI installs it)", name))
 	}
 	return p
 }

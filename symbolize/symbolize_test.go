@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 // nmValue returns the value of a symbol in path's .symtab (or .dynsym with
@@ -430,11 +432,11 @@ func TestVDSO(t *testing.T) {
 		}
 	}
 	if vdso == nil {
-		t.Skip("no vdso mapped")
+		testbin.Skip(t, "no vdso mapped in the target")
 	}
 	img, err := readMem(fmt.Sprintf("/proc/%d/mem", tg.pid()), vdso.start, vdso.end-vdso.start)
 	if err != nil {
-		t.Skipf("cannot read the target's memory: %v", err)
+		testbin.Skip(t, fmt.Sprintf("cannot read the target's memory: %v", err))
 	}
 	ef, err := elf.NewFile(strings.NewReader(string(img)))
 	if err != nil {
@@ -455,7 +457,7 @@ func TestVDSO(t *testing.T) {
 		}
 	}
 	if target == 0 {
-		t.Skip("vdso exports no clock_gettime")
+		testbin.Skip(t, "the vdso exports no clock_gettime")
 	}
 	p, err := Open(tg.pid(), Options{DebugDirs: []string{}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -27,13 +28,9 @@ const screenTimeout = 90 * time.Second
 // missing.
 func needEnv(t *testing.T, ok bool, reason string) {
 	t.Helper()
-	if ok {
-		return
+	if !ok {
+		testbin.Skip(t, reason)
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("CI is set but %s", reason)
-	}
-	t.Skip(reason)
 }
 
 // moduleRoot is the repository root (this package is one level down).
@@ -203,9 +200,7 @@ func stripeBadDir(t *testing.T, dir string) string {
 // `contend tui DIR` in tmux: the lock convoy is named, opens, every view
 // shows, q restores the terminal.
 func TestEndToEndTUI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds contend and a fixture")
-	}
+	needEnv(t, !testing.Short(), "builds contend and a fixture (-short)")
 	dir := t.TempDir()
 	bin := goBuild(t, "cmd/contend", dir)
 	p := newTmux(t, 80, 24, fmt.Sprintf("%s tui %s; echo EXIT=$?", bin, stripeBadDir(t, dir)))
@@ -219,9 +214,7 @@ func TestEndToEndTUI(t *testing.T) {
 // It is killed when the test ends.
 func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds contend and a fixture")
-	}
+	needEnv(t, !testing.Short(), "builds contend and a fixture (-short)")
 	needEnv(t, os.Geteuid() == 0, "contend top needs root for its BPF probes")
 	_, err := exec.LookPath("gcc")
 	needEnv(t, err == nil, "gcc is not installed (it builds the native fixture)")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 // writeLargeProfile writes the synthetic block profile of
@@ -37,7 +39,7 @@ func BenchmarkAnalyzeVsPprof(b *testing.B) {
 	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		b.Skip("no go command for go tool pprof")
+		testbin.Skip(b, "no go command for go tool pprof")
 	}
 	timeRun := func(name string, args ...string) time.Duration {
 		cmd := exec.Command(name, args...)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/fixtures/expect"
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/report"
 )
@@ -19,13 +21,14 @@ import (
 const e2eDuration = 4 * time.Second
 
 // TestAnalyzeFixturesEndToEnd runs every Go fixture variant as its own
-// process, takes its profiles, analyzes them and checks the verdict: the
-// bad variant gives its kind at its function; the fixed variants and the
-// idle fixture give no convoy (no lock convoy, spin convoy or I/O under a
-// lock), except the queue a parking lock leaves (see remaining).
+// process, takes its profiles, analyzes them and judges the verdicts as
+// make validate does (package expect): the bad variant gives its kind first,
+// at exactly its point; the idle fixture gives no finding; the fixed
+// variant keeps neither the bad variant's kind at that point nor more than
+// its share of the bad variant's cost per second.
 func TestAnalyzeFixturesEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs every fixture for several seconds")
+		testbin.Skip(t, "runs every fixture for several seconds (-short)")
 	}
 	bin := filepath.Join(t.TempDir(), "gofixture")
 	build := exec.Command("go", "build", "-o", bin, "./fixtures/cmd/gofixture")
@@ -33,16 +36,12 @@ func TestAnalyzeFixturesEndToEnd(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build gofixture: %v\n%s", err, out)
 	}
-	convoys := map[analyzer.Kind]bool{analyzer.KindLockConvoy: true, analyzer.KindSpinConvoy: true, analyzer.KindIOUnderLock: true}
-	bad := map[string]struct {
-		kind analyzer.Kind
-		fn   string // the finding's program point function contains this
-	}{
-		"stripe": {analyzer.KindLockConvoy, "stripe.(*subscription).onIncomingMessage"},
-		"iolock": {analyzer.KindIOUnderLock, "iolock.(*manager)."},
-		"spin":   {analyzer.KindSpinConvoy, "spin.(*spinLock).lock"},
-	}
 	for _, name := range []string{"stripe", "iolock", "spin", "idle"} {
+		c, ok := expect.Lookup("go/" + name)
+		if !ok {
+			t.Fatalf("no expectation for go/%s", name)
+		}
+		var bad expect.Run
 		for _, variant := range []string{"bad", "fixed"} {
 			t.Run(name+"-"+variant, func(t *testing.T) {
 				dir := t.TempDir()
@@ -62,37 +61,20 @@ func TestAnalyzeFixturesEndToEnd(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var got []string
-				for _, f := range res.Findings {
-					got = append(got, string(f.Kind)+" at "+f.Point.Function)
+				run := expect.FromResult(res)
+				var v expect.Verdict
+				if variant == "bad" {
+					bad = run
+					v = expect.JudgeBad(c, run)
+				} else {
+					v = expect.JudgeFixed(c, bad, run)
 				}
-				defer func() {
-					if t.Failed() {
-						var b strings.Builder
-						report.Text(&b, res, report.TextOptions{ShowIdle: true})
-						t.Logf("analysis of %s-%s:\n%s", name, variant, b.String())
-					}
-				}()
-				want, isBad := bad[name]
-				if variant == "bad" && isBad {
-					if len(res.Findings) == 0 || res.Findings[0].Kind != want.kind || !strings.Contains(res.Findings[0].Point.Function, want.fn) {
-						t.Errorf("findings %q: want first %s at %s", got, want.kind, want.fn)
-					}
-					return
-				}
-				for _, f := range res.Findings {
-					if convoys[f.Kind] && !remaining(name+"-"+variant, f.Kind) {
-						t.Errorf("%s at %s reported for a variant without one (all findings %q)", f.Kind, f.Point.Function, got)
-					}
+				if !v.Pass {
+					var b strings.Builder
+					report.Text(&b, res, report.TextOptions{ShowIdle: true})
+					t.Errorf("%s (findings: %s); analysis of %s-%s:\n%s", v.Why, v.Got, name, variant, b.String())
 				}
 			})
 		}
 	}
-}
-
-// remaining reports whether a fixed variant may still show a convoy of
-// kind k; see the function of the same name in analyzer/fixtures_test.go:
-// the spin fixture's parking lock ends the spinning, not the sharing.
-func remaining(fixture string, k analyzer.Kind) bool {
-	return fixture == "spin-fixed" && k == analyzer.KindLockConvoy
 }

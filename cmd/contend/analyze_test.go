@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/fixtures/expect"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the analyze tests")
@@ -192,7 +193,9 @@ func fixtureInputs(t *testing.T, dir string) []string {
 }
 
 // TestAnalyzeGolden compares the analysis of every captured fixture
-// profile set with its golden text and JSON. Refresh with -update.
+// profile set with its golden text and JSON. Refresh with -update; a
+// negative control's golden must hold no finding, even then (the idle
+// standard of make validate and the replay tests).
 func TestAnalyzeGolden(t *testing.T) {
 	dirs := fixtureDirs(t)
 	if len(dirs) == 0 {
@@ -214,6 +217,9 @@ func TestAnalyzeGolden(t *testing.T) {
 				if code != exitOK {
 					t.Fatalf("exit code %d: %s", code, stderr)
 				}
+				if tc.suffix == ".json" {
+					checkControl(t, name, stdout)
+				}
 				golden := filepath.Join("testdata", "golden", name+tc.suffix)
 				if *update {
 					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
@@ -233,6 +239,28 @@ func TestAnalyzeGolden(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkControl fails the test when the captured fixture name
+// ("idle-bad") is a negative control and the analysis in JSON holds a
+// finding.
+func checkControl(t *testing.T, name, analysis string) {
+	t.Helper()
+	fixture, _, _ := strings.Cut(name, "-")
+	c, ok := expect.Lookup("go/" + fixture)
+	if !ok {
+		t.Fatalf("no expectation for go/%s", fixture)
+	}
+	if !c.Control {
+		return
+	}
+	var res analyzer.Result
+	if err := json.Unmarshal([]byte(analysis), &res); err != nil {
+		t.Fatal(err)
+	}
+	if v := expect.JudgeBad(c, expect.FromResult(&res)); !v.Pass {
+		t.Fatalf("%s: %s (findings: %s)", name, v.Why, v.Got)
 	}
 }
 

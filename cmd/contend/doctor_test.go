@@ -31,12 +31,7 @@ func runDoctorCmd(t *testing.T, args ...string) (string, int) {
 }
 
 func TestDoctorAsRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI runs as root")
-		}
-		t.Skip("needs root")
-	}
+	testbin.RequireRoot(t, "checking every capability and probe")
 	out, code := runDoctorCmd(t)
 	for _, want := range []string{"System\n", "Capabilities\n", "BPF features\n", "Probes\n", "ok       CAP_BPF", "tracefs", "kernel.perf_event_paranoid", "Verdict: "} {
 		if !strings.Contains(out, want) {

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,13 +24,7 @@ import (
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("test needs root (CI is set, so this is a failure)")
-	}
-	t.Skip("test needs root to load BPF programs")
+	testbin.RequireRoot(t, "loading BPF programs")
 }
 
 // startTarget starts the collector's contended pthread program and returns

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -48,7 +49,7 @@ func TestInteractiveCommandsRefuseEarly(t *testing.T) {
 
 func TestInteractiveCommandsNeedTerminal(t *testing.T) {
 	if term.IsTerminal(os.Stderr.Fd()) {
-		t.Skip("stderr is a terminal here")
+		testbin.Skip(t, "stderr is a terminal here: the test needs one that is not")
 	}
 	rec := filepath.Join(t.TempDir(), "rec")
 	if err := recording.Write(rec, &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, PID: 1}}); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -294,6 +295,16 @@ func stateAt(sl []decSlice, ts int64) (decSlice, bool) {
 
 func TestExportStripeAgainstRecording(t *testing.T) {
 	rec := readLive(t, "c-stripe-bad")
+	// Keep the first second of the event log, as a log the collector's
+	// rate limit cut short would be: beyond it only the /proc samples say
+	// what the threads did, and the export must show their states.
+	kept := rec.Events[:0:0]
+	for _, e := range rec.Events {
+		if e.T < int64(time.Second) {
+			kept = append(kept, e)
+		}
+	}
+	rec.Events = kept
 	d, notes := exportDecode(t, rec)
 	origin := rec.Meta.Start.UnixNano()
 	if len(d.seqFlags) != 1 || d.seqFlags[0] != 1 {
@@ -544,9 +555,8 @@ func TestExportIOLockHasDAndIO(t *testing.T) {
 // note saying why.
 func TestExportWithoutEventLog(t *testing.T) {
 	rec := readLive(t, "c-spin-bad")
-	if rec.Events != nil {
-		t.Fatal("c-spin-bad has an event log; the test needs one without")
-	}
+	// As read from a recording directory without events.jsonl.gz.
+	rec.Events = nil
 	d, notes := exportDecode(t, rec)
 	if !strings.Contains(strings.Join(notes, "\n"), "no event log") {
 		t.Errorf("notes %q do not say the event log is missing", notes)

@@ -148,3 +148,23 @@ func CheckPrivateDir(t testing.TB, dir string, uid, gid, minFiles int) {
 		}
 	}
 }
+
+// Skip skips a test that cannot run here, for reason, except when CI is
+// set: CI runs as root on a machine with everything the tests need, so
+// there a skip would hide a test that never ran, and it fails instead.
+func Skip(t testing.TB, reason string) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI is set, so this is a failure, not a skip)", reason)
+	}
+	t.Skip(reason)
+}
+
+// RequireRoot skips (or, under CI, fails) a test that needs root for what
+// it does, described by what ("loading BPF programs").
+func RequireRoot(t testing.TB, what string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Skip(t, what+" needs root")
+	}
+}
