@@ -39,6 +39,15 @@ func isYieldFrame(f recording.Frame) bool {
 	return !f.Kernel && yieldFuncs[normNative(f.Func)]
 }
 
+// goRuntimeYield reports whether a yield is the Go scheduler's own
+// (runtime.osyield, runtime.usleep: work stealing, runtime locks, a
+// semaphore hand-off): a Go program's busy-wait yields with
+// runtime.Gosched, which switches goroutines without leaving the thread,
+// so the kernel never sees it, and the goroutine profiles report it.
+func goRuntimeYield(f recording.Frame) bool {
+	return strings.HasPrefix(normNative(f.Func), "runtime.")
+}
+
 // liveYield reports yield-loop convoys and adds their threads to spinning.
 func liveYield(a *analysis, ld *liveData, spinning map[int]bool) {
 	loops := ld.yieldLoops()
@@ -76,7 +85,7 @@ func (ld *liveData) yieldLoops() []*yieldLoop {
 			continue
 		}
 		fr := s.userFrames()
-		if len(fr) == 0 || !isYieldFrame(fr[0]) {
+		if len(fr) == 0 || !isYieldFrame(fr[0]) || goRuntimeYield(fr[0]) {
 			continue
 		}
 		pi := livePointIndex(fr)
