@@ -50,7 +50,10 @@ const (
 
 // Options configure one recording.
 type Options struct {
-	// PID of the target process.
+	// Target selects the processes to record.
+	Target Target
+	// PID is a shorthand for Target{PIDs: []int{PID}} when Target is
+	// empty.
 	PID int
 	// Duration to record; 0 records until the context is cancelled or the
 	// target exits.
@@ -90,4 +93,6 @@ type Stats struct {
 	Drops uint64
 	// TargetExited is set once the target is gone.
 	TargetExited bool
+	// Processes is the number of processes recorded now.
+	Processes int
 }

@@ -218,7 +218,7 @@ func TestDoctorJSON(t *testing.T) {
 func TestHelperAndMapNames(t *testing.T) {
 	r := fakeDoctor(caps(CapSysAdmin), "6.1.0", nil, nil)
 	all := fmt.Sprint(r.Features)
-	for _, want := range []string{"bpf_get_stackid", "bpf_ringbuf_output", "stack_trace", "lru_hash"} {
+	for _, want := range []string{"bpf_get_stack", "bpf_ringbuf_output", "task_storage", "lru_hash", "tracepoint programs"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("features lack %s: %s", want, all)
 		}

@@ -9,23 +9,45 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// maxEvents bounds the event log kept in memory: 1.5 million events of 40
-// bytes are 60 MB, 30 s at the kernel's full event rate (eventRate).
-// Events past it are counted in drop_event_log_full.
-const maxEvents = 1500000
+// maxEvents bounds the event log kept in memory: the most recent 500,000
+// events of 48 bytes, 24 MB, ten seconds at the kernel's full event rate
+// (eventRate) and the whole of most recordings. Older events are dropped
+// as new ones arrive (counted in sampled_event_log_evicted: a bound by
+// design, like the rate limit; the aggregates still hold those events), so
+// a long recording keeps its most recent part.
+const maxEvents = 500000
 
-// eventLog is the bounded log of raw events, in arrival order.
+// eventLog is the bounded log of raw events: a ring of the most recent
+// maxEvents, in arrival order.
 type eventLog struct {
-	ev      []rawEvent
-	dropped uint64
+	ev []rawEvent
+	// head is the index of the oldest event once the ring is full.
+	head    int
+	evicted uint64
 }
 
 func (l *eventLog) add(e rawEvent) {
-	if len(l.ev) >= maxEvents {
-		l.dropped++
+	if len(l.ev) < maxEvents {
+		l.ev = append(l.ev, e)
 		return
 	}
-	l.ev = append(l.ev, e)
+	l.ev[l.head] = e
+	l.head = (l.head + 1) % len(l.ev)
+	l.evicted++
+}
+
+// between returns the events kept that start in [from, to) (monotonic
+// ns), oldest first.
+func (l *eventLog) between(from, to uint64) []rawEvent {
+	var out []rawEvent
+	for _, part := range [][]rawEvent{l.ev[l.head:], l.ev[:l.head]} {
+		for _, e := range part {
+			if e.TS >= from && e.TS < to {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // clock converts the kernel's bpf_ktime_get_ns (CLOCK_MONOTONIC) to times
@@ -63,6 +85,7 @@ func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.
 		e := recording.Event{
 			T:     int64(r.TS - from),
 			Dur:   int64(r.Dur),
+			PID:   int(r.PID),
 			TID:   int(r.TID),
 			Stack: -1,
 		}
@@ -78,12 +101,12 @@ func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.
 		case kindDSleep:
 			e.Kind = recording.EventDSleep
 		case kindWakeup:
-			e.Kind, e.Peer = recording.EventWakeup, int(r.Peer)
+			e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
 		default:
 			continue
 		}
-		if r.StackID >= 0 || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
-			if st := src.eventStack(r.TID, r.TS, r.StackID); len(st.Frames) > 0 {
+		if r.Stack >= stackFirst || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
+			if st := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(st.Frames) > 0 {
 				e.Stack = t.add(st)
 			}
 		}

@@ -144,10 +144,10 @@ func TestProcSamplerFakeTree(t *testing.T) {
 		ClockTicks: ClockTicks(),
 		Samples:    3,
 		Threads: []recording.ThreadSeries{
-			{TID: 4242, Comm: "server", First: 0, States: "SSS", UTime: []uint64{150, 150, 150}, STime: []uint64{30, 30, 30}, Voluntary: []uint64{1200, 1200, 1200}, Involuntary: []uint64{45, 45, 45}},
-			{TID: 4243, Comm: "w (1) x)", First: 0, States: "RS", UTime: []uint64{4000, 4010}, STime: []uint64{12, 14}, Voluntary: []uint64{3, 4}, Involuntary: []uint64{900, 905}},
-			{TID: 4244, Comm: "flusher", First: 0, States: "D", UTime: []uint64{20}, STime: []uint64{310}, Voluntary: []uint64{5000}, Involuntary: []uint64{2}},
-			{TID: 4245, Comm: "late-renamed", First: 1, States: "RR", UTime: []uint64{1, 11}, STime: []uint64{0, 2}, Voluntary: []uint64{1, 1}, Involuntary: []uint64{0, 7}},
+			{PID: 4242, TID: 4242, Comm: "server", First: 0, States: "SSS", UTime: []uint64{150, 150, 150}, STime: []uint64{30, 30, 30}, Voluntary: []uint64{1200, 1200, 1200}, Involuntary: []uint64{45, 45, 45}},
+			{PID: 4242, TID: 4243, Comm: "w (1) x)", First: 0, States: "RS", UTime: []uint64{4000, 4010}, STime: []uint64{12, 14}, Voluntary: []uint64{3, 4}, Involuntary: []uint64{900, 905}},
+			{PID: 4242, TID: 4244, Comm: "flusher", First: 0, States: "D", UTime: []uint64{20}, STime: []uint64{310}, Voluntary: []uint64{5000}, Involuntary: []uint64{2}},
+			{PID: 4242, TID: 4245, Comm: "late-renamed", First: 1, States: "RR", UTime: []uint64{1, 11}, STime: []uint64{0, 2}, Voluntary: []uint64{1, 1}, Involuntary: []uint64{0, 7}},
 		},
 	}
 	got := s.Timeline()
