@@ -245,7 +245,13 @@ func (d *doctor) system() {
 		r.System = append(r.System, Check{Name: "BTF " + btfFile, Status: CheckOK})
 	}
 
-	r.System = append(r.System, tracefsCheck(d.opts.SysRoot))
+	if tc := tracefsCheck(d.opts.SysRoot); tc.Status == CheckMissing {
+		r.System = append(r.System, tc)
+		d.fix(tc.Fix)
+		d.kernelLacks(fmt.Errorf("tracefs is not mounted: %w", ErrKernel))
+	} else {
+		r.System = append(r.System, tc)
+	}
 	r.System = append(r.System, sysctlCheck(d.opts.ProcRoot, "kernel.perf_event_paranoid", map[string]string{
 		"-1": "perf events unrestricted",
 		"0":  "per-CPU events allowed without CAP_PERFMON",
@@ -325,6 +331,7 @@ func (d *doctor) features() {
 	d.specErrs = map[string]error{}
 	var feats []kernelFeature
 	tracepoints := map[string]bool{}
+	eventTPs := map[string]bool{}
 	for _, fam := range doctorFamilies {
 		spec, err := fam.load()
 		if err != nil {
@@ -339,6 +346,9 @@ func (d *doctor) features() {
 			}
 			if p.Type == ebpf.Tracing && p.AttachType == ebpf.AttachTraceRawTp {
 				tracepoints[p.AttachTo] = true
+			}
+			if p.Type == ebpf.TracePoint {
+				eventTPs[strings.TrimPrefix(p.SectionName, "tracepoint/")] = true
 			}
 		}
 	}
@@ -359,6 +369,24 @@ func (d *doctor) features() {
 			ch.Fix = "use a newer kernel"
 			d.fix(ch.Fix)
 			d.kernelLacks(fmt.Errorf("tracepoints %s: %w", strings.Join(absent, ", "), ErrKernel))
+		}
+		r.Features = append(r.Features, ch)
+	}
+	if dir := tracefsDir(d.opts.SysRoot); dir != "" && len(eventTPs) > 0 {
+		names := sortedKeys(eventTPs)
+		var absent []string
+		for _, tp := range names {
+			if _, err := os.Stat(filepath.Join(dir, "events", tp)); err != nil {
+				absent = append(absent, tp)
+			}
+		}
+		ch := Check{Name: fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), Status: CheckOK, Detail: "listed in tracefs"}
+		if len(absent) > 0 {
+			ch.Status = CheckMissing
+			ch.Detail = "absent from tracefs (a kernel built without CONFIG_FTRACE_SYSCALLS?): " + strings.Join(absent, ", ")
+			ch.Fix = "use a kernel built with CONFIG_FTRACE_SYSCALLS"
+			d.fix(ch.Fix)
+			d.kernelLacks(fmt.Errorf("syscall tracepoints %s: %w", strings.Join(absent, ", "), ErrKernel))
 		}
 		r.Features = append(r.Features, ch)
 	}
@@ -499,18 +527,28 @@ func countStatus(list []Check, statuses ...CheckStatus) int {
 // minKernelWhy says why MinKernel is what it is, for the report.
 const minKernelWhy = "bpf_task_pt_regs (5.15), which the futex and I/O probes use to read syscall arguments"
 
-// tracefsCheck reports whether tracefs is mounted. contend does not need
-// it: its probes attach through BTF tracepoints. perf and bpftrace do.
-func tracefsCheck(sysRoot string) Check {
-	dir := filepath.Join(sysRoot, "kernel", "tracing")
-	var st unix.Statfs_t
-	ch := Check{Name: "tracefs", Status: CheckInfo}
-	if unix.Statfs(dir, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
-		ch.Detail = "mounted at " + dir + "; contend does not need it"
-	} else {
-		ch.Detail = "not mounted; contend does not need it (its probes attach through BTF tracepoints); perf and bpftrace do: mount -t tracefs nodev " + dir
+// tracefsFix mounts tracefs where contend, perf and bpftrace look for it.
+const tracefsFix = "mount -t tracefs nodev /sys/kernel/tracing"
+
+// tracefsDir returns where tracefs is mounted under sysRoot, "" when it is
+// not.
+func tracefsDir(sysRoot string) string {
+	for _, dir := range []string{filepath.Join(sysRoot, "kernel", "tracing"), filepath.Join(sysRoot, "kernel", "debug", "tracing")} {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return dir
+		}
 	}
-	return ch
+	return ""
+}
+
+// tracefsCheck reports whether tracefs is mounted: the futex and I/O
+// probes attach to syscall tracepoints, which are found through it.
+func tracefsCheck(sysRoot string) Check {
+	if dir := tracefsDir(sysRoot); dir != "" {
+		return Check{Name: "tracefs", Status: CheckOK, Detail: "mounted at " + dir + "; the futex and I/O probes attach to its syscall tracepoints"}
+	}
+	return Check{Name: "tracefs", Status: CheckMissing, Detail: "not mounted; the futex and I/O probes attach to syscall tracepoints, which are listed there", Fix: tracefsFix}
 }
 
 // sysctlCheck reports a sysctl's value with its meaning.
