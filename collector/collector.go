@@ -75,6 +75,11 @@ type Options struct {
 	Probes []string
 	// ProcRoot is the /proc mount to read; "" means /proc.
 	ProcRoot string
+	// History is how far back Snapshot windows reach (at most two
+	// minutes): the session keeps per-second aggregates that long, on top
+	// of those of the whole session. 0 keeps none, which is all a caller
+	// that takes only the whole recording (Record) needs.
+	History time.Duration
 	// NoProbes records without eBPF probes: only the /proc thread
 	// timeline and, with PprofURL, the Go runtime profiles, which is what
 	// a user without CAP_BPF and CAP_PERFMON may read. The recording has

@@ -9,45 +9,76 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// maxEvents bounds the event log kept in memory: the most recent 500,000
-// events of 48 bytes, 24 MB, ten seconds at the kernel's full event rate
-// (eventRate) and the whole of most recordings. Older events are dropped
-// as new ones arrive (counted in sampled_event_log_evicted: a bound by
-// design, like the rate limit; the aggregates still hold those events), so
-// a long recording keeps its most recent part.
-const maxEvents = 500000
+// maxEvents bounds the event log kept in memory: the most recent 120,000
+// events of 48 bytes (6 MB, and twice that once converted for a
+// recording), over two seconds at the kernel's full event rate
+// (eventRate), ten seconds of a 64-thread convoy's events, and the whole
+// of most recordings. Older events are dropped as new ones
+// arrive, a chunk at a time (counted in sampled_event_log_evicted: a bound
+// by design, like the rate limit; the aggregates still hold those events),
+// so a long recording keeps its most recent part.
+const maxEvents = 120000
 
-// eventLog is the bounded log of raw events: a ring of the most recent
-// maxEvents, in arrival order.
+// eventChunk is how many events the log allocates, and drops, at a time.
+const eventChunk = 4096
+
+// eventLog is the bounded log of raw events, in arrival order: chunks of
+// eventChunk events, the oldest dropped once the log holds maxEvents.
 type eventLog struct {
-	ev []rawEvent
-	// head is the index of the oldest event once the ring is full.
-	head    int
+	chunks  [][]rawEvent
+	n       int
 	evicted uint64
 }
 
 func (l *eventLog) add(e rawEvent) {
-	if len(l.ev) < maxEvents {
-		l.ev = append(l.ev, e)
-		return
+	last := len(l.chunks) - 1
+	if last < 0 || len(l.chunks[last]) == eventChunk {
+		if l.n+eventChunk > maxEvents && len(l.chunks) > 0 {
+			l.evicted += uint64(len(l.chunks[0]))
+			l.n -= len(l.chunks[0])
+			l.chunks[0] = nil
+			l.chunks = l.chunks[1:]
+		}
+		l.chunks = append(l.chunks, make([]rawEvent, 0, eventChunk))
+		last = len(l.chunks) - 1
 	}
-	l.ev[l.head] = e
-	l.head = (l.head + 1) % len(l.ev)
-	l.evicted++
+	l.chunks[last] = append(l.chunks[last], e)
+	l.n++
 }
 
 // between returns the events kept that start in [from, to) (monotonic
 // ns), oldest first.
 func (l *eventLog) between(from, to uint64) []rawEvent {
 	var out []rawEvent
-	for _, part := range [][]rawEvent{l.ev[l.head:], l.ev[:l.head]} {
-		for _, e := range part {
-			if e.TS >= from && e.TS < to {
-				out = append(out, e)
-			}
+	l.each(func(e *rawEvent) {
+		if e.TS >= from && e.TS < to {
+			out = append(out, *e)
+		}
+	})
+	return out
+}
+
+// each calls fn for every event kept, oldest first.
+func (l *eventLog) each(fn func(*rawEvent)) {
+	for _, c := range l.chunks {
+		for i := range c {
+			fn(&c[i])
 		}
 	}
-	return out
+}
+
+// consume is each, emptying the log as it goes: a chunk is released once
+// read, so that a log converted into a recording's events is not held
+// twice.
+func (l *eventLog) consume(fn func(*rawEvent)) {
+	for i, c := range l.chunks {
+		for j := range c {
+			fn(&c[j])
+		}
+		l.chunks[i] = nil
+		l.n -= len(c)
+	}
+	l.chunks = nil
 }
 
 // clock converts the kernel's bpf_ktime_get_ns (CLOCK_MONOTONIC) to times
@@ -73,14 +104,14 @@ func (c clock) wallAt(d time.Duration) time.Time {
 }
 
 // buildEvents converts the raw events that start in [from, to) (monotonic
-// ns) into recording events timed from `from`, ordered by time, with their
-// stacks collected into a deduplicated table.
-func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
+// ns), as each passes them, into recording events timed from `from`,
+// ordered by time, with their stacks collected into a deduplicated table.
+func buildEvents(each func(func(*rawEvent)), from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
 	t := &stackTable{index: map[string]int{}}
-	out := make([]recording.Event, 0, len(raw))
-	for _, r := range raw {
+	var out []recording.Event
+	each(func(r *rawEvent) {
 		if r.TS < from || r.TS >= to {
-			continue
+			return
 		}
 		e := recording.Event{
 			T:     int64(r.TS - from),
@@ -103,7 +134,7 @@ func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.
 		case kindWakeup:
 			e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
 		default:
-			continue
+			return
 		}
 		if r.Stack >= stackFirst || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
 			if st := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(st.Frames) > 0 {
@@ -111,7 +142,7 @@ func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.
 			}
 		}
 		out = append(out, e)
-	}
+	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
 	return out, t.stacks
 }

@@ -43,7 +43,12 @@ func TestBuildEvents(t *testing.T) {
 		{Kind: kindWait, TID: 11, TS: 2000}, // at its end (excluded)
 		{Kind: 99, TID: 11, TS: 1300},       // unknown kind
 	}
-	evs, stacks := buildEvents(raw, 1000, 2000, src)
+	each := func(fn func(*rawEvent)) {
+		for i := range raw {
+			fn(&raw[i])
+		}
+	}
+	evs, stacks := buildEvents(each, 1000, 2000, src)
 	want := []recording.Event{
 		{Kind: recording.EventDSleep, T: 0, Dur: 100, PID: 9, TID: 14, Stack: -1},
 		{Kind: recording.EventRunq, T: 100, Dur: 900, PID: 9, TID: 14, Stack: 1},
@@ -69,14 +74,20 @@ func TestEventLogBounded(t *testing.T) {
 	for i := 0; i < maxEvents+3; i++ {
 		l.add(rawEvent{TS: uint64(i + 1)})
 	}
-	if len(l.ev) != maxEvents || l.evicted != 3 {
-		t.Fatalf("log holds %d events, evicted %d; want %d and 3", len(l.ev), l.evicted, maxEvents)
+	// The first chunk went when the log overflowed.
+	if l.n > maxEvents || l.n < maxEvents-eventChunk || l.evicted != eventChunk {
+		t.Fatalf("log holds %d events, evicted %d; want at most %d, evicted %d", l.n, l.evicted, maxEvents, eventChunk)
 	}
 	all := l.between(0, ^uint64(0))
-	if len(all) != maxEvents || all[0].TS != 4 || all[len(all)-1].TS != maxEvents+3 {
-		t.Errorf("events %d, first %d, last %d; want %d from 4 to %d", len(all), all[0].TS, all[len(all)-1].TS, maxEvents, maxEvents+3)
+	if len(all) != l.n || all[0].TS != eventChunk+1 || all[len(all)-1].TS != maxEvents+3 {
+		t.Errorf("events %d, first %d, last %d; want %d from %d to %d", len(all), all[0].TS, all[len(all)-1].TS, l.n, eventChunk+1, maxEvents+3)
 	}
-	if got := l.between(10, 13); len(got) != 3 || got[0].TS != 10 {
-		t.Errorf("between(10, 13) = %v", got)
+	if got := l.between(eventChunk+10, eventChunk+13); len(got) != 3 || got[0].TS != eventChunk+10 {
+		t.Errorf("between = %v", got)
+	}
+	var n int
+	l.consume(func(*rawEvent) { n++ })
+	if n != len(all) || l.n != 0 || len(l.chunks) != 0 {
+		t.Errorf("consume read %d events and left %d in %d chunks", n, l.n, len(l.chunks))
 	}
 }

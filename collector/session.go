@@ -28,16 +28,16 @@ const drainEvery = 250 * time.Millisecond
 // Snapshot: one delta per second, summed from its drains.
 const deltaEvery = time.Second
 
-// historyLen bounds the per-second deltas kept for windows: two minutes.
-// A longer window starts at the oldest delta kept (the recording's
+// maxHistory bounds Options.History: two minutes of per-second deltas. A
+// longer window starts at the oldest delta kept (the recording's
 // Meta.Start and Duration say what it covers).
-const historyLen = 120
+const maxHistory = 2 * time.Minute
 
 // historyBudget bounds the aggregate entries the per-second deltas hold
-// together (a few tens of bytes each, about 20 MB at most): a program that
-// creates threads by the thousand has many entries per second, and its
-// window history is then shorter than historyLen.
-const historyBudget = 300000
+// together (a few tens of bytes each, under 10 MB): a program that creates
+// threads by the thousand has many entries per second, and its window
+// history is then shorter than Options.History.
+const historyBudget = 100000
 
 // foldAfter and cumBudget decide when the whole-session aggregates fold
 // the entries of exited threads (see aggregates.fold): once that many
@@ -140,8 +140,11 @@ type Session struct {
 	endOnce  sync.Once
 	finished chan struct{} // closed once probes are detached and drained
 	stopOnce sync.Once
-	stopRec  *recording.Recording
-	stopErr  error
+	// final is set while Stop builds the whole-session recording, the
+	// last use of the event log.
+	final   bool
+	stopRec *recording.Recording
+	stopErr error
 }
 
 // delta is the aggregates of one interval of the session and the
@@ -154,17 +157,17 @@ type delta struct {
 
 // targetProc is one process of the recording.
 type targetProc struct {
-	pid    uint32
-	info   targetInfo
-	proc   recording.Process
-	alive  bool
-	sym    procSymbols
+	pid   uint32
+	info  targetInfo
+	proc  recording.Process
+	alive bool
+	sym   procSymbols
 	// mem reads the process's memory (/proc/PID/mem, memFile), to copy
 	// the stacks of calls in progress; nil when unreadable.
 	mem     memReader
 	memFile *os.File
-	procs  *ProcSampler
-	cancel context.CancelFunc
+	procs   *ProcSampler
+	cancel  context.CancelFunc
 }
 
 // withDefaults fills unset options with the package defaults.
@@ -817,14 +820,15 @@ func (s *Session) remember(k threadKey) {
 	s.foldedFIFO = append(s.foldedFIFO, k)
 }
 
-// trimHistory drops the oldest deltas past historyLen or historyBudget.
-// Caller holds s.aggMu.
+// trimHistory drops the oldest deltas past Options.History or
+// historyBudget. Caller holds s.aggMu.
 func (s *Session) trimHistory() {
+	keep := int(min(s.opts.History, maxHistory) / s.deltaEvery)
 	total := 0
 	for _, d := range s.deltas {
 		total += d.agg.entries()
 	}
-	for len(s.deltas) > 1 && (len(s.deltas) > historyLen || total > historyBudget) {
+	for len(s.deltas) > 0 && (len(s.deltas) > keep || total > historyBudget) {
 		total -= s.deltas[0].agg.entries()
 		s.deltas = s.deltas[1:]
 	}
@@ -970,7 +974,8 @@ func (s *Session) Targets() []int {
 // Snapshot returns a recording of the last window of the session (0: the
 // whole session so far). Windows are made of per-second deltas, so a
 // window is rounded to whole seconds; windows longer than the history
-// kept start at its oldest delta. Meta.Start and Meta.Duration say what
+// kept (Options.History) start at its oldest delta, or at the current
+// second's start without history. Meta.Start and Meta.Duration say what
 // the recording covers.
 func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	select {
@@ -1043,6 +1048,7 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		s.wg.Wait()
 		s.aggMu.Lock()
 		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
+		s.final = true
 		s.stopRec = s.build(snap, 0, s.at)
 		s.aggMu.Unlock()
 		s.mu.Lock()
@@ -1073,7 +1079,6 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
-	raw := s.log.between(s.clk.at(from), s.clk.at(to))
 	kind, endAt, runErr := s.endKind, s.endAt, s.runErr
 	unnamed := s.unnamed
 	type procView struct {
@@ -1140,7 +1145,16 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	if s.cfg.probes[ProbeFutex] {
 		rec.Locks = buildLocks(d, open, s.res)
 	}
-	rec.Events, rec.Stacks = buildEvents(raw, s.clk.at(from), s.clk.at(to), s.res)
+	// The log is read in place, under s.mu: a copy would double the
+	// largest part of a recording's memory. The final recording consumes
+	// it.
+	s.mu.Lock()
+	each := s.log.each
+	if s.final {
+		each = s.log.consume
+	}
+	rec.Events, rec.Stacks = buildEvents(each, s.clk.at(from), s.clk.at(to), s.res)
+	s.mu.Unlock()
 	if rec.Stacks == nil {
 		rec.Stacks = []recording.Stack{}
 	}

@@ -155,6 +155,7 @@ func startFakeWith(t *testing.T, ctx context.Context, o Options, f *fakeTracer, 
 		}
 	}
 	o.PID = fakePID
+	o.History = time.Minute
 	o = o.withDefaults()
 	s := newSession(o, tracerConfig{probes: probes})
 	s.drainEvery = 10 * time.Millisecond

@@ -91,6 +91,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
 	}
+	limitMemory()
 	if o.output != "" {
 		if _, err := os.Lstat(o.output); err == nil {
 			return usageErrorf("record: %s already exists; give a new directory with -o", o.output)

@@ -59,6 +59,10 @@ The view is drawn on stderr, which must be a terminal.`,
 	return c
 }
 
+// topHistory is how far back the view's windows reach: its longest window
+// short of the whole run is ten seconds.
+const topHistory = 10 * time.Second
+
 // runTop starts the session, then the view. Everything that can refuse
 // (arguments, terminal, privileges, the target) is checked before the
 // screen is touched, so its message reaches a normal terminal.
@@ -69,10 +73,11 @@ func runTop(ctx context.Context, o topOptions) error {
 	if o.duration < 0 {
 		return usageErrorf("top: --duration must not be negative")
 	}
+	limitMemory()
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
-	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL}
+	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do
