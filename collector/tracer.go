@@ -153,4 +153,3 @@ func (*noTracer) counterNames() []string         { return nil }
 func (*noTracer) seed(openCall) (bool, error)    { return false, nil }
 func (*noTracer) unseed(openCall) error          { return nil }
 func (*noTracer) openTS(openCall) (uint64, bool) { return 0, false }
-
