@@ -1118,6 +1118,12 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 			timelines = append(timelines, p.tl.Timeline())
 		}
 	}
+	if meta.PID == 0 && len(meta.Processes) > 0 {
+		// No process ran when the recording started (--comm, --cgroup):
+		// the first to join stands for the target.
+		p := meta.Processes[0]
+		meta.PID, meta.Comm, meta.Cmdline, meta.Exe, meta.BuildID, meta.GoVersion = p.PID, p.Comm, p.Cmdline, p.Exe, p.BuildID, p.GoVersion
+	}
 	if from == 0 {
 		meta.Partial, meta.PartialReason = s.partial(kind, endAt, runErr)
 	}

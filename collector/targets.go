@@ -27,9 +27,9 @@ type Target struct {
 	// Comm is a process name (/proc/PID/comm, at most 15 bytes): every
 	// process with that name, including those started while recording.
 	Comm string
-	// Cgroup is a cgroup v2 directory, absolute or relative to the cgroup
-	// mount (system.slice/nginx.service): every process in it or in a
-	// cgroup below it, including those started while recording.
+	// Cgroup is a cgroup v2 directory, absolute or relative to the
+	// cgroup v2 mount (system.slice/nginx.service): every process in it
+	// or in a cgroup below it, including those started while recording.
 	Cgroup string
 }
 
@@ -37,8 +37,28 @@ type Target struct {
 // with its terminating zero).
 const commMax = 15
 
-// cgroupRoot is where the cgroup v2 hierarchy is mounted.
+// cgroupRoot is where the cgroup v2 hierarchy is mounted on most systems;
+// cgroupMount finds where it is on this one (/sys/fs/cgroup/unified on a
+// hybrid v1/v2 system).
 const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupMount returns the mount point of the cgroup v2 hierarchy, from
+// /proc/self/mountinfo; cgroupRoot when none is listed.
+func cgroupMount() string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return cgroupRoot
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// "36 25 0:31 / /sys/fs/cgroup/unified rw,... shared:9 - cgroup2 cgroup2 rw"
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) >= 5 && len(g) >= 1 && g[0] == "cgroup2" {
+			return f[4]
+		}
+	}
+	return cgroupRoot
+}
 
 // Validate checks that exactly one selection is given and that it is well
 // formed.
@@ -119,7 +139,7 @@ func (t Target) CgroupDir() string {
 	if filepath.IsAbs(t.Cgroup) {
 		return filepath.Clean(t.Cgroup)
 	}
-	return filepath.Join(cgroupRoot, t.Cgroup)
+	return filepath.Join(cgroupMount(), t.Cgroup)
 }
 
 // checkCgroup verifies that the cgroup exists in a cgroup v2 hierarchy.
@@ -133,7 +153,7 @@ func (t Target) checkCgroup() error {
 		return fmt.Errorf("--cgroup %s: %w", t.Cgroup, err)
 	}
 	if st.Type != unix.CGROUP2_SUPER_MAGIC {
-		return fmt.Errorf("--cgroup %s: %s is not in a cgroup v2 hierarchy (mount one at %s)", t.Cgroup, dir, cgroupRoot)
+		return fmt.Errorf("--cgroup %s: %s is not in a cgroup v2 hierarchy (the cgroup v2 mount here is %s)", t.Cgroup, dir, cgroupMount())
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +24,7 @@ func init() { subcommands = append(subcommands, newRecordCmd) }
 
 // recordOptions are the options of `contend record`.
 type recordOptions struct {
-	pid            int
+	targets        targetFlags
 	duration       time.Duration
 	output         string
 	stackThreshold time.Duration
@@ -36,15 +38,19 @@ type recordOptions struct {
 func newRecordCmd() *cobra.Command {
 	var o recordOptions
 	c := &cobra.Command{
-		Use:   "record -p PID",
-		Short: "Record a live process's lock contention and print the findings",
-		Long: `record attaches contend's eBPF probes to every thread of a running process
-(threads it starts while recording included): futex waits and wakes per
-lock and stack, off-CPU time by thread state, wake edges, on-CPU samples,
-and file I/O syscalls. It records for --duration, or until Ctrl-C, SIGTERM
-or the target's exit, detaches, writes the recording to a directory (one
-pprof file per view, opening in 'go tool pprof' as is, plus JSON) and
-prints the findings.
+		Use:   "record (-p PID[,PID…] | --comm NAME | --cgroup PATH)",
+		Short: "Record live processes' lock contention and print the findings",
+		Long: `record attaches contend's eBPF probes to every thread of the processes
+chosen (threads they start while recording included): futex waits and
+wakes per lock and stack, off-CPU time by thread state, wake edges, on-CPU
+samples, and file I/O syscalls. Several processes are one recording: a
+lock in memory they share (a process-shared mutex) is one lock. It records
+for --duration, or until Ctrl-C, SIGTERM or the exit of every process
+named with -p, detaches, writes the recording to a directory (one pprof
+file per view, opening in 'go tool pprof' as is, plus JSON) and prints the
+findings.
+
+`+targetHelp+`
 
 Progress goes to stderr when it is a terminal. A recording cut short (the
 target exited, Ctrl-C before --duration) is written and marked partial.
@@ -54,6 +60,9 @@ what /proc (and --pprof) allow, the threads' states and CPU over time and
 the Go runtime profiles, prints the findings, and exits with code 3.`,
 		Example: `  contend record -p 1234                             # 10 s, then the findings
   contend record -p $(pgrep -n myserver) -d 30s -o before
+  contend record -p $(pgrep -d, postgres) -d 20s       # every backend: one recording
+  contend record --comm postgres -d 20s               # the same, and backends started meanwhile
+  contend record --cgroup system.slice/nginx.service
   go tool pprof -top before/futex-wait.pb.gz
   contend record -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
   contend record -p 1234 --format json --fail-on-findings > findings.json`,
@@ -63,7 +72,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 		},
 	}
 	f := c.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "process to record (required)")
+	o.targets.register(f)
 	f.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to record (0: until Ctrl-C or the target exits)")
 	f.StringVarP(&o.output, "output", "o", "", "recording directory to create (default contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>)")
 	f.DurationVar(&o.stackThreshold, "stack-threshold", collector.DefaultStackThreshold, "futex waits at least this long carry a stack")
@@ -77,9 +86,11 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 
 // runRecord records, writes the recording and prints the findings.
 func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) error {
+	target, err := o.targets.target("record")
+	if err != nil {
+		return err
+	}
 	switch {
-	case o.pid <= 0:
-		return usageErrorf("record: give the process to record with -p PID")
 	case o.duration < 0:
 		return usageErrorf("record: --duration must not be negative")
 	case o.stackThreshold <= 0:
@@ -98,7 +109,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		}
 	}
 	opts := collector.Options{
-		PID:            o.pid,
+		Target:         target,
 		Duration:       o.duration,
 		StackThreshold: o.stackThreshold,
 		IOThreshold:    o.ioThreshold,
@@ -119,7 +130,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return fmt.Errorf("record: %w", err)
 	}
 	rec, err := recordLive(ctx, opts, stderr)
-	if rec == nil || errors.Is(err, collector.ErrProcessGone) {
+	if rec == nil || errors.Is(err, collector.ErrProcessGone) || errors.Is(err, collector.ErrNoProcess) {
 		return fmt.Errorf("record: %w", err)
 	}
 	dir := o.output
@@ -137,8 +148,17 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
 	fmt.Fprintln(stderr, summary+")")
-	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
-		fmt.Fprintf(stderr, "contend: %d events seen, %d lost (drop_* in meta.json counters)\n", events, drops)
+	if line := dropLine(rec.Meta); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
+	for _, p := range rec.Meta.Processes {
+		if p.Left > 0 {
+			how := "left the target"
+			if p.Exited {
+				how = "exited"
+			}
+			fmt.Fprintf(stderr, "contend: pid %d (%s) %s after %s\n", p.PID, p.Comm, how, p.Left.Round(time.Millisecond))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
@@ -165,7 +185,7 @@ func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer) (
 	var progress func(collector.Stats)
 	tty := isTerminal(stderr)
 	if tty {
-		progress = progressLine(stderr, opts.PID, opts.Duration)
+		progress = progressLine(stderr, opts.Target, opts.Duration)
 	}
 	rec, err := collector.Record(ctx, opts, progress)
 	if tty {
@@ -197,7 +217,7 @@ func printFindings(stdout io.Writer, rec *recording.Recording, format string) (*
 }
 
 // progressLine returns a progress callback that redraws one status line.
-func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats) {
+func progressLine(w io.Writer, target collector.Target, want time.Duration) func(collector.Stats) {
 	return func(s collector.Stats) {
 		el := s.Elapsed.Truncate(100 * time.Millisecond).String()
 		if want > 0 {
@@ -207,6 +227,26 @@ func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats
 		if s.TargetExited {
 			state = "  target exited"
 		}
-		fmt.Fprintf(w, "\rcontend: recording pid %d  %s  events %d  drops %d%s\x1b[K", pid, el, s.Events, s.Drops, state)
+		fmt.Fprintf(w, "\rcontend: recording %s  %s  events %d  drops %d%s\x1b[K", targetLabel(target, s.Processes), el, s.Events, s.Drops, state)
 	}
+}
+
+// dropLine says how much data the probes lost, counter by counter, with
+// its share of the events seen; "" when nothing was lost.
+func dropLine(m recording.Meta) string {
+	events, drops := m.CounterTotals()
+	if drops == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m.Counters)) {
+		if v := m.Counters[k]; v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	share := ""
+	if events > 0 {
+		share = fmt.Sprintf(" (%.3g%%)", 100*float64(drops)/float64(events))
+	}
+	return fmt.Sprintf("contend: %d events seen, %d lost%s: %s (meta.json counters)", events, drops, share, strings.Join(parts, ", "))
 }
