@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -375,13 +376,22 @@ func (d *doctor) features() {
 	if dir := tracefsDir(d.opts.SysRoot); dir != "" && len(eventTPs) > 0 {
 		names := sortedKeys(eventTPs)
 		var absent []string
+		var unreadable error
 		for _, tp := range names {
-			if _, err := os.Stat(filepath.Join(dir, "events", tp)); err != nil {
+			_, err := os.Stat(filepath.Join(dir, "events", tp))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
 				absent = append(absent, tp)
+			case err != nil && unreadable == nil:
+				unreadable = err
 			}
 		}
 		ch := Check{Name: fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), Status: CheckOK, Detail: "listed in tracefs"}
-		if len(absent) > 0 {
+		switch {
+		case unreadable != nil && len(absent) == 0:
+			ch.Status = CheckUnknown
+			ch.Detail = "tracefs unreadable here: " + unreadable.Error()
+		case len(absent) > 0:
 			ch.Status = CheckMissing
 			ch.Detail = "absent from tracefs (a kernel built without CONFIG_FTRACE_SYSCALLS?): " + strings.Join(absent, ", ")
 			ch.Fix = "use a kernel built with CONFIG_FTRACE_SYSCALLS"
