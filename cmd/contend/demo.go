@@ -197,14 +197,14 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "contend demo: recording pid %d for %s…\n", fx.pid(), o.duration)
 	opts := collector.Options{
-		PID:            fx.pid(),
+		Target:         collector.Target{PIDs: []int{fx.pid()}},
 		Duration:       o.duration,
 		StackThreshold: collector.DefaultStackThreshold,
 		IOThreshold:    collector.DefaultIOThreshold,
 		OnCPUHz:        collector.DefaultOnCPUHz,
 		PprofURL:       fx.pprofURL,
 	}
-	rec, err := recordLive(ctx, opts, stderr)
+	rec, err := recordLive(ctx, opts, stderr, false)
 	fx.stop()
 	if rec == nil {
 		return fmt.Errorf("demo: record: %w", err)

@@ -33,6 +33,7 @@ type recordOptions struct {
 	pprofURL       string
 	format         string
 	failOnFindings bool
+	progress       bool
 }
 
 func newRecordCmd() *cobra.Command {
@@ -81,6 +82,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
+	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
 	return c
 }
 
@@ -129,7 +131,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	} else if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	rec, err := recordLive(ctx, opts, stderr)
+	rec, err := recordLive(ctx, opts, stderr, o.progress)
 	if rec == nil || errors.Is(err, collector.ErrProcessGone) || errors.Is(err, collector.ErrNoProcess) {
 		return fmt.Errorf("record: %w", err)
 	}
@@ -180,12 +182,15 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 }
 
 // recordLive records as opts say, with a progress line on stderr when it
-// is a terminal.
-func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer) (*recording.Recording, error) {
+// is a terminal, or one line a second when lines is set.
+func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer, lines bool) (*recording.Recording, error) {
 	var progress func(collector.Stats)
 	tty := isTerminal(stderr)
-	if tty {
+	switch {
+	case tty:
 		progress = progressLine(stderr, opts.Target, opts.Duration)
+	case lines:
+		progress = progressLines(stderr, opts.Target)
 	}
 	rec, err := collector.Record(ctx, opts, progress)
 	if tty {
@@ -228,6 +233,19 @@ func progressLine(w io.Writer, target collector.Target, want time.Duration) func
 			state = "  target exited"
 		}
 		fmt.Fprintf(w, "\rcontend: recording %s  %s  events %d  drops %d%s\x1b[K", targetLabel(target, s.Processes), el, s.Events, s.Drops, state)
+	}
+}
+
+// progressLines returns a progress callback that prints a line a second:
+// "contend: progress elapsed=1.5s events=N drops=N processes=N".
+func progressLines(w io.Writer, target collector.Target) func(collector.Stats) {
+	var last time.Duration
+	return func(s collector.Stats) {
+		if s.Elapsed-last < time.Second && !s.TargetExited {
+			return
+		}
+		last = s.Elapsed
+		fmt.Fprintf(w, "contend: progress elapsed=%s events=%d drops=%d processes=%d\n", s.Elapsed.Round(time.Millisecond), s.Events, s.Drops, s.Processes)
 	}
 }
 
