@@ -51,7 +51,7 @@ named with -p, detaches, writes the recording to a directory (one pprof
 file per view, opening in 'go tool pprof' as is, plus JSON) and prints the
 findings.
 
-`+targetHelp+`
+` + targetHelp + `
 
 Progress goes to stderr when it is a terminal. A recording cut short (the
 target exited, Ctrl-C before --duration) is written and marked partial.

@@ -43,7 +43,7 @@ shows what the Go runtime profiles and /proc allow, notes the missing
 capabilities on the screen, says so again on exit and exits with code 3.
 The view is drawn on stderr, which must be a terminal.
 
-`+targetHelp,
+` + targetHelp,
 		Example: `  contend top -p 1234
   contend top --comm postgres                        # every backend, new ones too
   contend top -p 1234 -d 60s                         # stop recording after a minute
