@@ -5,7 +5,7 @@
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
 #   make fixtures   build the native fixture programs into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
-#   make bench      overhead and speed benchmarks (ratios against baselines)
+#   make bench      overhead, loss and memory benchmarks (SOAK=1h: soak test)
 #   make lint       gofmt, go vet
 
 GO        ?= go
@@ -73,13 +73,19 @@ generate:
 check-generate: generate
 	git diff --exit-code -- bpf collector/probes
 
-# bench: probe overhead against perf and bpftrace on the same workloads
-# (needs root), then contend analyze against go tool pprof -top on one
-# large profile. Every figure is a ratio or difference against a baseline
-# taken in the same run.
+# bench: what the probes cost the target and the rest of the machine,
+# against perf, bpftrace and offcputime on the same workloads, what
+# contend loses and how much memory it holds, as one table (needs root);
+# then contend analyze against go tool pprof -top on one large profile.
+# Every cost is a ratio or difference against a baseline taken in the same
+# run. SOAK=1h runs only the soak test: RSS and losses over an hour.
 bench: build fixtures
+ifeq ($(SOAK),)
 	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
 	$(GO) test -run '^$$' -bench AnalyzeVsPprof -benchtime 5x ./cmd/contend
+else
+	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -soak $(SOAK)
+endif
 
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:
