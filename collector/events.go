@@ -106,9 +106,12 @@ func (c clock) wallAt(d time.Duration) time.Time {
 // buildEvents converts the raw events that start in [from, to) (monotonic
 // ns), as each passes them, into recording events timed from `from`,
 // ordered by time, with their stacks collected into a deduplicated table.
-func buildEvents(each func(func(*rawEvent)), from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
+// n is how many events each passes in [from, to) at most: the slice is
+// allocated once, not grown by doubling (which would hold the old and new
+// arrays at once).
+func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
 	t := &stackTable{index: map[string]int{}}
-	var out []recording.Event
+	out := make([]recording.Event, 0, n)
 	each(func(r *rawEvent) {
 		if r.TS < from || r.TS >= to {
 			return

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -1151,6 +1152,18 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	if s.cfg.probes[ProbeFutex] {
 		rec.Locks = buildLocks(d, open, s.res)
 	}
+	if s.final {
+		// The whole-session aggregates are in the views and locks now:
+		// let them go, and the views' builders with them, before the
+		// event log is converted, the largest part of the recording. A
+		// collection now keeps the two from adding up: allocating fast,
+		// the runtime would otherwise let the heap run past its soft
+		// limit (see cmd/contend's memoryLimit) rather than spend the
+		// CPU.
+		d.aggregates = nil
+		s.cum = newAggregates()
+		runtime.GC()
+	}
 	// The log is read in place, under s.mu: a copy would double the
 	// largest part of a recording's memory. The final recording consumes
 	// it.
@@ -1159,7 +1172,13 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	if s.final {
 		each = s.log.consume
 	}
-	rec.Events, rec.Stacks = buildEvents(each, s.clk.at(from), s.clk.at(to), s.res)
+	n := 0
+	s.log.each(func(e *rawEvent) {
+		if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
+			n++
+		}
+	})
+	rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
 	s.mu.Unlock()
 	if rec.Stacks == nil {
 		rec.Stacks = []recording.Stack{}

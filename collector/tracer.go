@@ -30,11 +30,11 @@ const (
 )
 
 // ringBufferSize is the size of the shared ring buffer: at the full event
-// and window rates (eventRate, windowRate: about 6 MB/s) 4 MiB holds over
-// half a second, ten times the reader's poll period. The buffer is mapped
-// into contend twice (the kernel maps its pages twice so that records can
-// wrap around), so it costs twice its size in resident memory.
-const ringBufferSize = 4 << 20
+// and window rates (eventRate, windowRate: about 6 MB/s) 2 MiB holds a
+// third of a second, six times the reader's poll period. The buffer is
+// mapped into contend twice (the kernel maps its pages twice so that
+// records can wrap around), so it costs twice its size in resident memory.
+const ringBufferSize = 2 << 20
 
 // readerPoll is how often the ring buffer reader wakes up. The probes
 // never wake it (BPF_RB_NO_WAKEUP), so the target does not pay for a
