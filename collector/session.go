@@ -984,6 +984,14 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	default:
 		s.poll(-1)
 	}
+	s.mu.Lock()
+	stopped := s.stopRec
+	s.mu.Unlock()
+	if stopped != nil && (window <= 0 || window >= stopped.Meta.Duration) {
+		// Stop built the whole session's recording from the aggregates
+		// and the event log, and released them.
+		return stopped
+	}
 	s.aggMu.Lock()
 	snap := &snapshot{at: s.at, counters: maps.Clone(s.counters), open: s.open}
 	from := time.Duration(0)
@@ -1050,8 +1058,11 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		s.aggMu.Lock()
 		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
 		s.final = true
-		s.stopRec = s.build(snap, 0, s.at)
+		rec := s.build(snap, 0, s.at)
 		s.aggMu.Unlock()
+		s.mu.Lock()
+		s.stopRec = rec
+		s.mu.Unlock()
 		s.mu.Lock()
 		runErr := s.runErr
 		procs := slices.Collect(maps.Values(s.procs))
