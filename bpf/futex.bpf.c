@@ -77,12 +77,10 @@ static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 
 	k.shared = c->shared;
 	k.stack = CT_STACK_NONE;
 	bool long_wait = dur >= stack_threshold_ns;
-	__u64 ip = 0, sp = 0, bp = 0;
+	struct ct_uregs u = {};
 	if (long_wait) {
-		ip = BPF_CORE_READ(regs, ip);
-		sp = BPF_CORE_READ(regs, sp);
-		bp = BPF_CORE_READ(regs, bp);
-		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, ip, sp, bp);
+		u = ct_read_uregs(regs);
+		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, u);
 	}
 	struct ct_agg *v = CT_AGG(ct_futex_waits, gen, &k, struct ct_agg, CT_DROP_MAP_FULL_FUTEX_WAIT);
 	if (v) {
@@ -106,7 +104,7 @@ static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 
 	e.dur = dur;
 	e.addr = c->addr;
 	ct_emit(&e, now);
-	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, start, now, ip, sp, bp);
+	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, start, now, u);
 }
 
 static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 pid_tgid,
@@ -129,12 +127,10 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 	k.tid = tid;
 	k.shared = c->shared;
 	k.stack = CT_STACK_NONE;
-	__u64 ip = 0, sp = 0, bp = 0;
+	struct ct_uregs u = {};
 	if (woken) {
-		ip = BPF_CORE_READ(regs, ip);
-		sp = BPF_CORE_READ(regs, sp);
-		bp = BPF_CORE_READ(regs, bp);
-		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, ip, sp, bp);
+		u = ct_read_uregs(regs);
+		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, u);
 	}
 	struct ct_wake_val *v = CT_AGG(ct_futex_wakes, gen, &k, struct ct_wake_val,
 				       CT_DROP_MAP_FULL_FUTEX_WAKE);
@@ -157,7 +153,7 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 	e.ts = now;
 	e.addr = c->addr;
 	ct_emit(&e, now);
-	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, now, now, ip, sp, bp);
+	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, now, now, u);
 }
 
 // ct_futex_exit accounts a futex-class syscall nr of the target ending

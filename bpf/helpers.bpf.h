@@ -237,6 +237,25 @@ static __always_inline bool ct_take(__u32 id, __u64 now)
 	return true;
 }
 
+// ct_uregs are the user registers a stack walk and a stack window start
+// from.
+struct ct_uregs {
+	__u64 ip, sp, bp;
+};
+
+// ct_read_uregs reads the user registers saved in regs (all zero when
+// regs is NULL).
+static __always_inline struct ct_uregs ct_read_uregs(struct pt_regs *regs)
+{
+	struct ct_uregs u = {};
+	if (regs) {
+		u.ip = BPF_CORE_READ(regs, ip);
+		u.sp = BPF_CORE_READ(regs, sp);
+		u.bp = BPF_CORE_READ(regs, bp);
+	}
+	return u;
+}
+
 // ct_mix folds v into the running stack hash h (a multiply-rotate mix of
 // each frame, as in 64-bit MurmurHash).
 static __always_inline __u64 ct_mix(__u64 h, __u64 v)
@@ -267,8 +286,8 @@ static __always_inline __u64 ct_store_stack(struct ct_stack *s, __u64 h)
 	return h;
 }
 
-// ct_user_stack walks the user stack of process pid from its registers ip,
-// sp and bp, stores it (ct_stacks) and returns its hash, or CT_STACK_LOST.
+// ct_user_stack walks the user stack of process pid from its registers u,
+// stores it (ct_stacks) and returns its hash, or CT_STACK_LOST.
 //
 // The walk follows frame pointers, as the kernel's own does, but accepts a
 // frame record only where a frame record can be: 8-byte aligned, above the
@@ -280,8 +299,9 @@ static __always_inline __u64 ct_store_stack(struct ct_stack *s, __u64 h)
 // a stack through such code is its leaf and the frames that checked out.
 // The collector names the stacks of such code from stack windows it
 // unwinds with .eh_frame (ct_send_window).
-static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, __u64 ip, __u64 sp, __u64 bp)
+static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_uregs u)
 {
+	__u64 ip = u.ip, sp = u.sp, bp = u.bp;
 	struct ct_stack *s = bpf_map_lookup_elem(&ct_stackbuf, &family);
 	if (!s || !ip) {
 		ct_count(CT_DROP_STACK_USER);
@@ -380,8 +400,9 @@ static __always_inline void ct_emit_task(__u8 op, __u32 pid, __u32 tid)
 // .eh_frame and name the stack hash. Skipped when the stack is already
 // named; rate-limited by the window bucket.
 static __always_inline void ct_send_window(__u32 family, __u32 pid, __u32 tid, __u64 stack,
-					   __u64 ts, __u64 now, __u64 ip, __u64 sp, __u64 bp)
+					   __u64 ts, __u64 now, struct ct_uregs u)
 {
+	__u64 ip = u.ip, sp = u.sp, bp = u.bp;
 	if (stack >= CT_STACK_FIRST && bpf_map_lookup_elem(&ct_named, &stack)) {
 		ct_count(CT_INFO_WINDOW_SKIPPED);
 		return;

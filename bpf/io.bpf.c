@@ -36,13 +36,10 @@ static __always_inline int ct_io_exit(void *ctx, long nr)
 	k.nr = nr;
 	k.stack = CT_STACK_NONE;
 	bool slow = dur >= io_threshold_ns;
-	__u64 ip = 0, sp = 0, bp = 0;
+	struct ct_uregs u = {};
 	if (slow) {
-		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		ip = BPF_CORE_READ(regs, ip);
-		sp = BPF_CORE_READ(regs, sp);
-		bp = BPF_CORE_READ(regs, bp);
-		k.stack = ct_user_stack(CT_FAM_IO, pid, ip, sp, bp);
+		u = ct_read_uregs((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
+		k.stack = ct_user_stack(CT_FAM_IO, pid, u);
 	}
 	__u32 gen = ct_gen_now();
 	struct ct_agg *v = CT_AGG(ct_io, gen, &k, struct ct_agg, CT_DROP_MAP_FULL_IO);
@@ -65,7 +62,7 @@ static __always_inline int ct_io_exit(void *ctx, long nr)
 	e.ts = s.ts;
 	e.dur = dur;
 	ct_emit(&e, now);
-	ct_send_window(CT_FAM_IO, pid, tid, k.stack, s.ts, now, ip, sp, bp);
+	ct_send_window(CT_FAM_IO, pid, tid, k.stack, s.ts, now, u);
 	return 0;
 }
 

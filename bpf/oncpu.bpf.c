@@ -26,23 +26,18 @@ int ct_oncpu_sample(struct bpf_perf_event_data *ctx)
 	bool user = (cs & 3) == 3;
 	// User registers: the sample's own in user mode, else those saved at
 	// kernel entry.
-	__u64 ip = 0, sp = 0, bp = 0;
+	struct ct_uregs u = {};
 	if (user) {
-		ip = ctx->regs.ip;
-		sp = ctx->regs.sp;
-		bp = ctx->regs.bp;
+		u.ip = ctx->regs.ip;
+		u.sp = ctx->regs.sp;
+		u.bp = ctx->regs.bp;
 	} else {
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-		if (ur) {
-			ip = BPF_CORE_READ(ur, ip);
-			sp = BPF_CORE_READ(ur, sp);
-			bp = BPF_CORE_READ(ur, bp);
-		}
+		u = ct_read_uregs((struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf()));
 	}
 	struct ct_oncpu_key k = {};
 	k.pid = pid;
 	k.tid = tid;
-	k.ustack = ct_user_stack(CT_FAM_ONCPU, pid, ip, sp, bp);
+	k.ustack = ct_user_stack(CT_FAM_ONCPU, pid, u);
 	k.kstack = CT_STACK_NONE;
 	if (!user)
 		k.kstack = ct_kernel_stack(ctx, CT_FAM_ONCPU, pid);
@@ -52,7 +47,7 @@ int ct_oncpu_sample(struct bpf_perf_event_data *ctx)
 		__sync_fetch_and_add(&v->count, 1);
 		__sync_fetch_and_add(&v->period_ns, ctx->sample_period);
 	}
-	if (ip)
-		ct_send_window(CT_FAM_ONCPU, pid, tid, k.ustack, now, now, ip, sp, bp);
+	if (u.ip)
+		ct_send_window(CT_FAM_ONCPU, pid, tid, k.ustack, now, now, u);
 	return 0;
 }

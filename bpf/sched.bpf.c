@@ -137,9 +137,10 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		}
 		s.owner = owner;
 	}
-	s.ip = BPF_CORE_READ(ur, ip);
-	s.sp = BPF_CORE_READ(ur, sp);
-	s.bp = BPF_CORE_READ(ur, bp);
+	struct ct_uregs u = ct_read_uregs(ur);
+	s.ip = u.ip;
+	s.sp = u.sp;
+	s.bp = u.bp;
 	if (cur) {
 		ct_start_done(&cur->ts);
 		cur->addr = s.addr;
@@ -169,14 +170,9 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	s.state = ct_state_of(preempt, prev_state);
 	if (s.state == CT_ST_RUNNABLE)
 		s.runnable_ts = now;
-	__u64 ip = 0, sp = 0, bp = 0;
-	if (ur) {
-		ip = BPF_CORE_READ(ur, ip);
-		sp = BPF_CORE_READ(ur, sp);
-		bp = BPF_CORE_READ(ur, bp);
-	}
 	// prev is the current task: its user stack is at hand.
-	s.stack = ct_user_stack(CT_FAM_SCHED, pid, ip, sp, bp);
+	struct ct_uregs u = ct_read_uregs(ur);
+	s.stack = ct_user_stack(CT_FAM_SCHED, pid, u);
 	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (st)
@@ -184,7 +180,7 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	else
 		ct_count(CT_DROP_START_UPDATE);
 	if (ur)
-		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, ip, sp, bp);
+		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
 }
 
 // ct_offcpu_in accounts next's time off CPU at its switch-in at now.
@@ -314,8 +310,7 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 		if (ct_is_target(cur->tgid)) {
 			struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(cur);
 			if (ur)
-				k.stack = ct_user_stack(CT_FAM_SCHED, cur->tgid, BPF_CORE_READ(ur, ip),
-							BPF_CORE_READ(ur, sp), BPF_CORE_READ(ur, bp));
+				k.stack = ct_user_stack(CT_FAM_SCHED, cur->tgid, ct_read_uregs(ur));
 		}
 	}
 	__u32 gen = ct_gen_now();

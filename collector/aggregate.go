@@ -179,13 +179,7 @@ func (a *aggregates) fold(gone map[threadKey]bool) int {
 		k.TID = foldedTID
 		return k, true, true
 	})
-	foldMap(a.offcpu, a.threads.offcpu, addOffcpu, func(k offcpuKey) (offcpuKey, bool, bool) {
-		if !isGone(k.PID, k.TID) {
-			return k, false, false
-		}
-		k.TID = foldedTID
-		return k, true, true
-	})
+	foldThread(a.offcpu, a.threads.offcpu, addOffcpu, isGone, func(k *offcpuKey) (uint32, *uint32) { return k.PID, &k.TID })
 	foldMap(a.edges, a.threads.edges, func(x, y uint64) uint64 { return x + y }, func(k edgeKey) (edgeKey, bool, bool) {
 		moved := false
 		if isGone(k.WakerPID, k.Waker) {
@@ -196,21 +190,47 @@ func (a *aggregates) fold(gone map[threadKey]bool) int {
 		}
 		return k, moved, moved
 	})
-	foldMap(a.oncpu, a.threads.oncpu, addOncpu, func(k oncpuKey) (oncpuKey, bool, bool) {
-		if !isGone(k.PID, k.TID) {
-			return k, false, false
-		}
-		k.TID = foldedTID
-		return k, true, true
-	})
-	foldMap(a.io, a.threads.io, addAgg, func(k ioKey) (ioKey, bool, bool) {
-		if !isGone(k.PID, k.TID) {
-			return k, false, false
-		}
-		k.TID = foldedTID
-		return k, true, true
-	})
+	foldThread(a.oncpu, a.threads.oncpu, addOncpu, isGone, func(k *oncpuKey) (uint32, *uint32) { return k.PID, &k.TID })
+	foldThread(a.io, a.threads.io, addAgg, isGone, func(k *ioKey) (uint32, *uint32) { return k.PID, &k.TID })
 	return max(before-a.entries(), 0)
+}
+
+// foldThread is foldMap for a map whose keys name one thread, which
+// thread returns (its process, and where its id is in the key).
+func foldThread[K comparable, V any](m map[K]V, threads map[K]uint32, add func(a, b V) V, gone func(pid, tid uint32) bool, thread func(*K) (uint32, *uint32)) {
+	foldMap(m, threads, add, func(k K) (K, bool, bool) {
+		pid, tid := thread(&k)
+		if !gone(pid, *tid) {
+			return k, false, false
+		}
+		*tid = foldedTID
+		return k, true, true
+	})
+}
+
+// eachThread calls fn with every thread (process, thread id) a key of a
+// names, owners, wakers and wakees included.
+func (a *aggregates) eachThread(fn func(pid, tid uint32)) {
+	for k := range a.waits {
+		fn(k.PID, k.TID)
+		fn(k.PID, k.Owner)
+	}
+	for k := range a.wakes {
+		fn(k.PID, k.TID)
+	}
+	for k := range a.offcpu {
+		fn(k.PID, k.TID)
+	}
+	for k := range a.edges {
+		fn(k.WakerPID, k.Waker)
+		fn(k.WakeePID, k.Wakee)
+	}
+	for k := range a.oncpu {
+		fn(k.PID, k.TID)
+	}
+	for k := range a.io {
+		fn(k.PID, k.TID)
+	}
 }
 
 // foldMap moves each entry of m that move maps to a new key onto that

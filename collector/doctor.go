@@ -357,48 +357,24 @@ func (d *doctor) features() {
 
 	if len(tracepoints) > 0 && d.kernelBTF != nil {
 		names := sortedKeys(tracepoints)
-		var absent []string
-		for _, tp := range names {
-			if _, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp); err != nil {
-				absent = append(absent, tp)
+		absent, _ := splitPresent(names, func(tp string) error {
+			_, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp)
+			if err != nil {
+				return fs.ErrNotExist
 			}
-		}
-		ch := Check{Name: "tracepoints " + strings.Join(names, ", "), Status: CheckOK, Detail: "present in the kernel's BTF"}
-		if len(absent) > 0 {
-			ch.Status = CheckMissing
-			ch.Detail = "absent from the kernel's BTF: " + strings.Join(absent, ", ")
-			ch.Fix = "use a newer kernel"
-			d.fix(ch.Fix)
-			d.kernelLacks(fmt.Errorf("tracepoints %s: %w", strings.Join(absent, ", "), ErrKernel))
-		}
-		r.Features = append(r.Features, ch)
+			return nil
+		})
+		r.Features = append(r.Features, d.presence("tracepoints "+strings.Join(names, ", "), "the kernel's BTF", "", absent, nil,
+			"use a newer kernel", "tracepoints"))
 	}
 	if dir := tracefsDir(d.opts.SysRoot); dir != "" && len(eventTPs) > 0 {
 		names := sortedKeys(eventTPs)
-		var absent []string
-		var unreadable error
-		for _, tp := range names {
+		absent, unreadable := splitPresent(names, func(tp string) error {
 			_, err := os.Stat(filepath.Join(dir, "events", tp))
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				absent = append(absent, tp)
-			case err != nil && unreadable == nil:
-				unreadable = err
-			}
-		}
-		ch := Check{Name: fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), Status: CheckOK, Detail: "listed in tracefs"}
-		switch {
-		case unreadable != nil && len(absent) == 0:
-			ch.Status = CheckUnknown
-			ch.Detail = "tracefs unreadable here: " + unreadable.Error()
-		case len(absent) > 0:
-			ch.Status = CheckMissing
-			ch.Detail = "absent from tracefs (a kernel built without CONFIG_FTRACE_SYSCALLS?): " + strings.Join(absent, ", ")
-			ch.Fix = "use a kernel built with CONFIG_FTRACE_SYSCALLS"
-			d.fix(ch.Fix)
-			d.kernelLacks(fmt.Errorf("syscall tracepoints %s: %w", strings.Join(absent, ", "), ErrKernel))
-		}
-		r.Features = append(r.Features, ch)
+			return err
+		})
+		r.Features = append(r.Features, d.presence(fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), "tracefs",
+			" (a kernel built without CONFIG_FTRACE_SYSCALLS?)", absent, unreadable, "use a kernel built with CONFIG_FTRACE_SYSCALLS", "syscall tracepoints"))
 	}
 	defer func() { d.featureGap = d.kernelGap }()
 
@@ -465,6 +441,40 @@ func (d *doctor) features() {
 	} else if !d.versionOK {
 		d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
 	}
+}
+
+// splitPresent looks each name up and returns those that do not exist
+// (lookup returns fs.ErrNotExist) and the first other error, if any.
+func splitPresent(names []string, lookup func(string) error) (absent []string, unreadable error) {
+	for _, n := range names {
+		err := lookup(n)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			absent = append(absent, n)
+		case err != nil && unreadable == nil:
+			unreadable = err
+		}
+	}
+	return absent, unreadable
+}
+
+// presence is the check that names are all found in where: missing (with
+// fix, and the kernel lacking what) when some are absent, unknown when
+// where could not be read.
+func (d *doctor) presence(name, where, hint string, absent []string, unreadable error, fix, what string) Check {
+	ch := Check{Name: name, Status: CheckOK, Detail: "present in " + where}
+	switch {
+	case len(absent) > 0:
+		ch.Status = CheckMissing
+		ch.Detail = "absent from " + where + hint + ": " + strings.Join(absent, ", ")
+		ch.Fix = fix
+		d.fix(fix)
+		d.kernelLacks(fmt.Errorf("%s %s: %w", what, strings.Join(absent, ", "), ErrKernel))
+	case unreadable != nil:
+		ch.Status = CheckUnknown
+		ch.Detail = where + " unreadable here: " + unreadable.Error()
+	}
+	return ch
 }
 
 // probes loads each probe family into the kernel.

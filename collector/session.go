@@ -779,31 +779,11 @@ func (s *Session) foldLate(a *aggregates) {
 		return
 	}
 	late := map[threadKey]bool{}
-	note := func(pid, tid uint32) {
+	a.eachThread(func(pid, tid uint32) {
 		if k := (threadKey{pid, tid}); s.folded[k] {
 			late[k] = true
 		}
-	}
-	for k := range a.waits {
-		note(k.PID, k.TID)
-		note(k.PID, k.Owner)
-	}
-	for k := range a.wakes {
-		note(k.PID, k.TID)
-	}
-	for k := range a.offcpu {
-		note(k.PID, k.TID)
-	}
-	for k := range a.edges {
-		note(k.WakerPID, k.Waker)
-		note(k.WakeePID, k.Wakee)
-	}
-	for k := range a.oncpu {
-		note(k.PID, k.TID)
-	}
-	for k := range a.io {
-		note(k.PID, k.TID)
-	}
+	})
 	a.fold(late)
 }
 
