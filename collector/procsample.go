@@ -32,10 +32,11 @@ const maxCachedThreads = 1024
 // the recording and however many threads the process starts.
 const (
 	// maxTimelineCells bounds the samples kept (one per thread and
-	// instant, about 40 bytes each: 16 MB). Past it the timeline halves
+	// instant, 33 bytes each: under 7 MB). Past it the timeline halves
 	// its resolution: every other instant is dropped and the interval
-	// doubles. 400,000 cells keep 10 minutes of 65 threads at 100 ms.
-	maxTimelineCells = 400000
+	// doubles. 200,000 cells keep five minutes of 65 threads at 100 ms,
+	// ten at 200 ms.
+	maxTimelineCells = 200000
 	// maxExitedSeries bounds the series of threads that have exited:
 	// past it the oldest are dropped (counted in DroppedThreads; their
 	// data stays in the probe views). A program that starts thousands of
@@ -218,6 +219,20 @@ func (s *ProcSampler) Timeline() *recording.Timeline {
 		dst.Voluntary = append([]uint64(nil), src.Voluntary...)
 		dst.Involuntary = append([]uint64(nil), src.Involuntary...)
 		tl.Threads[i] = dst
+	}
+	return &tl
+}
+
+// take returns the timeline sampled so far without copying it: the
+// sampler must not sample again (Run has returned, Sample is not called).
+func (s *ProcSampler) take() *recording.Timeline {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tl := s.tl
+	tl.Threads = make([]recording.ThreadSeries, len(s.tl.Threads))
+	for i, src := range s.tl.Threads {
+		src.States = string(s.states[i])
+		tl.Threads[i] = src
 	}
 	return &tl
 }

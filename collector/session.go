@@ -1107,7 +1107,13 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 		}
 		meta.Processes = append(meta.Processes, proc)
 		if p.tl != nil {
-			timelines = append(timelines, p.tl.Timeline())
+			if s.final {
+				// The samplers have stopped: their timelines need
+				// no copy.
+				timelines = append(timelines, p.tl.take())
+			} else {
+				timelines = append(timelines, p.tl.Timeline())
+			}
 		}
 	}
 	if meta.PID == 0 && len(meta.Processes) > 0 {

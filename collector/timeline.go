@@ -19,6 +19,9 @@ func sliceTimeline(tl *recording.Timeline, from, to time.Duration) *recording.Ti
 	if end > tl.Samples {
 		end = tl.Samples
 	}
+	if first == 0 && end == tl.Samples {
+		return tl // the whole timeline: no copy
+	}
 	out := &recording.Timeline{Interval: tl.Interval, ClockTicks: tl.ClockTicks, DroppedThreads: tl.DroppedThreads}
 	if end <= first {
 		return out
