@@ -7,7 +7,7 @@
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
 #   make fixtures   build the native fixture programs into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
-#   make bench      overhead and speed benchmarks (ratios against baselines)
+#   make bench      overhead, loss and memory benchmarks, then bench-agent (SOAK=1h: soak test)
 #   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
 #   make fuzz       every fuzz target for FUZZTIME each (default 20s)
 #   make capture-live  re-record the replay tests' live recordings (needs root)
@@ -138,14 +138,20 @@ generate:
 check-generate: generate
 	git diff --exit-code -- bpf collector/probes
 
-# bench: probe overhead against perf and bpftrace on the same workloads
-# (needs root), then contend analyze against go tool pprof -top on one
-# large profile. Every figure is a ratio or difference against a baseline
-# taken in the same run.
+# bench: what the probes cost the target and the rest of the machine,
+# against perf, bpftrace and offcputime on the same workloads, what
+# contend loses and how much memory it holds, as one table (needs root);
+# then contend analyze against go tool pprof -top on one large profile.
+# Every cost is a ratio or difference against a baseline taken in the same
+# run. SOAK=1h runs only the soak test: RSS and losses over an hour.
 bench: build fixtures
+ifeq ($(SOAK),)
 	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
 	$(GO) test -run '^$$' -bench AnalyzeVsPprof -benchtime 5x ./cmd/contend
 	$(MAKE) bench-agent
+else
+	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -soak $(SOAK)
+endif
 
 # bench-agent: contend agent's own CPU and RSS over time while it watches
 # a lock convoy, against the target's CPU in the same run and the budget

@@ -16,6 +16,17 @@ enum ct_kind {
 	CT_K_DSLEEP = 5,  // struct ct_event: uninterruptible sleep
 	CT_K_WAKEUP = 6,  // struct ct_event: sched_waking of a target thread
 	CT_K_WINDOW = 7,  // struct ct_window: user registers and stack window
+	CT_K_TASK = 8,    // struct ct_event: a target thread or process came or went (op: enum ct_task_op)
+};
+
+// What a CT_K_TASK record reports (ct_event.op). These records are never
+// rate-limited: the collector folds the aggregates of exited threads and
+// notes when a process joined or left the target set.
+enum ct_task_op {
+	CT_TASK_THREAD_EXIT = 1,  // thread tid of process pid exited
+	CT_TASK_PROC_EXIT = 2,    // the last thread of process pid exited
+	CT_TASK_PROC_JOIN = 3,    // process pid joined the target set (fork or exec, --comm/--cgroup)
+	CT_TASK_PROC_LEAVE = 4,   // process pid left it (exec into another name or cgroup)
 };
 
 // Counter indices of ct_counters (a per-CPU array). The Go side reads the
@@ -32,11 +43,12 @@ enum ct_counter {
 	CT_EV_IO,
 	CT_DROP_RINGBUF_EVENT,     // event record lost: ring buffer full
 	CT_DROP_RINGBUF_WINDOW,    // stack window lost: ring buffer full
+	CT_DROP_RINGBUF_TASK,      // thread or process record lost: ring buffer full
 	CT_SAMPLED_EVENT,          // event record not sent: token bucket empty
 	CT_SAMPLED_WINDOW,         // stack window not sent: token bucket empty
-	CT_DROP_STACK_USER,        // user stack lookup failed (not collision)
-	CT_DROP_STACK_KERNEL,      // kernel stack lookup failed (not collision)
-	CT_DROP_STACK_COLLISION,   // stack map bucket held another stack
+	CT_DROP_STACK_USER,        // user stack could not be read at all
+	CT_DROP_STACK_KERNEL,      // kernel stack could not be read
+	CT_DROP_STACK_MAP_FULL,    // ct_stacks full: the stack's frames were not stored
 	CT_DROP_MAP_FULL_FUTEX_WAIT,
 	CT_DROP_MAP_FULL_FUTEX_WAKE,
 	CT_DROP_MAP_FULL_FUTEX_LOCK,
@@ -44,12 +56,12 @@ enum ct_counter {
 	CT_DROP_MAP_FULL_WAKES,
 	CT_DROP_MAP_FULL_ONCPU,
 	CT_DROP_MAP_FULL_IO,
-	CT_DROP_START_UPDATE,      // per-thread start entry could not be stored
-	CT_INFO_WINDOW_SKIPPED,    // window not taken: its stack id is already named
+	CT_DROP_START_UPDATE,      // per-thread call start could not be stored
+	CT_INFO_WINDOW_SKIPPED,    // window not taken: its stack is already named
 	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
-	CT_INFO_NO_START,          // syscall exit or switch-in without a start entry
-	CT_INFO_STACK_CACHED,      // user stack id taken from the per-thread cache
-	CT_INFO_OFFCPU_SPILLED,    // ct_offcpu full: the entry goes to ct_offcpu_spill, stackless
+	CT_INFO_NO_START,          // switch-in without a switch-out entry
+	CT_INFO_OFFCPU_SPILLED,    // offcpu map full: the entry goes to the spill map, stackless
+	CT_INFO_CALL_UNBLOCKED,    // traced call ended without leaving the CPU (duration 0)
 	CT_NR_COUNTERS,
 };
 
@@ -60,15 +72,24 @@ enum ct_bucket_id {
 	CT_NR_BUCKETS,
 };
 
-// Stack id values that are not map ids.
-#define CT_STACK_NONE (-1)  // not taken (event below its threshold)
-#define CT_STACK_LOST (-2)  // lookup failed; counted in CT_DROP_STACK_*
-#define CT_STACK_SPILLED (-3) // aggregate map full: kept without the stack
+// Stack values that are not hashes of ct_stacks. Every stack hash is at
+// least CT_STACK_FIRST (a hash below it is moved up), so the values below
+// never name a stack.
+#define CT_STACK_NONE 0     // not taken (event below its threshold)
+#define CT_STACK_LOST 1     // could not be read; counted in CT_DROP_STACK_*
+#define CT_STACK_SPILLED 2  // aggregate map full: kept without the stack
+#define CT_STACK_FIRST 16
 
-// Maximum frames per stack in ct_stacks. 64 keeps the map at 9 MiB with
-// 16384 buckets; deeper stacks keep their 64 innermost frames, which hold
-// the lock call site.
+// Maximum frames per stack in ct_stacks. 64 keeps a stack at 520 bytes;
+// deeper stacks keep their 64 innermost frames, which hold the lock call
+// site.
 #define CT_STACK_DEPTH 64
+
+// Frame records a user stack walk may cross: frame pointers must rise
+// through the thread's stack, at most this far above the stack pointer.
+// 8 MiB is the default thread stack (ulimit -s); a frame pointer beyond it
+// is data, not a frame.
+#define CT_STACK_SPAN (8 << 20)
 
 // Stack windows: up to CT_WINDOW_MAX bytes from the user sp, read in
 // CT_WINDOW_CHUNK-byte pieces aligned to CT_WINDOW_CHUNK so no piece spans a
@@ -79,14 +100,29 @@ enum ct_bucket_id {
 #define CT_WINDOW_CHUNK 1024
 
 // Families, used for ct_window.family and to pick a per-CPU scratch slot
-// (programs of different families can nest on one CPU: a cpu-clock sample
-// may interrupt a syscall probe).
+// (programs of different families can nest on one CPU: a wakeup from an
+// interrupt can run the sched programs inside a syscall probe).
 enum ct_family {
 	CT_FAM_FUTEX = 0,
 	CT_FAM_IO = 1,
 	CT_FAM_ONCPU = 2,
 	CT_FAM_SCHED = 3,
 	CT_NR_FAMILIES,
+};
+
+// Target selection modes (target_mode): which processes the kernel adds to
+// the target set by itself, between the collector's own scans.
+enum ct_target_mode {
+	CT_TARGET_PIDS = 0,    // the processes named, nothing else
+	CT_TARGET_COMM = 1,    // processes named target_comm, and their forked children
+	CT_TARGET_CGROUP = 2,  // processes of the cgroup in ct_cgroup, and their forked children
+};
+
+// ct_target_arg is the argument of the ct_target_update program: add
+// process pid to the target set (on = 1) or remove it (on = 0).
+struct ct_target_arg {
+	__u32 pid;
+	__u32 on;
 };
 
 // ct_agg: count, total and maximum duration of intervals (futex waits,
@@ -97,19 +133,28 @@ struct ct_agg {
 	__u64 max_ns;
 };
 
+// ct_stack is the value of ct_stacks: the frames of one stack of process
+// pid, innermost first.
+struct ct_stack {
+	__u32 pid;
+	__u32 n;
+	__u64 pcs[CT_STACK_DEPTH];
+};
+
 // ct_event is one entry of the event log. Times are bpf_ktime_get_ns
 // (CLOCK_MONOTONIC); the collector converts them to time since the start of
 // the recording.
 struct ct_event {
 	__u8 kind;      // enum ct_kind
-	__u8 op;        // futex op (enum ct_futex_op), wake context (enum ct_wake_ctx)
+	__u8 op;        // futex op (enum ct_futex_op), wake context (enum ct_wake_ctx), enum ct_task_op
 	__u16 sys;      // syscall number (CT_K_IO)
+	__u32 pid;      // process of tid
 	__u32 tid;      // thread (the waker for CT_K_WAKEUP, 0 when not a task)
 	__u32 peer;     // owner (WAIT), woken count (WAKE), wakee (WAKEUP)
-	__s32 stack_id; // user stack id in ct_stacks or CT_STACK_*
+	__u64 stack;    // user stack hash in ct_stacks or CT_STACK_*
 	__u64 ts;       // start of the interval, or the instant
 	__u64 dur;      // length of the interval in ns
-	__u64 addr;     // futex address
+	__u64 addr;     // futex address (WAIT, WAKE), the wakee's process (WAKEUP)
 };
 
 // ct_window_hdr heads a CT_K_WINDOW record; len bytes of stack copied from
@@ -118,9 +163,10 @@ struct ct_window_hdr {
 	__u8 kind;      // CT_K_WINDOW
 	__u8 family;    // enum ct_family
 	__u16 len;      // bytes of stack that follow
+	__u32 pid;
 	__u32 tid;
-	__s32 stack_id; // frame-pointer stack id this window names
 	__u32 _pad;
+	__u64 stack;    // stack hash this window names
 	__u64 ts;       // same ts as the event the window belongs to
 	__u64 ip;
 	__u64 sp;
@@ -133,6 +179,24 @@ struct ct_window_hdr {
 struct ct_window {
 	struct ct_window_hdr h;
 	__u8 data[CT_WINDOW_MAX + CT_WINDOW_CHUNK];
+};
+
+// ct_call_start: a traced syscall (futex wait or I/O call) that left the
+// CPU, from the thread's first switch-out inside it to its exit (ts 0 once
+// it ended). ip, sp and bp are the user registers of the call: the
+// collector unwinds a copy of the stack of a call still in progress from
+// them (stacks are otherwise taken at the syscall's exit).
+struct ct_call_start {
+	__u64 ts;
+	__u64 addr;   // futex address (futex waits)
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 nr;     // syscall number
+	__u32 owner;  // tid read beside the futex word when the wait blocked, 0 if none
+	__u8 op;      // enum ct_futex_op (futex waits), 0 for I/O
+	__u8 shared;  // 1: a process-shared futex (no FUTEX_PRIVATE_FLAG)
+	__u8 _pad[6];
 };
 
 #endif

@@ -30,50 +30,49 @@ enum ct_futex_op {
 // 2^i <= ns < 2^(i+1); 40 slots reach 18 minutes.
 #define CT_HIST_SLOTS 40
 
-// ct_futex_start: a wait in progress, from sys_enter to sys_exit (ts 0
-// once it ended). ip, sp and bp are the user registers at sys_enter: the
-// collector unwinds a copy of the stack of a wait still in progress from
-// them (stacks are otherwise taken at sys_exit).
-struct ct_futex_start {
-	__u64 ts;
-	__u64 addr;
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
-	__u32 owner;  // tid read beside the futex word at wait time, 0 if none
-	__u8 op;      // enum ct_futex_op
-	__u8 _pad[3];
-};
-
-// ct_wait_key: one wait aggregate. stack_id is CT_STACK_NONE for waits
-// shorter than the stack threshold.
+// ct_wait_key: one wait aggregate. stack is CT_STACK_NONE for waits
+// shorter than the stack threshold; owner is 0 for waits that did not
+// block (it is read when the wait leaves the CPU).
 struct ct_wait_key {
 	__u64 addr;
+	__u64 stack;
+	__u32 pid;
 	__u32 tid;
-	__s32 stack_id;
 	__u32 owner;
 	__u8 op;
+	__u8 shared;  // 1: a process-shared futex (no FUTEX_PRIVATE_FLAG)
+	__u8 _pad[2];
+};
+
+// ct_lock_key: one futex word of one process.
+struct ct_lock_key {
+	__u64 addr;
+	__u32 pid;
+	__u8 shared;
 	__u8 _pad[3];
 };
 
-// ct_lock_val: every wait and wake on one futex address.
+// ct_lock_val: every wait on one futex word. Wakes are not counted here:
+// the collector sums them from the wake aggregates, which keeps the wake
+// path, the hot one, to one map update.
 struct ct_lock_val {
 	__u64 waits;
-	__u64 blocked;   // waits that did not return EAGAIN
+	__u64 blocked;   // waits that left the CPU
 	__u64 timeouts;  // waits that returned ETIMEDOUT
 	__u64 total_ns;
 	__u64 max_ns;
-	__u64 wakes;
-	__u64 woken;
 	__u64 hist[CT_HIST_SLOTS];
 };
 
-// ct_wake_key: one wake aggregate. stack_id is CT_STACK_NONE for wakes that
+// ct_wake_key: one wake aggregate. stack is CT_STACK_NONE for wakes that
 // woke nobody.
 struct ct_wake_key {
 	__u64 addr;
+	__u64 stack;
+	__u32 pid;
 	__u32 tid;
-	__s32 stack_id;
+	__u8 shared;
+	__u8 _pad[7];
 };
 
 struct ct_wake_val {

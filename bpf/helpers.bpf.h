@@ -2,8 +2,9 @@
 
 // Maps, settings and helpers shared by every probe family. Each family's
 // object declares these maps; the collector creates them once and hands the
-// same maps to every object (CollectionOptions.MapReplacements), so stack
-// ids, counters and the event log are common to all families.
+// same maps to every object (CollectionOptions.MapReplacements), so the
+// target set, stacks, counters and the event log are common to all
+// families.
 #ifndef CT_HELPERS_BPF_H
 #define CT_HELPERS_BPF_H
 
@@ -15,9 +16,40 @@
 
 #define CT_EEXIST 17
 
-// Target process (thread group id), set by the collector before load. Every
-// program returns at once for any other process.
-const volatile __u32 target_tgid = 0;
+// The first address past user space on x86_64 (4-level paging; 5-level
+// paging reaches further, but no return address of an ordinary process
+// lies there).
+#define CT_USER_TOP (1ULL << 47)
+
+// ct_targets: the target set, a bitmap of thread group ids: bit (tgid &
+// 63) of entry (tgid >> 6). 65536 entries cover PID_MAX_LIMIT (2^22).
+// Every program tests the current (or switched, woken, sampled) task's
+// tgid here first and returns at once for any other process: an array
+// lookup the verifier inlines, a few instructions. Writers: the collector
+// (the processes it resolves from -p, --comm and --cgroup, and those it
+// finds in its scans) and the lifecycle probes in sched.bpf.c (forked
+// children and exec'd processes in --comm and --cgroup modes; a process's
+// bit is cleared when its last thread exits). Bits are set and cleared
+// with atomic or/and.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u64);
+} ct_targets SEC(".maps");
+
+// ct_gen: key 0, value the generation (0 or 1) of the aggregate maps the
+// probes write now. Every aggregate exists twice (CT_AGG_MAP, names ending
+// _0 and _1); the collector flips the generation, waits for programs in
+// flight, then reads and empties the maps of the other generation. The
+// maps thus hold one drain period of data, never the whole recording: no
+// entry of an exited thread or of a one-off stack stays behind.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ct_gen SEC(".maps");
 
 // Token buckets (GCRA): a bucket passes an event when its theoretical
 // arrival time is at most tolerance ahead of now, then advances it by
@@ -29,22 +61,23 @@ const volatile __u64 event_tolerance_ns = 50000 * 255;
 const volatile __u64 window_interval_ns = 2000000;
 const volatile __u64 window_tolerance_ns = 2000000 * 15;
 
-// ct_events: the event log and the stack windows.
-// Records: struct ct_event or struct ct_window (first byte is the kind).
-// Reader: the collector's ring buffer reader, which polls it every few
-// tens of milliseconds: records are written with BPF_RB_NO_WAKEUP so the
-// target never pays for waking the reader. Every failed output is counted
-// (CT_DROP_RINGBUF_*). Size set by the collector before load.
+// ct_events: the event log, the stack windows and the thread and process
+// records. Records: struct ct_event or struct ct_window (first byte is the
+// kind). Reader: the collector's ring buffer reader, which polls it every
+// few tens of milliseconds: records are written with BPF_RB_NO_WAKEUP so
+// the target never pays for waking the reader. Every failed output is
+// counted (CT_DROP_RINGBUF_*). Size set by the collector before load.
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);
 } ct_events SEC(".maps");
 
 // ct_counters: key enum ct_counter, value a per-CPU __u64 count.
-// Reader: the collector sums the CPUs once a second; it names the counters
-// from enum ct_counter in the object's BTF (the key type keeps it there). Increments are plain
-// adds on this CPU's slot; a program interrupted by another on the same CPU
-// (cpu-clock sample during a syscall probe) can lose one increment.
+// Reader: the collector sums the CPUs at every drain; it names the counters
+// from enum ct_counter in the object's BTF (the key type keeps it there).
+// Increments are plain adds on this CPU's slot; a program interrupted by
+// another on the same CPU (a wakeup from an interrupt during a syscall
+// probe) can lose one increment.
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CT_NR_COUNTERS);
@@ -52,26 +85,32 @@ struct {
 	__type(value, __u64);
 } ct_counters SEC(".maps");
 
-// ct_stacks: stack id -> up to CT_STACK_DEPTH return addresses, user and
-// kernel stacks alike. Without BPF_F_REUSE_STACKID an id never changes its
-// stack; a new stack hashing to a taken bucket is lost and counted
-// (CT_DROP_STACK_COLLISION). 16384 buckets keep collisions rare for the few
-// thousand distinct stacks of a recording. Reader: the collector looks up
-// each id once and caches it (entries are never deleted).
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, CT_STACK_DEPTH * sizeof(__u64));
-} ct_stacks SEC(".maps");
-
-// ct_named: stack id -> 1 once the collector has enough windows to name
-// that stack; windows are no longer sent for it, leaving the window budget
-// to stacks not yet named. Writer: the collector. Reader: ct_send_window.
+// ct_stacks: stack hash -> struct ct_stack (process and frames). The
+// probes walk a stack themselves, hash its frames (with the process id),
+// key every aggregate by that hash and store the frames here unless the
+// hash is present. A 64-bit hash does not collide in practice, so no
+// stack is lost to a full bucket as in a BPF stack map. The collector
+// reads and empties the map at every drain, after the aggregates (a
+// program stores a stack before the aggregate that refers to it), and
+// keeps the stacks itself; a stack that recurs is stored again once per
+// drain period. A store that finds the map full is counted
+// (CT_DROP_STACK_MAP_FULL): 16384 distinct stacks in one drain period.
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, __s32);
+	__type(key, __u64);
+	__type(value, struct ct_stack);
+} ct_stacks SEC(".maps");
+
+// ct_named: stack hash -> 1 once the collector has enough windows to name
+// that stack; windows are no longer sent for it, leaving the window budget
+// to stacks not yet named. Writer: the collector (it stops adding when the
+// map is full: windows then go on for the stacks left). Reader:
+// ct_send_window.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
 	__type(value, __u8);
 } ct_named SEC(".maps");
 
@@ -96,11 +135,89 @@ struct {
 	__type(value, struct ct_window);
 } ct_scratch SEC(".maps");
 
+// ct_stackbuf: key enum ct_family, value a per-CPU struct ct_stack: the
+// frames of the stack being walked (one slot per family, as ct_scratch).
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CT_NR_FAMILIES);
+	__type(key, __u32);
+	__type(value, struct ct_stack);
+} ct_stackbuf SEC(".maps");
+
+// ct_call_start: key pid_tgid (one entry per thread), value struct
+// ct_call_start: the traced syscall the thread is blocked in, written by
+// the switch-out probe (sched.bpf.c) at the first switch-out inside the
+// call, consumed (ts set to 0) at the syscall's exit by the futex and io
+// probes, deleted when the thread exits. Only calls that leave the CPU
+// get an entry, so a thread's futex calls that return at once never touch
+// this map. LRU so that a thread that exits unseen cannot pin an entry.
+// Readers: the exit probes, and the collector, which reads the calls still
+// in progress (ts != 0) at every drain and seeds the calls already in
+// progress when it attaches (from /proc/PID/task/TID/syscall, with ts the
+// start of the recording). A reader may see an entry being rewritten;
+// ct_start_set writes ts last.
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct ct_call_start);
+} ct_call_start SEC(".maps");
+
+// CT_AGG_MAP declares the two generations (name_0, name_1) of an aggregate
+// hash map (see ct_gen). Reader: the collector, which drains the
+// generation not being written.
+#define CT_AGG_MAP(name, key_t, val_t, entries)           \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_HASH);          \
+		__uint(max_entries, entries);             \
+		__type(key, key_t);                       \
+		__type(value, val_t);                     \
+	} name##_0 SEC(".maps");                          \
+	struct {                                          \
+		__uint(type, BPF_MAP_TYPE_HASH);          \
+		__uint(max_entries, entries);             \
+		__type(key, key_t);                       \
+		__type(value, val_t);                     \
+	} name##_1 SEC(".maps")
+
 static __always_inline void ct_count(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&ct_counters, &idx);
 	if (v)
 		*v += 1;
+}
+
+// ct_is_target reports whether process tgid is in the target set.
+static __always_inline bool ct_is_target(__u32 tgid)
+{
+	__u32 k = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&ct_targets, &k);
+	return w && ((*w >> (tgid & 63)) & 1);
+}
+
+// ct_set_target adds process tgid to the target set (or removes it) and
+// reports whether that changed it.
+static __always_inline bool ct_set_target(__u32 tgid, bool on)
+{
+	__u32 k = tgid >> 6;
+	__u64 *w = bpf_map_lookup_elem(&ct_targets, &k);
+	if (!w)
+		return false;
+	__u64 bit = 1ULL << (tgid & 63);
+	__u64 old;
+	if (on)
+		old = __sync_fetch_and_or(w, bit);
+	else
+		old = __sync_fetch_and_and(w, ~bit);
+	return !!(old & bit) != on;
+}
+
+// ct_gen_now returns the generation of the aggregate maps to write.
+static __always_inline __u32 ct_gen_now(void)
+{
+	__u32 k = 0;
+	__u32 *g = bpf_map_lookup_elem(&ct_gen, &k);
+	return g ? (*g & 1) : 0;
 }
 
 // ct_take reports whether bucket id has a token at now, and takes it.
@@ -120,167 +237,127 @@ static __always_inline bool ct_take(__u32 id, __u64 now)
 	return true;
 }
 
-// ct_stack_id records the stack of ctx (user when flags has
-// BPF_F_USER_STACK) and returns its id, or CT_STACK_LOST after counting the
-// failure.
-static __always_inline __s32 ct_stack_id(void *ctx, __u64 flags)
+// ct_uregs are the user registers a stack walk and a stack window start
+// from.
+struct ct_uregs {
+	__u64 ip, sp, bp;
+};
+
+// ct_read_uregs reads the user registers saved in regs (all zero when
+// regs is NULL).
+static __always_inline struct ct_uregs ct_read_uregs(struct pt_regs *regs)
 {
-	long id = bpf_get_stackid(ctx, &ct_stacks, flags);
-	if (id >= 0)
-		return id;
-	if (id == -CT_EEXIST)
-		ct_count(CT_DROP_STACK_COLLISION);
-	else
-		ct_count(flags & BPF_F_USER_STACK ? CT_DROP_STACK_USER : CT_DROP_STACK_KERNEL);
-	return CT_STACK_LOST;
+	struct ct_uregs u = {};
+	if (regs) {
+		u.ip = BPF_CORE_READ(regs, ip);
+		u.sp = BPF_CORE_READ(regs, sp);
+		u.bp = BPF_CORE_READ(regs, bp);
+	}
+	return u;
 }
 
-// User-stack cache. bpf_get_stackid of a user stack cost about 1.3 µs per
-// switch-out here (BPF run-time statistics of ct_sched_switch with and
-// without it, on a two-thread futex ping-pong), and a blocking thread
-// takes one at every switch-out, wake and long wait. A thread that
-// blocks, wakes others or calls the kernel from the same place again
-// walks the same frames again, so each call site keeps, per thread, the
-// last walk: the user registers it started from, every 16-byte frame
-// record (saved frame pointer, return address) it read, and the stack id
-// it produced. A hit costs a task-storage lookup and one read per frame
-// record, a few hundred nanoseconds for the short walks through code
-// without frame pointers.
-//
-// Why a hit can never name another stack: the kernel's walk (x86
-// perf_callchain_user) is a function of ip, bp and the frame records it
-// reads, nothing else: it stores ip, then follows bp through frame
-// records until a read fails or CT_STACK_DEPTH entries are stored (it may
-// also stop earlier on its own checks, which look only at these same
-// values and sp). A hit requires ip, sp and bp equal and every frame
-// record re-read now equal, word for word, to the records of the cached
-// walk, up to where that walk stopped, so the kernel would store the same
-// return addresses and, hashing them, find the same id. A different
-// caller at any depth differs in a return address or a saved frame
-// pointer of some record on the walk, and misses. The one read not
-// repeated is the last, failed one: the address it tried is the same (it
-// is the saved frame pointer just compared), and reading it again would
-// take a fault at every hit. Only if that page has been mapped since
-// could a new walk go further, and then it would append frames after the
-// cached ones, never change them. Two further limits:
-// a program writing into the frames of its own thread while that thread
-// sits in the kernel could make the cached records and the kernel's walk
-// read different words (the walk itself would be reading torn frames),
-// and 32-bit tasks, whose walk differs, are never cached.
-//
-// The chain is recorded only when the same registers come back: a thread
-// preempted at ever-changing places (a spinner) pays one compare, not a
-// second walk.
-#define CT_UCACHE_FRAMES (CT_STACK_DEPTH - 1)
-#define CT_USER_CS 0x33  // x86_64 __USER_CS: a 64-bit user task
-
-enum ct_ucache_state {
-	CT_UC_EMPTY = 0,  // nothing cached (or the last walk failed)
-	CT_UC_REGS = 1,   // registers and id of the last walk, no frame records
-	CT_UC_CHAIN = 2,  // registers, id and the frame records of the walk
-};
-
-// ct_ucache is one call site's cache for one thread (BPF-only: the
-// collector never reads it).
-struct ct_ucache {
-	__u64 ip, sp, bp;
-	__s32 stack_id;
-	__u32 n;       // frame records read before the walk stopped
-	__u8 state;    // enum ct_ucache_state
-	__u8 _pad[7];
-	__u64 chain[CT_UCACHE_FRAMES][2];  // (saved frame pointer, return address)
-};
-
-// CT_UCACHE declares a call site's cache: key a task (task storage, freed
-// with the task), value struct ct_ucache, about 1 KiB per thread that
-// reaches the site (five sites: at most 5 KiB per thread). Reader and
-// writer: ct_user_stack only. A lookup the kernel refuses (one nested in
-// another task-storage operation on the same CPU) returns NULL, and the
-// site then takes the stack uncached.
-#define CT_UCACHE(name)                                   \
-	struct {                                          \
-		__uint(type, BPF_MAP_TYPE_TASK_STORAGE);  \
-		__uint(map_flags, BPF_F_NO_PREALLOC);     \
-		__type(key, int);                         \
-		__type(value, struct ct_ucache);          \
-	} name SEC(".maps")
-
-// ct_chain_walk reads the frame records from bp on, as the kernel's walk
-// does. With record set it stores them in c (and their number in c->n);
-// otherwise it compares them with c's and reports whether all matched up
-// to where c's walk stopped.
-static __always_inline bool ct_chain_walk(struct ct_ucache *c, __u64 bp, bool record)
+// ct_mix folds v into the running stack hash h (a multiply-rotate mix of
+// each frame, as in 64-bit MurmurHash).
+static __always_inline __u64 ct_mix(__u64 h, __u64 v)
 {
-	__u64 fp = bp;
-	__u32 n = record ? CT_UCACHE_FRAMES : c->n;
-#pragma clang loop unroll(disable)
-	for (__u32 i = 0; i < CT_UCACHE_FRAMES; i++) {
-		if (i >= n)
+	v *= 0x87c37b91114253d5ULL;
+	v = (v << 31) | (v >> 33);
+	v *= 0x4cf5ad432745937fULL;
+	h ^= v;
+	h = (h << 27) | (h >> 37);
+	return h * 5 + 0x52dce729;
+}
+
+// ct_store_stack finishes the hash h of the stack in s (s->n frames) and
+// stores the stack in ct_stacks unless it is there; it returns the hash.
+static __always_inline __u64 ct_store_stack(struct ct_stack *s, __u64 h)
+{
+	h ^= s->n;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	if (h < CT_STACK_FIRST)
+		h += CT_STACK_FIRST;
+	long err = bpf_map_update_elem(&ct_stacks, &h, s, BPF_NOEXIST);
+	if (err && err != -CT_EEXIST)
+		ct_count(CT_DROP_STACK_MAP_FULL);
+	return h;
+}
+
+// ct_user_stack walks the user stack of process pid from its registers u,
+// stores it (ct_stacks) and returns its hash, or CT_STACK_LOST.
+//
+// The walk follows frame pointers, as the kernel's own does, but accepts a
+// frame record only where a frame record can be: 8-byte aligned, above the
+// previous one and within CT_STACK_SPAN of the stack pointer, with a
+// return address in user space. Code built without frame pointers leaves
+// data in rbp, and the kernel's walk then reads "frames" out of it, a new
+// stack at nearly every event, which fills any stack map within seconds;
+// these checks end such walks at the first word that cannot be a frame, so
+// a stack through such code is its leaf and the frames that checked out.
+// The collector names the stacks of such code from stack windows it
+// unwinds with .eh_frame (ct_send_window).
+static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_uregs u)
+{
+	__u64 ip = u.ip, sp = u.sp, bp = u.bp;
+	struct ct_stack *s = bpf_map_lookup_elem(&ct_stackbuf, &family);
+	if (!s || !ip) {
+		ct_count(CT_DROP_STACK_USER);
+		return CT_STACK_LOST;
+	}
+	s->pid = pid;
+	s->pcs[0] = ip;
+	__u64 h = ct_mix(pid, ip);
+	__u32 n = 1;
+	__u64 fp = bp, lo = sp;
+	for (__u32 i = 1; i < CT_STACK_DEPTH; i++) {
+		if ((fp & 7) || fp < lo || fp - sp >= CT_STACK_SPAN)
 			break;
 		__u64 rec[2];
-		if (bpf_probe_read_user(rec, sizeof(rec), (void *)fp)) {
-			if (!record)
-				return false;
-			c->n = i;
-			return true;
-		}
-		if (record) {
-			c->chain[i][0] = rec[0];
-			c->chain[i][1] = rec[1];
-		} else if (rec[0] != c->chain[i][0] || rec[1] != c->chain[i][1]) {
-			return false;
-		}
+		if (bpf_probe_read_user(rec, sizeof(rec), (void *)fp))
+			break;
+		if (rec[1] < 4096 || rec[1] >= CT_USER_TOP)
+			break;
+		s->pcs[i & (CT_STACK_DEPTH - 1)] = rec[1];
+		h = ct_mix(h, rec[1]);
+		n = i + 1;
+		lo = fp + 16;
 		fp = rec[0];
 	}
-	if (record)
-		c->n = CT_UCACHE_FRAMES;
-	return true;
+	s->n = n;
+	return ct_store_stack(s, h);
 }
 
-// ct_user_stack returns the user stack id of the current task, whose user
-// registers are ip, sp, bp and cs, through the call site's cache (a
-// CT_UCACHE map); task is the current task. Hits are counted in
-// CT_INFO_STACK_CACHED.
-static __always_inline __s32 ct_user_stack(void *ctx, void *cache, struct task_struct *task,
-					   __u64 ip, __u64 sp, __u64 bp, __u64 cs)
+// ct_kernel_stack stores the kernel stack of ctx (ct_stacks) and returns
+// its hash, or CT_STACK_LOST.
+static __always_inline __u64 ct_kernel_stack(void *ctx, __u32 family, __u32 pid)
 {
-	struct ct_ucache *c = NULL;
-	if (cs == CT_USER_CS)
-		c = bpf_task_storage_get(cache, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!c)
-		return ct_stack_id(ctx, BPF_F_USER_STACK);
-	bool same = c->state != CT_UC_EMPTY && c->ip == ip && c->sp == sp && c->bp == bp;
-	if (same && c->state == CT_UC_CHAIN && ct_chain_walk(c, bp, false)) {
-		ct_count(CT_INFO_STACK_CACHED);
-		return c->stack_id;
+	struct ct_stack *s = bpf_map_lookup_elem(&ct_stackbuf, &family);
+	if (!s) {
+		ct_count(CT_DROP_STACK_KERNEL);
+		return CT_STACK_LOST;
 	}
-	__s32 id = ct_stack_id(ctx, BPF_F_USER_STACK);
-	if (id < 0) {
-		c->state = CT_UC_EMPTY;
-		return id;
+	long len = bpf_get_stack(ctx, s->pcs, sizeof(s->pcs), 0);
+	if (len <= 0) {
+		ct_count(CT_DROP_STACK_KERNEL);
+		return CT_STACK_LOST;
 	}
-	c->ip = ip;
-	c->sp = sp;
-	c->bp = bp;
-	c->stack_id = id;
-	c->state = CT_UC_REGS;
-	if (same) {
-		ct_chain_walk(c, bp, true);
-		c->state = CT_UC_CHAIN;
+	__u32 n = (__u32)len / 8;
+	s->pid = 0;
+	s->n = n;
+	__u64 h = 0x6b65726e656cULL; // "kernel": kernel stacks belong to no process
+	for (__u32 i = 0; i < CT_STACK_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h = ct_mix(h, s->pcs[i & (CT_STACK_DEPTH - 1)]);
 	}
-	return id;
-}
-
-// ct_regs_stack is ct_user_stack for the current task at a syscall
-// tracepoint, whose regs are the user registers saved at kernel entry.
-static __always_inline __s32 ct_regs_stack(void *ctx, void *cache, struct pt_regs *regs)
-{
-	return ct_user_stack(ctx, cache, bpf_get_current_task_btf(), regs->ip, regs->sp, regs->bp,
-			     regs->cs);
+	return ct_store_stack(s, h);
 }
 
 // ct_start_done and ct_start_set end and begin a reused start entry (see
-// ct_futex_start): the entry is marked done (ts 0) before its other fields
+// ct_call_start): the entry is marked done (ts 0) before its other fields
 // are rewritten and gets its new ts last, with volatile stores the
 // compiler keeps in order (x86 keeps stores in order), so that a reader
 // that sees ts != 0 sees the fields written before it.
@@ -305,14 +382,28 @@ static __always_inline void ct_emit(struct ct_event *e, __u64 now)
 		ct_count(CT_DROP_RINGBUF_EVENT);
 }
 
+// ct_emit_task sends a CT_K_TASK record (never rate-limited).
+static __always_inline void ct_emit_task(__u8 op, __u32 pid, __u32 tid)
+{
+	struct ct_event e = {};
+	e.kind = CT_K_TASK;
+	e.op = op;
+	e.pid = pid;
+	e.tid = tid;
+	e.ts = bpf_ktime_get_ns();
+	if (bpf_ringbuf_output(&ct_events, &e, sizeof(e), BPF_RB_NO_WAKEUP))
+		ct_count(CT_DROP_RINGBUF_TASK);
+}
+
 // ct_send_window copies the user registers and up to CT_WINDOW_MAX bytes of
 // user stack from sp to the ring buffer, for the collector to unwind with
-// .eh_frame and name stack_id. Skipped when stack_id is already named;
-// rate-limited by the window bucket.
-static __always_inline void ct_send_window(__u32 family, __u32 tid, __s32 stack_id, __u64 ts,
-					   __u64 now, __u64 ip, __u64 sp, __u64 bp)
+// .eh_frame and name the stack hash. Skipped when the stack is already
+// named; rate-limited by the window bucket.
+static __always_inline void ct_send_window(__u32 family, __u32 pid, __u32 tid, __u64 stack,
+					   __u64 ts, __u64 now, struct ct_uregs u)
 {
-	if (stack_id >= 0 && bpf_map_lookup_elem(&ct_named, &stack_id)) {
+	__u64 ip = u.ip, sp = u.sp, bp = u.bp;
+	if (stack >= CT_STACK_FIRST && bpf_map_lookup_elem(&ct_named, &stack)) {
 		ct_count(CT_INFO_WINDOW_SKIPPED);
 		return;
 	}
@@ -325,9 +416,10 @@ static __always_inline void ct_send_window(__u32 family, __u32 tid, __s32 stack_
 		return;
 	w->h.kind = CT_K_WINDOW;
 	w->h.family = family;
+	w->h.pid = pid;
 	w->h.tid = tid;
-	w->h.stack_id = stack_id;
 	w->h._pad = 0;
+	w->h.stack = stack;
 	w->h.ts = ts;
 	w->h.ip = ip;
 	w->h.sp = sp;
@@ -381,13 +473,13 @@ static __always_inline void ct_max(__u64 *dst, __u64 v)
 		*dst = v;
 }
 
-// ct_in_target reports whether the current task belongs to the target and
-// returns its pid_tgid.
-static __always_inline bool ct_in_target(__u64 *pid_tgid)
-{
-	*pid_tgid = bpf_get_current_pid_tgid();
-	return (__u32)(*pid_tgid >> 32) == target_tgid;
-}
+// ct_btf_types keeps in the objects' BTF the record types that no map
+// declares (the ring buffer's records), for the collector's layout test.
+// Never read.
+const volatile struct {
+	struct ct_event event;
+	struct ct_window_hdr window;
+} ct_btf_types = {};
 
 // ct_zero is the initial value of every aggregate entry (large enough for
 // the largest value type; values are checked against it at compile time).
@@ -409,6 +501,13 @@ const volatile __u8 ct_zero[512] = {};
 		}                                                             \
 		_v;                                                           \
 	})
+
+// CT_AGG is CT_LOOKUP_OR_INIT on generation gen of the aggregate map name
+// (CT_AGG_MAP). Each generation has its own call site, so the verifier
+// resolves each to its map's own lookup function.
+#define CT_AGG(name, gen, key, val_t, full_counter)                                  \
+	((gen) ? CT_LOOKUP_OR_INIT(&name##_1, key, val_t, full_counter)              \
+	       : CT_LOOKUP_OR_INIT(&name##_0, key, val_t, full_counter))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 

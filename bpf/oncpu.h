@@ -5,10 +5,10 @@
 #define CT_ONCPU_H
 
 struct ct_oncpu_key {
+	__u64 ustack;  // user stack hash, CT_STACK_LOST when none
+	__u64 kstack;  // kernel stack hash, CT_STACK_NONE for samples in user mode
+	__u32 pid;
 	__u32 tid;
-	__s32 ustack;  // user stack id, CT_STACK_LOST when none
-	__s32 kstack;  // kernel stack id, CT_STACK_NONE for samples in user mode
-	__u32 _pad;
 };
 
 struct ct_oncpu_val {

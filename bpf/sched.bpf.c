@@ -2,8 +2,14 @@
 
 // sched probe family: off-CPU time of the target's threads per (thread,
 // state left in, user stack), the part of it spent runnable but not
-// running, and wake edges waker -> wakee with the waker's context and stack.
+// running, and wake edges waker -> wakee with the waker's context and
+// stack. The same object holds what every family needs from the
+// scheduler: the switch-out probe times the traced syscalls (futex waits,
+// I/O calls) that leave the CPU, and the lifecycle probes keep the target
+// set and the per-thread state current as threads and processes come and
+// go. The collector attaches only the programs the selected families need.
 #include "helpers.bpf.h"
+#include "calls.bpf.h"
 #include "sched.h"
 
 #define CT_TASK_RUNNING 0x0
@@ -12,17 +18,38 @@
 #define CT_TASK_DEAD 0x80
 #define CT_TASK_REPORT 0x7f
 
+// Families enabled, set by the collector before load: sched_enabled for
+// the off-CPU and wake views, futex_enabled and io_enabled for the calls
+// the switch-out probe times.
+const volatile bool sched_enabled = true;
+const volatile bool futex_enabled = true;
+const volatile bool io_enabled = true;
+
 // Intervals at least this long go to the event log: runnable-but-not-running
 // (runq) and uninterruptible sleep (dsleep). Set by the collector.
 const volatile __u64 runq_event_ns = 100000;
 const volatile __u64 dsleep_event_ns = 10000;
 
+// Target selection (enum ct_target_mode) and, in CT_TARGET_COMM mode, the
+// name matched against a task's comm after exec. Set by the collector.
+const volatile __u32 target_mode = CT_TARGET_PIDS;
+const volatile char target_comm[16] = {};
+
+// ct_cgroup: index 0 holds the target cgroup (CT_TARGET_CGROUP mode);
+// exec checks the exec'ing task against it and its descendants. Writer:
+// the collector.
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ct_cgroup SEC(".maps");
+
 // ct_sched_start: key a target thread (task storage, freed with the
 // task), value struct ct_sched_start; written at switch-out, marked
 // runnable by sched_waking, consumed at switch-in (off_ts set to 0).
 // Task storage rather than a hash map keyed by pid_tgid: its lookup is a
-// pointer chase from the task, while an LRU hash update and delete at
-// every switch cost several hundred nanoseconds more. Reader: these
+// pointer chase from the task, and it goes with the thread. Reader: these
 // programs only.
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -31,36 +58,19 @@ struct {
 	__type(value, struct ct_sched_start);
 } ct_sched_start SEC(".maps");
 
-// ct_offcpu: key struct ct_offcpu_key, value struct ct_offcpu_val. Reader:
-// the collector, cumulatively.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 32768);
-	__type(key, struct ct_offcpu_key);
-	__type(value, struct ct_offcpu_val);
-} ct_offcpu SEC(".maps");
+// ct_offcpu: key struct ct_offcpu_key, value struct ct_offcpu_val (two
+// generations, see ct_gen).
+CT_AGG_MAP(ct_offcpu, struct ct_offcpu_key, struct ct_offcpu_val, 32768);
 
 // ct_offcpu_spill: ct_offcpu's overflow. A key that finds ct_offcpu full
-// is kept here with stack_id CT_STACK_SPILLED, so a thread's off-CPU time
-// by state survives when its stacks no longer fit: code built without
-// frame pointers gives a new frame-pointer "stack" at nearly every
-// preemption, and fills ct_offcpu within seconds on a busy target. One
-// entry per thread and state. Reader: the collector, cumulatively.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct ct_offcpu_key);
-	__type(value, struct ct_offcpu_val);
-} ct_offcpu_spill SEC(".maps");
+// is kept here with stack CT_STACK_SPILLED, so a thread's off-CPU time by
+// state survives when its stacks no longer fit in one drain period. One
+// entry per thread and state.
+CT_AGG_MAP(ct_offcpu_spill, struct ct_offcpu_key, struct ct_offcpu_val, 16384);
 
-// ct_wakes: key struct ct_wakes_key, value the number of wakeups. Reader:
-// the collector, cumulatively.
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct ct_wakes_key);
-	__type(value, __u64);
-} ct_wakes SEC(".maps");
+// ct_wakes: key struct ct_wakes_key, value the number of wakeups (two
+// generations).
+CT_AGG_MAP(ct_wakes, struct ct_wakes_key, __u64, 16384);
 
 // ct_irq: key 0 (hardirq) or 1 (softirq), value the per-CPU nesting depth
 // of that context, kept by the entry and exit tracepoints of every kind of
@@ -74,12 +84,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } ct_irq SEC(".maps");
-
-// ct_ucache_switch and ct_ucache_waking: the user-stack caches of the
-// switch-out and of a target thread waking another (see CT_UCACHE in
-// helpers.bpf.h).
-CT_UCACHE(ct_ucache_switch);
-CT_UCACHE(ct_ucache_waking);
 
 #define CT_IRQ_HARD 0
 #define CT_IRQ_SOFT 1
@@ -95,67 +99,118 @@ static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
 	return CT_ST_OTHER;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+// ct_call_switch_out starts timing the traced syscall prev (the current
+// task, leaving the CPU at now) is in, if it is in one and the call has no
+// start yet: a call is timed from its first switch-out. ur holds prev's
+// user registers; inside a syscall, ax still holds -ENOSYS (the entry code
+// stores it there until the call returns) and orig_ax the syscall number,
+// which tells a syscall from an interrupt or fault frame.
+static __always_inline void ct_call_switch_out(struct task_struct *prev, struct pt_regs *ur, __u64 now)
 {
-	__u64 now = 0;
-	if (prev->tgid == target_tgid && !(prev_state & CT_TASK_DEAD)) {
-		now = bpf_ktime_get_ns();
-		ct_count(CT_EV_SWITCH);
-		struct ct_sched_start s = {};
-		s.off_ts = now;
-		s.state = ct_state_of(preempt, prev_state);
-		if (s.state == CT_ST_RUNNABLE)
-			s.runnable_ts = now;
-		// prev is the current task: its user stack is at hand.
-		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(prev);
-		__u64 ip = 0, sp = 0, bp = 0;
-		if (ur) {
-			ip = BPF_CORE_READ(ur, ip);
-			sp = BPF_CORE_READ(ur, sp);
-			bp = BPF_CORE_READ(ur, bp);
-			s.stack_id = ct_user_stack(ctx, &ct_ucache_switch, prev, ip, sp, bp,
-						   BPF_CORE_READ(ur, cs));
-		} else {
-			s.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+	if ((long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS)
+		return;
+	long nr = BPF_CORE_READ(ur, orig_ax);
+	bool fut = futex_enabled && ct_is_futex(nr);
+	if (!fut && !(io_enabled && ct_is_io(nr)))
+		return;
+	__u64 key = ((__u64)prev->tgid << 32) | (__u32)prev->pid;
+	struct ct_call_start *cur = bpf_map_lookup_elem(&ct_call_start, &key);
+	if (cur && cur->ts && cur->nr == nr)
+		return;
+	struct ct_call_start s = {};
+	s.nr = nr;
+	if (fut) {
+		struct ct_futex_call c = ct_decode_futex(ur, nr);
+		if (c.op == 0 || c.op > CT_OP_LAST_WAIT)
+			return;
+		s.op = c.op;
+		s.addr = c.addr;
+		s.shared = c.shared;
+		__u32 owner = 0;
+		if (c.op == CT_OP_LOCK_PI || c.op == CT_OP_LOCK_PI2) {
+			// PI futexes hold the owner's tid in the word itself.
+			if (!bpf_probe_read_user(&owner, sizeof(owner), (void *)c.addr))
+				owner &= FUTEX_TID_MASK;
+		} else if (bpf_probe_read_user(&owner, sizeof(owner),
+					       (void *)(c.addr + CT_GLIBC_OWNER_OFFSET))) {
+			owner = 0;
 		}
-		struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
-								 BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (st)
-			*st = s;
-		else
-			ct_count(CT_DROP_START_UPDATE);
-		if (ur)
-			ct_send_window(CT_FAM_SCHED, prev->pid, s.stack_id, now, now, ip, sp, bp);
+		s.owner = owner;
 	}
-	if (next->tgid != target_tgid)
-		return 0;
+	struct ct_uregs u = ct_read_uregs(ur);
+	s.ip = u.ip;
+	s.sp = u.sp;
+	s.bp = u.bp;
+	if (cur) {
+		ct_start_done(&cur->ts);
+		cur->addr = s.addr;
+		cur->ip = s.ip;
+		cur->sp = s.sp;
+		cur->bp = s.bp;
+		cur->nr = s.nr;
+		cur->owner = s.owner;
+		cur->op = s.op;
+		cur->shared = s.shared;
+		ct_start_set(&cur->ts, now);
+		return;
+	}
+	s.ts = now;
+	if (bpf_map_update_elem(&ct_call_start, &key, &s, BPF_NOEXIST))
+		ct_count(CT_DROP_START_UPDATE);
+}
+
+// ct_offcpu_out records prev's switch-out for the off-CPU view.
+static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, struct pt_regs *ur,
+					  bool preempt, unsigned int prev_state, __u64 now)
+{
+	ct_count(CT_EV_SWITCH);
+	__u32 pid = prev->tgid, tid = prev->pid;
+	struct ct_sched_start s = {};
+	s.off_ts = now;
+	s.state = ct_state_of(preempt, prev_state);
+	if (s.state == CT_ST_RUNNABLE)
+		s.runnable_ts = now;
+	// prev is the current task: its user stack is at hand.
+	struct ct_uregs u = ct_read_uregs(ur);
+	s.stack = ct_user_stack(CT_FAM_SCHED, pid, u);
+	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
+							 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (st)
+		*st = s;
+	else
+		ct_count(CT_DROP_START_UPDATE);
+	if (ur)
+		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
+}
+
+// ct_offcpu_in accounts next's time off CPU at its switch-in at now.
+static __always_inline void ct_offcpu_in(struct task_struct *next, __u64 now)
+{
 	struct ct_sched_start *sp = bpf_task_storage_get(&ct_sched_start, next, 0, 0);
 	if (!sp || !sp->off_ts) {
 		ct_count(CT_INFO_NO_START);
-		return 0;
+		return;
 	}
 	struct ct_sched_start s = *sp;
 	sp->off_ts = 0;
-	if (!now)
-		now = bpf_ktime_get_ns();
 	if (now < s.off_ts)
-		return 0;
+		return;
 
 	__u64 runq = 0;
 	if (s.runnable_ts && s.runnable_ts <= now)
 		runq = now - s.runnable_ts;
+	__u32 pid = next->tgid, tid = next->pid;
 	struct ct_offcpu_key k = {};
-	k.tid = next->pid;
-	k.stack_id = s.stack_id;
+	k.pid = pid;
+	k.tid = tid;
+	k.stack = s.stack;
 	k.state = s.state;
-	struct ct_offcpu_val *v = CT_LOOKUP_OR_INIT(&ct_offcpu, &k, struct ct_offcpu_val,
-						    CT_INFO_OFFCPU_SPILLED);
+	__u32 gen = ct_gen_now();
+	struct ct_offcpu_val *v = CT_AGG(ct_offcpu, gen, &k, struct ct_offcpu_val,
+					 CT_INFO_OFFCPU_SPILLED);
 	if (!v) {
-		k.stack_id = CT_STACK_SPILLED;
-		v = CT_LOOKUP_OR_INIT(&ct_offcpu_spill, &k, struct ct_offcpu_val,
-				      CT_DROP_MAP_FULL_OFFCPU);
+		k.stack = CT_STACK_SPILLED;
+		v = CT_AGG(ct_offcpu_spill, gen, &k, struct ct_offcpu_val, CT_DROP_MAP_FULL_OFFCPU);
 	}
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);
@@ -168,8 +223,9 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		struct ct_event e = {};
 		e.kind = CT_K_RUNQ;
 		e.op = s.state;
-		e.tid = next->pid;
-		e.stack_id = s.stack_id;
+		e.pid = pid;
+		e.tid = tid;
+		e.stack = s.stack;
 		e.ts = s.runnable_ts;
 		e.dur = runq;
 		ct_emit(&e, now);
@@ -180,13 +236,34 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			struct ct_event e = {};
 			e.kind = CT_K_DSLEEP;
 			e.op = s.state;
-			e.tid = next->pid;
-			e.stack_id = s.stack_id;
+			e.pid = pid;
+			e.tid = tid;
+			e.stack = s.stack;
 			e.ts = s.off_ts;
 			e.dur = end - s.off_ts;
 			ct_emit(&e, now);
 		}
 	}
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = 0;
+	if (ct_is_target(prev->tgid) && !(prev_state & CT_TASK_DEAD)) {
+		now = bpf_ktime_get_ns();
+		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(prev);
+		if (ur && (futex_enabled || io_enabled))
+			ct_call_switch_out(prev, ur, now);
+		if (sched_enabled)
+			ct_offcpu_out(ctx, prev, ur, preempt, prev_state, now);
+	}
+	if (!sched_enabled || !ct_is_target(next->tgid))
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	ct_offcpu_in(next, now);
 	return 0;
 }
 
@@ -213,7 +290,7 @@ static __always_inline __u8 ct_wake_context(struct task_struct *cur)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(ct_sched_waking, struct task_struct *p)
 {
-	if (p->tgid != target_tgid)
+	if (!ct_is_target(p->tgid))
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	ct_count(CT_EV_WAKEUP);
@@ -223,32 +300,33 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct ct_wakes_key k = {};
+	k.wakee_pid = p->tgid;
 	k.wakee = p->pid;
 	k.ctx = ct_wake_context(cur);
-	k.stack_id = CT_STACK_NONE;
+	k.stack = CT_STACK_NONE;
 	if (k.ctx == CT_CTX_TASK) {
+		k.waker_pid = cur->tgid;
 		k.waker = cur->pid;
-		if (cur->tgid == target_tgid) {
+		if (ct_is_target(cur->tgid)) {
 			struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(cur);
 			if (ur)
-				k.stack_id = ct_user_stack(ctx, &ct_ucache_waking, cur,
-							   BPF_CORE_READ(ur, ip), BPF_CORE_READ(ur, sp),
-							   BPF_CORE_READ(ur, bp), BPF_CORE_READ(ur, cs));
-			else
-				k.stack_id = ct_stack_id(ctx, BPF_F_USER_STACK);
+				k.stack = ct_user_stack(CT_FAM_SCHED, cur->tgid, ct_read_uregs(ur));
 		}
 	}
-	__u64 *v = CT_LOOKUP_OR_INIT(&ct_wakes, &k, __u64, CT_DROP_MAP_FULL_WAKES);
+	__u32 gen = ct_gen_now();
+	__u64 *v = CT_AGG(ct_wakes, gen, &k, __u64, CT_DROP_MAP_FULL_WAKES);
 	if (v)
 		__sync_fetch_and_add(v, 1);
 
 	struct ct_event e = {};
 	e.kind = CT_K_WAKEUP;
 	e.op = k.ctx;
+	e.pid = k.waker_pid;
 	e.tid = k.waker;
 	e.peer = p->pid;
-	e.stack_id = k.stack_id;
+	e.stack = k.stack;
 	e.ts = now;
+	e.addr = p->tgid;
 	ct_emit(&e, now);
 	return 0;
 }
@@ -277,3 +355,84 @@ CT_IRQ_PROGS(irq_work, CT_IRQ_HARD)
 CT_IRQ_PROGS(call_function, CT_IRQ_HARD)
 CT_IRQ_PROGS(call_function_single, CT_IRQ_HARD)
 CT_IRQ_PROGS(softirq, CT_IRQ_SOFT)
+
+// Lifecycle of the target set.
+
+// ct_proc_exit frees a target thread's call entry as it exits and tells
+// the collector, which folds the exited thread's aggregates; the last
+// thread of a process takes the process out of the target set (its pid
+// may be reused by a process nobody asked for).
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ct_proc_exit, struct task_struct *p)
+{
+	__u32 pid = p->tgid, tid = p->pid;
+	if (!ct_is_target(pid))
+		return 0;
+	__u64 key = ((__u64)pid << 32) | tid;
+	bpf_map_delete_elem(&ct_call_start, &key);
+	ct_emit_task(CT_TASK_THREAD_EXIT, pid, tid);
+	// The exiting thread has already left the count of live threads
+	// (do_exit decrements signal->live before this tracepoint).
+	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
+		ct_set_target(pid, false);
+		ct_emit_task(CT_TASK_PROC_EXIT, pid, tid);
+	}
+	return 0;
+}
+
+// ct_proc_fork adds the forked children of target processes in --comm
+// and --cgroup modes: a child inherits its parent's name and cgroup.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(ct_proc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (target_mode == CT_TARGET_PIDS || child->pid != child->tgid)
+		return 0;
+	if (!ct_is_target(parent->tgid))
+		return 0;
+	if (ct_set_target(child->tgid, true))
+		ct_emit_task(CT_TASK_PROC_JOIN, child->tgid, child->pid);
+	return 0;
+}
+
+// ct_comm_matches compares a task's comm with target_comm.
+static __always_inline bool ct_comm_matches(struct task_struct *p)
+{
+	char comm[16];
+	BPF_CORE_READ_STR_INTO(&comm, p, comm);
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != target_comm[i])
+			return false;
+		if (!comm[i])
+			break;
+	}
+	return true;
+}
+
+// ct_proc_exec adds a process that exec'd into the target name (--comm)
+// or inside the target cgroup (--cgroup), and takes out one that exec'd
+// into something else.
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(ct_proc_exec, struct task_struct *p)
+{
+	if (target_mode == CT_TARGET_PIDS)
+		return 0;
+	bool match;
+	if (target_mode == CT_TARGET_COMM)
+		match = ct_comm_matches(p);
+	else
+		match = bpf_current_task_under_cgroup(&ct_cgroup, 0) == 1;
+	if (ct_set_target(p->tgid, match))
+		ct_emit_task(match ? CT_TASK_PROC_JOIN : CT_TASK_PROC_LEAVE, p->tgid, p->pid);
+	return 0;
+}
+
+// ct_target_update adds a process to the target set or removes it, for the
+// collector (run with BPF_PROG_TEST_RUN): the bits are changed with the
+// same atomic operations as the lifecycle probes use, so neither side can
+// undo the other's change.
+SEC("syscall")
+int ct_target_update(struct ct_target_arg *a)
+{
+	ct_set_target(a->pid, a->on);
+	return 0;
+}

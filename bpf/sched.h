@@ -24,16 +24,17 @@ enum ct_wake_ctx {
 struct ct_sched_start {
 	__u64 off_ts;       // switch-out
 	__u64 runnable_ts;  // became runnable (switch-out if preempted, else wakeup); 0 until then
-	__s32 stack_id;     // user stack at switch-out
+	__u64 stack;        // user stack hash at switch-out
 	__u8 state;         // enum ct_state
-	__u8 _pad[3];
+	__u8 _pad[7];
 };
 
 struct ct_offcpu_key {
+	__u64 stack;
+	__u32 pid;
 	__u32 tid;
-	__s32 stack_id;
 	__u8 state;
-	__u8 _pad[3];
+	__u8 _pad[7];
 };
 
 struct ct_offcpu_val {
@@ -43,11 +44,13 @@ struct ct_offcpu_val {
 };
 
 struct ct_wakes_key {
-	__u32 waker;     // tid, 0 when the wakeup came from interrupt or idle context
+	__u64 stack;      // waker's user stack when the waker is a target thread
+	__u32 waker_pid;  // process of the waker, 0 when not a task
+	__u32 waker;      // tid, 0 when the wakeup came from interrupt or idle context
+	__u32 wakee_pid;
 	__u32 wakee;
-	__s32 stack_id;  // waker's user stack when the waker is a target thread
-	__u8 ctx;        // enum ct_wake_ctx
-	__u8 _pad[3];
+	__u8 ctx;         // enum ct_wake_ctx
+	__u8 _pad[7];
 };
 
 #endif

@@ -6,77 +6,104 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestSnapshotMinus(t *testing.T) {
-	k1 := waitKey{Addr: 0x10, TID: 1, StackID: 3}
-	k2 := waitKey{Addr: 0x10, TID: 2, StackID: stackNone}
-	base := newSnapshot()
-	base.at = 1e9
-	base.waits[k1] = aggVal{Count: 5, TotalNS: 500, MaxNS: 300}
-	base.waits[k2] = aggVal{Count: 2, TotalNS: 20, MaxNS: 10}
-	base.counters["ev_futex_wait"] = 7
-	base.edges[edgeKey{Waker: 1, Wakee: 2}] = 4
-
-	cur := newSnapshot()
-	cur.at = 3e9
-	cur.waits[k1] = aggVal{Count: 8, TotalNS: 1100, MaxNS: 450} // grew, new max
-	cur.waits[k2] = aggVal{Count: 2, TotalNS: 20, MaxNS: 10}    // unchanged
-	k3 := waitKey{Addr: 0x20, TID: 1, StackID: 4}               // new
-	cur.waits[k3] = aggVal{Count: 1, TotalNS: 50, MaxNS: 50}
-	cur.counters["ev_futex_wait"] = 10
-	cur.counters["drop_stack_user"] = 1
-	cur.edges[edgeKey{Waker: 1, Wakee: 2}] = 4
-
-	d := cur.minus(base)
-	if d.at != 2e9 {
-		t.Errorf("interval length %d, want 2e9", d.at)
-	}
+func TestAggregatesAdd(t *testing.T) {
+	k1 := waitKey{Addr: 0x10, PID: 9, TID: 1, Stack: 33}
+	k2 := waitKey{Addr: 0x10, PID: 9, TID: 2, Stack: stackNone}
+	a := newAggregates()
+	a.waits[k1] = aggVal{Count: 5, TotalNS: 500, MaxNS: 300}
+	a.locks[lockKey{Addr: 0x10, PID: 9}] = lockVal{Waits: 5, TotalNS: 500, MaxNS: 300, Hist: [histSlots]uint64{8: 5}}
+	b := newAggregates()
+	b.waits[k1] = aggVal{Count: 3, TotalNS: 600, MaxNS: 450}
+	b.waits[k2] = aggVal{Count: 2, TotalNS: 20, MaxNS: 10}
+	b.locks[lockKey{Addr: 0x10, PID: 9}] = lockVal{Waits: 5, TotalNS: 620, MaxNS: 450, Hist: [histSlots]uint64{3: 2, 8: 3}}
+	b.edges[edgeKey{Waker: 1, Wakee: 2}] = 4
+	a.add(b)
 	want := map[waitKey]aggVal{
-		k1: {Count: 3, TotalNS: 600, MaxNS: 450},
-		k3: {Count: 1, TotalNS: 50, MaxNS: 50},
+		k1: {Count: 8, TotalNS: 1100, MaxNS: 450},
+		k2: {Count: 2, TotalNS: 20, MaxNS: 10},
 	}
-	if diff := cmp.Diff(want, d.waits); diff != "" {
+	if diff := cmp.Diff(want, a.waits); diff != "" {
 		t.Errorf("waits (-want +got):\n%s", diff)
 	}
-	if len(d.edges) != 0 {
-		t.Errorf("unchanged wake edge kept: %v", d.edges)
+	l := a.locks[lockKey{Addr: 0x10, PID: 9}]
+	if l.Waits != 10 || l.TotalNS != 1120 || l.MaxNS != 450 || l.Hist[8] != 8 || l.Hist[3] != 2 {
+		t.Errorf("lock %+v", l)
 	}
-	if d.counters["ev_futex_wait"] != 3 || d.counters["drop_stack_user"] != 1 {
-		t.Errorf("counters %v", d.counters)
+	if a.edges[edgeKey{Waker: 1, Wakee: 2}] != 4 {
+		t.Errorf("edges %v", a.edges)
 	}
-	if cur.minus(nil) != cur {
-		t.Error("minus(nil) should be the whole run")
-	}
-}
-
-func TestIntervalMax(t *testing.T) {
-	for _, tc := range []struct{ cur, base, bound, want uint64 }{
-		{500, 300, 0, 500},   // the maximum rose inside the interval
-		{300, 300, 100, 100}, // it did not: bounded by the interval's data
-		{300, 300, 0, 300},   // no bound known: the cumulative maximum
-		{300, 300, 900, 300}, // a loose bound does not raise it
-	} {
-		if got := intervalMax(tc.cur, tc.base, tc.bound); got != tc.want {
-			t.Errorf("intervalMax(%d, %d, %d) = %d, want %d", tc.cur, tc.base, tc.bound, got, tc.want)
-		}
+	if n := a.entries(); n != 4 {
+		t.Errorf("%d entries, want 4", n)
 	}
 }
 
-func TestSubLockHistogramBound(t *testing.T) {
-	var a, b lockVal
-	a.Waits, a.TotalNS, a.MaxNS = 10, 5000, 4000
-	b.Waits, b.TotalNS, b.MaxNS = 6, 4200, 4000
-	a.Hist[12] = 1 // the 4000 ns wait, before the interval
-	b.Hist[12] = 1
-	a.Hist[7] = 4 // four waits of 128..255 ns in the interval
-	d, keep := subLock(a, b)
-	if !keep || d.Waits != 4 || d.TotalNS != 800 {
-		t.Fatalf("subLock = %+v, %v", d, keep)
+// TestFoldExitedThreads checks that the entries of exited threads move
+// onto one entry per remaining key, that the folded thread counts are
+// right, and that live threads keep theirs.
+func TestFoldExitedThreads(t *testing.T) {
+	a := newAggregates()
+	lock := lockKey{Addr: 0x10, PID: 9}
+	for tid := uint32(100); tid < 110; tid++ {
+		// Ten short-lived threads wait on one lock from one stack, each
+		// held by the previous one.
+		a.waits[waitKey{Addr: 0x10, PID: 9, TID: tid, Stack: 77, Owner: tid - 1, Op: opWait}] = aggVal{Count: 2, TotalNS: 200, MaxNS: 150}
+		a.wakes[wakeKey{Addr: 0x10, PID: 9, TID: tid, Stack: 78}] = wakeVal{Wakes: 1, Woken: 1}
+		a.offcpu[offcpuKey{PID: 9, TID: tid, Stack: 77, State: 1}] = offcpuVal{Count: 1, TotalNS: 1000}
+		a.edges[edgeKey{WakerPID: 9, Waker: tid, WakeePID: 9, Wakee: tid + 1, Stack: 78}] = 1
 	}
-	if d.MaxNS != 255 {
-		t.Errorf("interval max %d, want 255 (the top of the highest slot used)", d.MaxNS)
+	live := waitKey{Addr: 0x10, PID: 9, TID: 5, Stack: 77, Owner: 109, Op: opWait}
+	a.waits[live] = aggVal{Count: 1, TotalNS: 50, MaxNS: 50}
+	gone := map[threadKey]bool{}
+	for tid := uint32(100); tid < 110; tid++ {
+		gone[threadKey{9, tid}] = true
 	}
-	// A torn read (cur below base) gives zero, not a huge number.
-	if sat(3, 5) != 0 {
-		t.Error("sat(3, 5) != 0")
+	a.fold(gone)
+
+	folded := waitKey{Addr: 0x10, PID: 9, TID: foldedTID, Stack: 77, Owner: foldedTID, Op: opWait}
+	// Thread 100's owner (99) is not gone: it keeps its own entry.
+	first := waitKey{Addr: 0x10, PID: 9, TID: foldedTID, Stack: 77, Owner: 99, Op: opWait}
+	want := map[waitKey]aggVal{
+		folded: {Count: 18, TotalNS: 1800, MaxNS: 150},
+		first:  {Count: 2, TotalNS: 200, MaxNS: 150},
+		// The live waiter keeps its tid; its owner exited.
+		{Addr: 0x10, PID: 9, TID: 5, Stack: 77, Owner: foldedTID, Op: opWait}: {Count: 1, TotalNS: 50, MaxNS: 50},
+	}
+	if diff := cmp.Diff(want, a.waits); diff != "" {
+		t.Errorf("waits (-want +got):\n%s", diff)
+	}
+	if a.threads.waits[folded] != 9 || a.threads.waits[first] != 1 {
+		t.Errorf("folded thread counts %v", a.threads.waits)
+	}
+	if n := a.threads.waits[waitKey{Addr: 0x10, PID: 9, TID: 5, Stack: 77, Owner: foldedTID, Op: opWait}]; n != 0 {
+		t.Errorf("a live waiter counted as %d folded threads", n)
+	}
+	if a.threads.waiters[lock] != 10 || a.threads.wakers[lock] != 10 {
+		t.Errorf("folded waiters %d, wakers %d, want 10 each", a.threads.waiters[lock], a.threads.wakers[lock])
+	}
+	if len(a.wakes) != 1 || a.wakes[wakeKey{Addr: 0x10, PID: 9, TID: foldedTID, Stack: 78}] != (wakeVal{Wakes: 10, Woken: 10}) {
+		t.Errorf("wakes %v", a.wakes)
+	}
+	if len(a.offcpu) != 1 {
+		t.Errorf("offcpu %v", a.offcpu)
+	}
+	// The last edge's wakee (110) lives on.
+	if a.edges[edgeKey{WakerPID: 9, Waker: foldedTID, WakeePID: 9, Wakee: foldedTID, Stack: 78}] != 9 ||
+		a.edges[edgeKey{WakerPID: 9, Waker: foldedTID, WakeePID: 9, Wakee: 110, Stack: 78}] != 1 {
+		t.Errorf("edges %v", a.edges)
+	}
+
+	// Folding again with the same threads changes nothing, and another
+	// drain's entries of a folded thread fold onto the same entry.
+	before := a.entries()
+	a.fold(gone)
+	if a.entries() != before {
+		t.Errorf("second fold: %d entries, want %d", a.entries(), before)
+	}
+	late := newAggregates()
+	late.waits[waitKey{Addr: 0x10, PID: 9, TID: 104, Stack: 77, Owner: 103, Op: opWait}] = aggVal{Count: 1, TotalNS: 10, MaxNS: 10}
+	late.fold(gone)
+	a.add(late)
+	if got := a.waits[folded]; got.Count != 19 {
+		t.Errorf("late entry not folded: %+v", got)
 	}
 }

@@ -52,7 +52,10 @@ const (
 
 // Options configure one recording.
 type Options struct {
-	// PID of the target process.
+	// Target selects the processes to record.
+	Target Target
+	// PID is a shorthand for Target{PIDs: []int{PID}} when Target is
+	// empty.
 	PID int
 	// Duration to record; 0 records until the context is cancelled or the
 	// target exits.
@@ -78,6 +81,11 @@ type Options struct {
 	Probes []string
 	// ProcRoot is the /proc mount to read; "" means /proc.
 	ProcRoot string
+	// History is how far back Snapshot windows reach (at most two
+	// minutes): the session keeps per-second aggregates that long, on top
+	// of those of the whole session. 0 keeps none, which is all a caller
+	// that takes only the whole recording (Record) needs.
+	History time.Duration
 	// NoProbes records without eBPF probes: only the /proc thread
 	// timeline and, with PprofURL, the Go runtime profiles, which is what
 	// a user without CAP_BPF and CAP_PERFMON may read. The recording has
@@ -96,4 +104,6 @@ type Stats struct {
 	Drops uint64
 	// TargetExited is set once the target is gone.
 	TargetExited bool
+	// Processes is the number of processes recorded now.
+	Processes int
 }

@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -245,7 +246,13 @@ func (d *doctor) system() {
 		r.System = append(r.System, Check{Name: "BTF " + btfFile, Status: CheckOK})
 	}
 
-	r.System = append(r.System, tracefsCheck(d.opts.SysRoot))
+	if tc := tracefsCheck(d.opts.SysRoot); tc.Status == CheckMissing {
+		r.System = append(r.System, tc)
+		d.fix(tc.Fix)
+		d.kernelLacks(fmt.Errorf("tracefs is not mounted: %w", ErrKernel))
+	} else {
+		r.System = append(r.System, tc)
+	}
 	r.System = append(r.System, sysctlCheck(d.opts.ProcRoot, "kernel.perf_event_paranoid", map[string]string{
 		"-1": "perf events unrestricted",
 		"0":  "per-CPU events allowed without CAP_PERFMON",
@@ -325,6 +332,7 @@ func (d *doctor) features() {
 	d.specErrs = map[string]error{}
 	var feats []kernelFeature
 	tracepoints := map[string]bool{}
+	eventTPs := map[string]bool{}
 	for _, fam := range doctorFamilies {
 		spec, err := fam.load()
 		if err != nil {
@@ -340,27 +348,33 @@ func (d *doctor) features() {
 			if p.Type == ebpf.Tracing && p.AttachType == ebpf.AttachTraceRawTp {
 				tracepoints[p.AttachTo] = true
 			}
+			if p.Type == ebpf.TracePoint {
+				eventTPs[strings.TrimPrefix(p.SectionName, "tracepoint/")] = true
+			}
 		}
 	}
 	feats = uniqueFeatures(feats)
 
 	if len(tracepoints) > 0 && d.kernelBTF != nil {
 		names := sortedKeys(tracepoints)
-		var absent []string
-		for _, tp := range names {
-			if _, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp); err != nil {
-				absent = append(absent, tp)
+		absent, _ := splitPresent(names, func(tp string) error {
+			_, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp)
+			if err != nil {
+				return fs.ErrNotExist
 			}
-		}
-		ch := Check{Name: "tracepoints " + strings.Join(names, ", "), Status: CheckOK, Detail: "present in the kernel's BTF"}
-		if len(absent) > 0 {
-			ch.Status = CheckMissing
-			ch.Detail = "absent from the kernel's BTF: " + strings.Join(absent, ", ")
-			ch.Fix = "use a newer kernel"
-			d.fix(ch.Fix)
-			d.kernelLacks(fmt.Errorf("tracepoints %s: %w", strings.Join(absent, ", "), ErrKernel))
-		}
-		r.Features = append(r.Features, ch)
+			return nil
+		})
+		r.Features = append(r.Features, d.presence("tracepoints "+strings.Join(names, ", "), "the kernel's BTF", "", absent, nil,
+			"use a newer kernel", "tracepoints"))
+	}
+	if dir := tracefsDir(d.opts.SysRoot); dir != "" && len(eventTPs) > 0 {
+		names := sortedKeys(eventTPs)
+		absent, unreadable := splitPresent(names, func(tp string) error {
+			_, err := os.Stat(filepath.Join(dir, "events", tp))
+			return err
+		})
+		r.Features = append(r.Features, d.presence(fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), "tracefs",
+			" (a kernel built without CONFIG_FTRACE_SYSCALLS?)", absent, unreadable, "use a kernel built with CONFIG_FTRACE_SYSCALLS", "syscall tracepoints"))
 	}
 	defer func() { d.featureGap = d.kernelGap }()
 
@@ -427,6 +441,40 @@ func (d *doctor) features() {
 	} else if !d.versionOK {
 		d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
 	}
+}
+
+// splitPresent looks each name up and returns those that do not exist
+// (lookup returns fs.ErrNotExist) and the first other error, if any.
+func splitPresent(names []string, lookup func(string) error) (absent []string, unreadable error) {
+	for _, n := range names {
+		err := lookup(n)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			absent = append(absent, n)
+		case err != nil && unreadable == nil:
+			unreadable = err
+		}
+	}
+	return absent, unreadable
+}
+
+// presence is the check that names are all found in where: missing (with
+// fix, and the kernel lacking what) when some are absent, unknown when
+// where could not be read.
+func (d *doctor) presence(name, where, hint string, absent []string, unreadable error, fix, what string) Check {
+	ch := Check{Name: name, Status: CheckOK, Detail: "present in " + where}
+	switch {
+	case len(absent) > 0:
+		ch.Status = CheckMissing
+		ch.Detail = "absent from " + where + hint + ": " + strings.Join(absent, ", ")
+		ch.Fix = fix
+		d.fix(fix)
+		d.kernelLacks(fmt.Errorf("%s %s: %w", what, strings.Join(absent, ", "), ErrKernel))
+	case unreadable != nil:
+		ch.Status = CheckUnknown
+		ch.Detail = where + " unreadable here: " + unreadable.Error()
+	}
+	return ch
 }
 
 // probes loads each probe family into the kernel.
@@ -499,18 +547,28 @@ func countStatus(list []Check, statuses ...CheckStatus) int {
 // minKernelWhy says why MinKernel is what it is, for the report.
 const minKernelWhy = "bpf_task_pt_regs (5.15), which the futex and I/O probes use to read syscall arguments"
 
-// tracefsCheck reports whether tracefs is mounted. contend does not need
-// it: its probes attach through BTF tracepoints. perf and bpftrace do.
-func tracefsCheck(sysRoot string) Check {
-	dir := filepath.Join(sysRoot, "kernel", "tracing")
-	var st unix.Statfs_t
-	ch := Check{Name: "tracefs", Status: CheckInfo}
-	if unix.Statfs(dir, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
-		ch.Detail = "mounted at " + dir + "; contend does not need it"
-	} else {
-		ch.Detail = "not mounted; contend does not need it (its probes attach through BTF tracepoints); perf and bpftrace do: mount -t tracefs nodev " + dir
+// tracefsFix mounts tracefs where contend, perf and bpftrace look for it.
+const tracefsFix = "mount -t tracefs nodev /sys/kernel/tracing"
+
+// tracefsDir returns where tracefs is mounted under sysRoot, "" when it is
+// not.
+func tracefsDir(sysRoot string) string {
+	for _, dir := range []string{filepath.Join(sysRoot, "kernel", "tracing"), filepath.Join(sysRoot, "kernel", "debug", "tracing")} {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
+			return dir
+		}
 	}
-	return ch
+	return ""
+}
+
+// tracefsCheck reports whether tracefs is mounted: the futex and I/O
+// probes attach to syscall tracepoints, which are found through it.
+func tracefsCheck(sysRoot string) Check {
+	if dir := tracefsDir(sysRoot); dir != "" {
+		return Check{Name: "tracefs", Status: CheckOK, Detail: "mounted at " + dir + "; the futex and I/O probes attach to its syscall tracepoints"}
+	}
+	return Check{Name: "tracefs", Status: CheckMissing, Detail: "not mounted; the futex and I/O probes attach to syscall tracepoints, which are listed there", Fix: tracefsFix}
 }
 
 // sysctlCheck reports a sysctl's value with its meaning.

@@ -99,7 +99,7 @@ func TestDoctorReady(t *testing.T) {
 		if r.Err() != nil || r.Verdict != VerdictReady {
 			t.Errorf("caps %x: %s, %v; want ready", c, r.Verdict, r.Err())
 		}
-		if strings.Join(loaded, ",") != "syscalls,sched,oncpu" {
+		if strings.Join(loaded, ",") != "futex,io,sched,oncpu" {
 			t.Errorf("loaded %q, want every probe family", loaded)
 		}
 		if n := r.Count(CheckMissing) + r.Count(CheckUnknown); n != 0 {
@@ -129,8 +129,8 @@ func TestDoctorFeatureMissing(t *testing.T) {
 	if c := find(r.Features, "maps: "); c == nil || strings.Contains(c.Name, "ringbuf") {
 		t.Errorf("the present maps line lists ringbuf: %+v", c)
 	}
-	if c := find(r.Probes, "syscalls"); c.Status != CheckMissing || c.Fix != "see the missing features above" {
-		t.Errorf("syscalls probe: %+v", c)
+	if c := find(r.Probes, "futex"); c.Status != CheckMissing || c.Fix != "see the missing features above" {
+		t.Errorf("futex probe: %+v", c)
 	}
 	if r.System[0].Status != CheckMissing {
 		t.Errorf("kernel 5.4 with a feature missing: %+v", r.System[0])
@@ -180,8 +180,8 @@ func TestDoctorNoBTF(t *testing.T) {
 	if c := find(r.System, "BTF "); c.Status != CheckMissing || !strings.Contains(c.Fix, "CONFIG_DEBUG_INFO_BTF") {
 		t.Errorf("BTF check: %+v", c)
 	}
-	if c := find(r.System, "tracefs"); c.Status != CheckInfo || !strings.Contains(c.Detail, "contend does not need it") {
-		t.Errorf("tracefs check: %+v", c)
+	if c := find(r.System, "tracefs"); c.Status != CheckMissing || !strings.Contains(c.Fix, "mount -t tracefs") {
+		t.Errorf("tracefs check: %+v, want missing with the mount command", c)
 	}
 }
 
@@ -217,7 +217,7 @@ func TestDoctorJSON(t *testing.T) {
 func TestHelperAndMapNames(t *testing.T) {
 	r := fakeDoctor(caps(CapSysAdmin), "6.1.0", nil, nil)
 	all := fmt.Sprint(r.Features)
-	for _, want := range []string{"bpf_get_stackid", "bpf_ringbuf_output", "stack_trace", "lru_hash"} {
+	for _, want := range []string{"bpf_get_stack", "bpf_ringbuf_output", "task_storage", "lru_hash", "tracepoint programs"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("features lack %s: %s", want, all)
 		}

@@ -9,23 +9,76 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// maxEvents bounds the event log kept in memory: 1.5 million events of 40
-// bytes are 60 MB, 30 s at the kernel's full event rate (eventRate).
-// Events past it are counted in drop_event_log_full.
-const maxEvents = 1500000
+// maxEvents bounds the event log kept in memory: the most recent 120,000
+// events of 48 bytes (6 MB, and twice that once converted for a
+// recording), over two seconds at the kernel's full event rate
+// (eventRate), ten seconds of a 64-thread convoy's events, and the whole
+// of most recordings. Older events are dropped as new ones
+// arrive, a chunk at a time (counted in sampled_event_log_evicted: a bound
+// by design, like the rate limit; the aggregates still hold those events),
+// so a long recording keeps its most recent part.
+const maxEvents = 120000
 
-// eventLog is the bounded log of raw events, in arrival order.
+// eventChunk is how many events the log allocates, and drops, at a time.
+const eventChunk = 4096
+
+// eventLog is the bounded log of raw events, in arrival order: chunks of
+// eventChunk events, the oldest dropped once the log holds maxEvents.
 type eventLog struct {
-	ev      []rawEvent
-	dropped uint64
+	chunks  [][]rawEvent
+	n       int
+	evicted uint64
 }
 
 func (l *eventLog) add(e rawEvent) {
-	if len(l.ev) >= maxEvents {
-		l.dropped++
-		return
+	last := len(l.chunks) - 1
+	if last < 0 || len(l.chunks[last]) == eventChunk {
+		if l.n+eventChunk > maxEvents && len(l.chunks) > 0 {
+			l.evicted += uint64(len(l.chunks[0]))
+			l.n -= len(l.chunks[0])
+			l.chunks[0] = nil
+			l.chunks = l.chunks[1:]
+		}
+		l.chunks = append(l.chunks, make([]rawEvent, 0, eventChunk))
+		last = len(l.chunks) - 1
 	}
-	l.ev = append(l.ev, e)
+	l.chunks[last] = append(l.chunks[last], e)
+	l.n++
+}
+
+// between returns the events kept that start in [from, to) (monotonic
+// ns), oldest first.
+func (l *eventLog) between(from, to uint64) []rawEvent {
+	var out []rawEvent
+	l.each(func(e *rawEvent) {
+		if e.TS >= from && e.TS < to {
+			out = append(out, *e)
+		}
+	})
+	return out
+}
+
+// each calls fn for every event kept, oldest first.
+func (l *eventLog) each(fn func(*rawEvent)) {
+	for _, c := range l.chunks {
+		for i := range c {
+			fn(&c[i])
+		}
+	}
+}
+
+// consume is each, emptying the log as it goes: a chunk is released once
+// read, so that a log converted into a recording's events is not held
+// twice.
+func (l *eventLog) consume(fn func(*rawEvent)) {
+	for i, c := range l.chunks {
+		for j := range c {
+			fn(&c[j])
+		}
+		l.chunks[i] = nil
+		l.n -= len(c)
+	}
+	l.chunks = nil
 }
 
 // clock converts the kernel's bpf_ktime_get_ns (CLOCK_MONOTONIC) to times
@@ -51,18 +104,22 @@ func (c clock) wallAt(d time.Duration) time.Time {
 }
 
 // buildEvents converts the raw events that start in [from, to) (monotonic
-// ns) into recording events timed from `from`, ordered by time, with their
-// stacks collected into a deduplicated table.
-func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
+// ns), as each passes them, into recording events timed from `from`,
+// ordered by time, with their stacks collected into a deduplicated table.
+// n is how many events each passes in [from, to) at most: the slice is
+// allocated once, not grown by doubling (which would hold the old and new
+// arrays at once).
+func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
 	t := &stackTable{index: map[string]int{}}
-	out := make([]recording.Event, 0, len(raw))
-	for _, r := range raw {
+	out := make([]recording.Event, 0, n)
+	each(func(r *rawEvent) {
 		if r.TS < from || r.TS >= to {
-			continue
+			return
 		}
 		e := recording.Event{
 			T:     int64(r.TS - from),
 			Dur:   int64(r.Dur),
+			PID:   int(r.PID),
 			TID:   int(r.TID),
 			Stack: -1,
 		}
@@ -78,17 +135,17 @@ func buildEvents(raw []rawEvent, from, to uint64, src stackSource) ([]recording.
 		case kindDSleep:
 			e.Kind = recording.EventDSleep
 		case kindWakeup:
-			e.Kind, e.Peer = recording.EventWakeup, int(r.Peer)
+			e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
 		default:
-			continue
+			return
 		}
-		if r.StackID >= 0 || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
-			if st := src.eventStack(r.TID, r.TS, r.StackID); len(st.Frames) > 0 {
+		if r.Stack >= stackFirst || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
+			if st := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(st.Frames) > 0 {
 				e.Stack = t.add(st)
 			}
 		}
 		out = append(out, e)
-	}
+	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
 	return out, t.stacks
 }

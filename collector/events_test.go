@@ -28,47 +28,66 @@ func TestClock(t *testing.T) {
 
 func TestBuildEvents(t *testing.T) {
 	src := &fakeStacks{
-		user:   map[int32][]recording.Frame{3: frames("app", "lockit", "main")},
+		user:   map[uint64][]recording.Frame{33: frames("app", "lockit", "main")},
 		events: map[evKey][]recording.Frame{{tid: 11, ts: 1500}: frames("app", "lockit", "caller", "main")},
 	}
 	raw := []rawEvent{
-		{Kind: kindWakeup, TID: 0, Peer: 12, StackID: stackNone, TS: 1700},
-		{Kind: kindWait, Op: opWait, TID: 11, Peer: 12, StackID: 3, TS: 1500, Dur: 300, Addr: 0xabc},
-		{Kind: kindWait, TID: 13, Peer: 12, StackID: 3, TS: 1600, Dur: 50, Addr: 0xabc},
-		{Kind: kindWake, TID: 12, Peer: 2, StackID: stackNone, TS: 1650, Addr: 0xabc},
-		{Kind: kindIO, Sys: 74, TID: 12, StackID: stackLost, TS: 1200, Dur: 400},
-		{Kind: kindRunq, TID: 14, StackID: 3, TS: 1100, Dur: 900},
-		{Kind: kindDSleep, TID: 14, StackID: stackNone, TS: 1000, Dur: 100},
+		{Kind: kindWakeup, TID: 0, Peer: 12, Addr: 9, Stack: stackNone, TS: 1700},
+		{Kind: kindWait, Op: opWait, PID: 9, TID: 11, Peer: 12, Stack: 33, TS: 1500, Dur: 300, Addr: 0xabc},
+		{Kind: kindWait, PID: 9, TID: 13, Peer: 12, Stack: 33, TS: 1600, Dur: 50, Addr: 0xabc},
+		{Kind: kindWake, PID: 9, TID: 12, Peer: 2, Stack: stackNone, TS: 1650, Addr: 0xabc},
+		{Kind: kindIO, Sys: 74, PID: 9, TID: 12, Stack: stackLost, TS: 1200, Dur: 400},
+		{Kind: kindRunq, PID: 9, TID: 14, Stack: 33, TS: 1100, Dur: 900},
+		{Kind: kindDSleep, PID: 9, TID: 14, Stack: stackNone, TS: 1000, Dur: 100},
 		{Kind: kindWait, TID: 11, TS: 999},  // before the window
 		{Kind: kindWait, TID: 11, TS: 2000}, // at its end (excluded)
 		{Kind: 99, TID: 11, TS: 1300},       // unknown kind
 	}
-	evs, stacks := buildEvents(raw, 1000, 2000, src)
+	each := func(fn func(*rawEvent)) {
+		for i := range raw {
+			fn(&raw[i])
+		}
+	}
+	evs, stacks := buildEvents(each, len(raw), 1000, 2000, src)
 	want := []recording.Event{
-		{Kind: recording.EventDSleep, T: 0, Dur: 100, TID: 14, Stack: -1},
-		{Kind: recording.EventRunq, T: 100, Dur: 900, TID: 14, Stack: 1},
-		{Kind: recording.EventIO, T: 200, Dur: 400, TID: 12, Syscall: "fsync", Stack: -1},
-		{Kind: recording.EventWait, T: 500, Dur: 300, TID: 11, Peer: 12, Addr: 0xabc, Stack: 0},
-		{Kind: recording.EventWait, T: 600, Dur: 50, TID: 13, Peer: 12, Addr: 0xabc, Stack: 1},
-		{Kind: recording.EventWake, T: 650, TID: 12, Peer: 2, Addr: 0xabc, Stack: -1},
-		{Kind: recording.EventWakeup, T: 700, TID: 0, Peer: 12, Stack: -1},
+		{Kind: recording.EventDSleep, T: 0, Dur: 100, PID: 9, TID: 14, Stack: -1},
+		{Kind: recording.EventRunq, T: 100, Dur: 900, PID: 9, TID: 14, Stack: 1},
+		{Kind: recording.EventIO, T: 200, Dur: 400, PID: 9, TID: 12, Syscall: "fsync", Stack: -1},
+		{Kind: recording.EventWait, T: 500, Dur: 300, PID: 9, TID: 11, Peer: 12, Addr: 0xabc, Stack: 0},
+		{Kind: recording.EventWait, T: 600, Dur: 50, PID: 9, TID: 13, Peer: 12, Addr: 0xabc, Stack: 1},
+		{Kind: recording.EventWake, T: 650, PID: 9, TID: 12, Peer: 2, Addr: 0xabc, Stack: -1},
+		{Kind: recording.EventWakeup, T: 700, TID: 0, Peer: 12, PeerPID: 9, Stack: -1},
 	}
 	if diff := cmp.Diff(want, evs); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	// The first wait has its own window; the others share stack id 3.
+	// The first wait has its own window; the others share stack 33.
 	if len(stacks) != 2 || stacks[0].Frames[1].Func != "caller" || stacks[1].Frames[1].Func != "main" {
 		t.Errorf("stacks = %+v", stacks)
 	}
 }
 
+// TestEventLogBounded checks that the log keeps the most recent
+// maxEvents events, oldest first, and counts the ones it let go.
 func TestEventLogBounded(t *testing.T) {
 	var l eventLog
-	l.ev = make([]rawEvent, maxEvents-1)
-	l.add(rawEvent{TS: 1})
-	l.add(rawEvent{TS: 2})
-	l.add(rawEvent{TS: 3})
-	if len(l.ev) != maxEvents || l.dropped != 2 {
-		t.Errorf("log holds %d events, dropped %d; want %d and 2", len(l.ev), l.dropped, maxEvents)
+	for i := 0; i < maxEvents+3; i++ {
+		l.add(rawEvent{TS: uint64(i + 1)})
+	}
+	// The first chunk went when the log overflowed.
+	if l.n > maxEvents || l.n < maxEvents-eventChunk || l.evicted != eventChunk {
+		t.Fatalf("log holds %d events, evicted %d; want at most %d, evicted %d", l.n, l.evicted, maxEvents, eventChunk)
+	}
+	all := l.between(0, ^uint64(0))
+	if len(all) != l.n || all[0].TS != eventChunk+1 || all[len(all)-1].TS != maxEvents+3 {
+		t.Errorf("events %d, first %d, last %d; want %d from %d to %d", len(all), all[0].TS, all[len(all)-1].TS, l.n, eventChunk+1, maxEvents+3)
+	}
+	if got := l.between(eventChunk+10, eventChunk+13); len(got) != 3 || got[0].TS != eventChunk+10 {
+		t.Errorf("between = %v", got)
+	}
+	var n int
+	l.consume(func(*rawEvent) { n++ })
+	if n != len(all) || l.n != 0 || len(l.chunks) != 0 {
+		t.Errorf("consume read %d events and left %d in %d chunks", n, l.n, len(l.chunks))
 	}
 }

@@ -8,34 +8,41 @@ import (
 
 // fakeStacks is a stackSource with fixed answers.
 type fakeStacks struct {
-	user   map[int32][]recording.Frame
-	kernel map[int32][]recording.Frame
+	user   map[uint64][]recording.Frame
+	kernel map[uint64][]recording.Frame
 	events map[evKey][]recording.Frame
 	open   map[evKey][]recording.Frame
 	locks  map[uint64]string
+	shared map[uint64]*recording.SharedLock
 }
 
-func (f *fakeStacks) openStack(tid uint32, ts uint64) (recording.Stack, bool) {
+func (f *fakeStacks) openStack(pid, tid uint32, ts uint64) (recording.Stack, bool) {
 	fr, ok := f.open[evKey{tid, ts}]
 	return recording.Stack{Frames: fr}, ok
 }
 
-func (f *fakeStacks) userStack(id int32) recording.Stack {
-	return recording.Stack{Frames: f.user[id]}
+func (f *fakeStacks) userStack(hash uint64) recording.Stack {
+	return recording.Stack{Frames: f.user[hash]}
 }
 
-func (f *fakeStacks) kernelStack(id int32) recording.Stack {
-	return recording.Stack{Frames: f.kernel[id]}
+func (f *fakeStacks) kernelStack(hash uint64) recording.Stack {
+	return recording.Stack{Frames: f.kernel[hash]}
 }
 
-func (f *fakeStacks) eventStack(tid uint32, ts uint64, id int32) recording.Stack {
+func (f *fakeStacks) eventStack(pid, tid uint32, ts uint64, hash uint64) recording.Stack {
 	if fr, ok := f.events[evKey{tid, ts}]; ok {
 		return recording.Stack{Frames: fr}
 	}
-	return f.userStack(id)
+	return f.userStack(hash)
 }
 
-func (f *fakeStacks) lockName(addr uint64) string { return f.locks[addr] }
+func (f *fakeStacks) lock(k lockKey) lockInfo {
+	li := lockInfo{name: f.locks[k.Addr]}
+	if k.Shared != 0 {
+		li.shared = f.shared[k.Addr]
+	}
+	return li
+}
 
 // frames builds frames of module m, one per function name, at made-up
 // addresses.

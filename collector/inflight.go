@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,29 +14,32 @@ import (
 // Waits and I/O calls still in progress. The kernel aggregates a futex
 // wait or an I/O call at its syscall exit, so a thread blocked for the
 // whole recording would show only in the /proc timeline. The collector
-// therefore reads the per-thread start entries (ct_futex_start,
-// ct_io_start) at every snapshot and accounts the calls still in
-// progress up to the snapshot's end. The kernel takes stacks at syscall
-// exit, so for these the collector copies the thread's user stack from
-// /proc/PID/mem while the call lasts and unwinds it from the registers
-// the entry holds (Session.unwindOpen). Calls already in progress when
-// the probes attach have no start entry; the collector seeds one from
-// /proc/PID/task/TID/syscall, timed from the start of the recording.
+// therefore reads the per-thread start entries (ct_call_start, written at
+// a call's first switch-out) at every drain and accounts the calls still
+// in progress up to the snapshot's end. The kernel takes stacks at
+// syscall exit, so for these the collector copies the thread's user stack
+// from /proc/PID/mem while the call lasts and unwinds it from the
+// registers the entry holds (Session.unwindOpen). Calls already in
+// progress when the probes attach have no start entry; the collector
+// seeds one from /proc/PID/task/TID/syscall, timed from the start of the
+// recording.
 
 // openCall is a futex wait or an I/O call in progress.
 type openCall struct {
-	tid uint32
-	// ts is the start (bpf_ktime_get_ns), the recording's start for a
-	// call already in progress when the probes attached.
+	pid, tid uint32
+	// ts is the start (bpf_ktime_get_ns): the call's first switch-out,
+	// or the recording's start for a call already in progress when the
+	// probes attached.
 	ts uint64
 	// io is set for an I/O syscall (nr); otherwise a futex wait (addr,
-	// owner, op).
-	io    bool
-	nr    uint32
-	addr  uint64
-	owner uint32
-	op    uint8
-	// ip, sp and bp are the user registers at its start (bp 0 when
+	// owner, op, shared).
+	io     bool
+	nr     uint32
+	addr   uint64
+	owner  uint32
+	op     uint8
+	shared bool
+	// ip, sp and bp are the user registers of the call (bp 0 when
 	// unknown: a call seeded from /proc); the collector unwinds a copy
 	// of the stack from them.
 	ip, sp, bp uint64
@@ -51,26 +53,32 @@ type openSpan struct {
 	dur uint64
 }
 
-// openCalls lists the entries of the kernel's start maps that are in
-// progress (ts != 0), keyed by pid_tgid, ordered by thread.
-func openCalls(futex map[uint64]futexStart, io map[uint64]ioStart) []openCall {
-	var out []openCall
-	for k, v := range futex {
-		if v.TS != 0 {
-			out = append(out, openCall{tid: uint32(k), ts: v.TS, addr: v.Addr, owner: v.Owner, op: v.Op, ip: v.IP, sp: v.SP, bp: v.BP})
+// openFromStart is the call a ct_call_start entry of thread key (pid_tgid)
+// stands for.
+func openFromStart(key uint64, v callStart) openCall {
+	c := openCall{pid: uint32(key >> 32), tid: uint32(key), ts: v.TS, nr: v.NR, ip: v.IP, sp: v.SP, bp: v.BP}
+	if v.Op == 0 {
+		c.io = true
+	} else {
+		c.addr, c.owner, c.op, c.shared = v.Addr, v.Owner, v.Op, v.Shared != 0
+	}
+	return c
+}
+
+// start is the ct_call_start entry of c.
+func (c openCall) start() callStart {
+	v := callStart{TS: c.ts, NR: c.nr, IP: c.ip, SP: c.sp, BP: c.bp}
+	if !c.io {
+		v.Addr, v.Owner, v.Op = c.addr, c.owner, c.op
+		if c.shared {
+			v.Shared = 1
 		}
 	}
-	for k, v := range io {
-		if v.TS != 0 {
-			out = append(out, openCall{tid: uint32(k), ts: v.TS, io: true, nr: v.NR, ip: v.IP, sp: v.SP, bp: v.BP})
-		}
-	}
-	slices.SortFunc(out, compareOpen)
-	return out
+	return v
 }
 
 func compareOpen(a, b openCall) int {
-	return cmp.Or(cmp.Compare(a.tid, b.tid), boolCompare(a.io, b.io), cmp.Compare(a.ts, b.ts))
+	return cmp.Or(cmp.Compare(a.pid, b.pid), cmp.Compare(a.tid, b.tid), boolCompare(a.io, b.io), cmp.Compare(a.ts, b.ts))
 }
 
 // boolCompare orders false before true.
@@ -106,6 +114,7 @@ const (
 	nrFutexWait  = 455
 
 	futexCmdMask        = 0x7f
+	futexPrivateFlag    = 128
 	futexWait           = 0
 	futexLockPI         = 6
 	futexWaitBitset     = 9
@@ -188,10 +197,10 @@ type memReader interface {
 // false when the syscall is neither a futex wait nor a traced I/O call.
 // The owner is read beside the futex word as the probe does (mem may be
 // nil: owner unknown).
-func openFromSyscall(tid uint32, ps procSyscall, ts uint64, mem memReader) (openCall, bool) {
+func openFromSyscall(pid, tid uint32, ps procSyscall, ts uint64, mem memReader) (openCall, bool) {
 	// /proc gives the user sp and pc, not bp: frames whose unwind rule
 	// needs the frame pointer end the walk of such a call's stack.
-	c := openCall{tid: tid, ts: ts, ip: ps.pc, sp: ps.sp}
+	c := openCall{pid: pid, tid: tid, ts: ts, nr: uint32(ps.nr), ip: ps.pc, sp: ps.sp}
 	if _, ok := syscallNames[uint32(ps.nr)]; ok && ps.nr >= 0 {
 		c.io, c.nr = true, uint32(ps.nr)
 		return c, true
@@ -200,14 +209,20 @@ func openFromSyscall(tid uint32, ps procSyscall, ts uint64, mem memReader) (open
 	case nrFutex:
 		c.op = waitOp(ps.args[1])
 		c.addr = ps.args[0]
+		c.shared = ps.args[1]&futexPrivateFlag == 0
 	case nrFutexWait:
+		// futex_wait(uaddr, val, mask, flags, ...)
 		c.op, c.addr = opFutexWait, ps.args[0]
+		c.shared = ps.args[3]&futexPrivateFlag == 0
 	case nrFutexWaitv:
 		c.op = opFutexWaitv
-		// struct futex_waitv { u64 val; u64 uaddr; ... }: the first
-		// entry's address, as the probe reads it.
+		// struct futex_waitv { u64 val; u64 uaddr; u32 flags; ... }:
+		// the first entry's address, as the probe reads it.
 		if v, ok := readU64(mem, ps.args[0]+8); ok {
 			c.addr = v
+		}
+		if v, ok := readU32(mem, ps.args[0]+16); ok {
+			c.shared = v&futexPrivateFlag == 0
 		}
 	}
 	if c.op == 0 {
@@ -309,11 +324,11 @@ func seedOpen(tr tracer, procRoot string, pid int, ts uint64) int {
 		if !ok {
 			continue
 		}
-		c, ok := openFromSyscall(uint32(tid), ps, ts, mr)
+		c, ok := openFromSyscall(uint32(pid), uint32(tid), ps, ts, mr)
 		if !ok {
 			continue
 		}
-		if stored, err := tr.seed(pid, c); err == nil && stored {
+		if stored, err := tr.seed(c); err == nil && stored {
 			done = append(done, seeded{td, ps, c})
 		}
 	}
@@ -323,7 +338,7 @@ func seedOpen(tr tracer, procRoot string, pid int, ts uint64) int {
 			n++
 			continue
 		}
-		tr.unseed(pid, s.c)
+		tr.unseed(s.c)
 	}
 	return n
 }

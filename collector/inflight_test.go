@@ -64,6 +64,7 @@ func TestOpenFromSyscall(t *testing.T) {
 	binary.LittleEndian.PutUint32(pi, 0x80000000|777) // FUTEX_WAITERS | owner
 	vec := make([]byte, 24)
 	binary.LittleEndian.PutUint64(vec[8:], 0x1000)
+	binary.LittleEndian.PutUint32(vec[16:], 0x82) // FUTEX2_PRIVATE | FUTEX2_SIZE_U32
 	mem := fakeMem{data: map[uint64][]byte{0x1000: mutex, 0x2000: pi, 0x3000: vec}}
 	for _, tc := range []struct {
 		name string
@@ -71,17 +72,18 @@ func TestOpenFromSyscall(t *testing.T) {
 		want openCall
 		ok   bool
 	}{
-		{"glibc mutex", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x80, 2}}, openCall{tid: 5, ts: 9, addr: 0x1000, owner: 4242, op: opWait, ip: 0x7f01, sp: 0x7ffd}, true},
-		{"bitset wait", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x89}}, openCall{tid: 5, ts: 9, addr: 0x1000, owner: 4242, op: opWaitBitset, ip: 0x7f01, sp: 0x7ffd}, true},
-		{"pi lock", procSyscall{nr: nrFutex, args: [6]uint64{0x2000, 0x86}}, openCall{tid: 5, ts: 9, addr: 0x2000, owner: 777, op: opLockPI, ip: 0x7f01, sp: 0x7ffd}, true},
-		{"futex_waitv", procSyscall{nr: nrFutexWaitv, args: [6]uint64{0x3000, 1}}, openCall{tid: 5, ts: 9, addr: 0x1000, owner: 4242, op: opFutexWaitv, ip: 0x7f01, sp: 0x7ffd}, true},
-		{"unreadable owner", procSyscall{nr: nrFutexWait, args: [6]uint64{0x9000}}, openCall{tid: 5, ts: 9, addr: 0x9000, op: opFutexWait, ip: 0x7f01, sp: 0x7ffd}, true},
-		{"fsync", procSyscall{nr: 74, args: [6]uint64{3}}, openCall{tid: 5, ts: 9, io: true, nr: 74, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"glibc mutex", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x80, 2}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutex, addr: 0x1000, owner: 4242, op: opWait, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"shared mutex", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x0, 2}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutex, addr: 0x1000, owner: 4242, op: opWait, shared: true, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"bitset wait", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x89}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutex, addr: 0x1000, owner: 4242, op: opWaitBitset, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"pi lock", procSyscall{nr: nrFutex, args: [6]uint64{0x2000, 0x86}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutex, addr: 0x2000, owner: 777, op: opLockPI, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"futex_waitv", procSyscall{nr: nrFutexWaitv, args: [6]uint64{0x3000, 1}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutexWaitv, addr: 0x1000, owner: 4242, op: opFutexWaitv, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"unreadable owner", procSyscall{nr: nrFutexWait, args: [6]uint64{0x9000, 0, 0, 0x80}}, openCall{pid: 4, tid: 5, ts: 9, nr: nrFutexWait, addr: 0x9000, op: opFutexWait, ip: 0x7f01, sp: 0x7ffd}, true},
+		{"fsync", procSyscall{nr: 74, args: [6]uint64{3}}, openCall{pid: 4, tid: 5, ts: 9, io: true, nr: 74, ip: 0x7f01, sp: 0x7ffd}, true},
 		{"wake is no wait", procSyscall{nr: nrFutex, args: [6]uint64{0x1000, 0x81}}, openCall{}, false},
 		{"epoll_wait", procSyscall{nr: 232}, openCall{}, false},
 	} {
 		tc.ps.sp, tc.ps.pc = 0x7ffd, 0x7f01
-		got, ok := openFromSyscall(5, tc.ps, 9, mem)
+		got, ok := openFromSyscall(4, 5, tc.ps, 9, mem)
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("%s: openFromSyscall = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
 		}
@@ -111,7 +113,7 @@ func TestSeedOpen(t *testing.T) {
 	if n := seedOpen(f, root, 77, 12345); n != 2 {
 		t.Errorf("seeded %d calls, want 2", n)
 	}
-	want := []openCall{{tid: 78, ts: 12345, addr: 0x1000, op: opWait, ip: 0x7f00, sp: 0x7ffd}, {tid: 79, ts: 12345, io: true, nr: 74, ip: 0x7f00, sp: 0x7ffd}}
+	want := []openCall{{pid: 77, tid: 78, ts: 12345, nr: nrFutex, addr: 0x1000, op: opWait, ip: 0x7f00, sp: 0x7ffd}, {pid: 77, tid: 79, ts: 12345, io: true, nr: 74, ip: 0x7f00, sp: 0x7ffd}}
 	if diff := cmp.Diff(want, f.seeded, cmp.AllowUnexported(openCall{})); diff != "" {
 		t.Errorf("seeded (-want +got):\n%s", diff)
 	}
@@ -125,8 +127,8 @@ func TestSessionInProgress(t *testing.T) {
 	// One wait since the start of the recording, one fsync since 100ms
 	// in.
 	f.setOpen(
-		openCall{tid: 21, ts: s.clk.mono, addr: 0xabc, owner: 7, op: opWait},
-		openCall{tid: 22, ts: s.clk.mono + uint64(100*time.Millisecond), io: true, nr: 74},
+		openCall{pid: fakePID, tid: 21, ts: s.clk.mono, addr: 0xabc, owner: 7, op: opWait},
+		openCall{pid: fakePID, tid: 22, ts: s.clk.mono + uint64(100*time.Millisecond), io: true, nr: 74},
 	)
 	time.Sleep(400 * time.Millisecond)
 	inProgress := func(r *recording.Recording, v recording.View, tid int64) int64 {
@@ -192,14 +194,10 @@ func TestSessionUnwindsOpenCalls(t *testing.T) {
 	f := newFakeTracer()
 	stack := make([]byte, 4096)
 	binary.LittleEndian.PutUint64(stack, 0xcafe) // "return address" at sp
-	s := startFake(t, context.Background(), Options{}, f)
-	s.res.mu.Lock()
-	s.res.sym = unwindSyms{}
-	s.res.mu.Unlock()
-	s.mem = fakeMem{data: map[uint64][]byte{0x7000: stack}}
+	s := startFakeWith(t, context.Background(), Options{}, f, unwindSyms{}, fakeMem{data: map[uint64][]byte{0x7000: stack}})
 	f.setOpen(
-		openCall{tid: 31, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x7000},
-		openCall{tid: 32, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x9000}, // unreadable stack
+		openCall{pid: fakePID, tid: 31, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x7000},
+		openCall{pid: fakePID, tid: 32, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x9000}, // unreadable stack
 	)
 	time.Sleep(100 * time.Millisecond)
 	rec := s.Snapshot(0)

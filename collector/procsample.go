@@ -29,6 +29,22 @@ import (
 // open+read+close.
 const maxCachedThreads = 1024
 
+// Bounds of one process's timeline, so that it stays bounded however long
+// the recording and however many threads the process starts.
+const (
+	// maxTimelineCells bounds the samples kept (one per thread and
+	// instant, 33 bytes each: under 7 MB). Past it the timeline halves
+	// its resolution: every other instant is dropped and the interval
+	// doubles. 200,000 cells keep five minutes of 65 threads at 100 ms,
+	// ten at 200 ms.
+	maxTimelineCells = 200000
+	// maxExitedSeries bounds the series of threads that have exited:
+	// past it the oldest are dropped (counted in DroppedThreads; their
+	// data stays in the probe views). A program that starts thousands of
+	// threads a second would otherwise grow a series per thread.
+	maxExitedSeries = 4096
+)
+
 // procSuperMagic is the statfs type of a real procfs mount.
 const procSuperMagic = 0x9fa0
 
@@ -64,6 +80,11 @@ type ProcSampler struct {
 	// to a string would copy it at every instant); Timeline fills
 	// ThreadSeries.States from it.
 	states [][]byte
+	// exited marks the series of threads that have exited, in the order
+	// they exited (exitOrder); cells counts the samples kept.
+	exited    map[int]bool
+	exitOrder []int
+	cells     int
 }
 
 // procThread is a thread present at the previous sample.
@@ -111,6 +132,7 @@ func NewProcSampler(root string, pid int, interval time.Duration) (*ProcSampler,
 		interval: interval,
 		real:     isProc,
 		live:     make(map[int]*procThread),
+		exited:   make(map[int]bool),
 		buf:      make([]byte, 4096),
 		tl: recording.Timeline{
 			Interval:   interval,
@@ -135,8 +157,13 @@ func NewProcSampler(root string, pid int, interval time.Duration) (*ProcSampler,
 	return s, nil
 }
 
-// Interval returns the sampling period.
-func (s *ProcSampler) Interval() time.Duration { return s.interval }
+// Interval returns the sampling period (it doubles when the timeline
+// halves its resolution to stay within its bounds).
+func (s *ProcSampler) Interval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tl.Interval
+}
 
 // Sample takes the next sample instant now. It returns an error wrapping
 // ErrProcessGone when the whole target has exited (or its PID now belongs
@@ -159,14 +186,18 @@ func (s *ProcSampler) Run(ctx context.Context, start time.Time) error {
 	defer timer.Stop()
 	<-timer.C
 	for {
-		i := max(int(time.Since(start)/s.interval), 0)
 		s.mu.Lock()
-		i = max(i, s.tl.Samples)
+		interval := s.tl.Interval
+		i := max(int(time.Since(start)/interval), 0, s.tl.Samples)
 		s.mu.Unlock()
 		if err := s.sampleAt(i); err != nil {
 			return err
 		}
-		timer.Reset(time.Until(start.Add(time.Duration(i+1) * s.interval)))
+		s.mu.Lock()
+		interval = s.tl.Interval
+		next := max(int(time.Since(start)/interval)+1, s.tl.Samples)
+		s.mu.Unlock()
+		timer.Reset(time.Until(start.Add(time.Duration(next) * interval)))
 		select {
 		case <-ctx.Done():
 			return nil
@@ -189,6 +220,20 @@ func (s *ProcSampler) Timeline() *recording.Timeline {
 		dst.Voluntary = append([]uint64(nil), src.Voluntary...)
 		dst.Involuntary = append([]uint64(nil), src.Involuntary...)
 		tl.Threads[i] = dst
+	}
+	return &tl
+}
+
+// take returns the timeline sampled so far without copying it: the
+// sampler must not sample again (Run has returned, Sample is not called).
+func (s *ProcSampler) take() *recording.Timeline {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tl := s.tl
+	tl.Threads = make([]recording.ThreadSeries, len(s.tl.Threads))
+	for i, src := range s.tl.Threads {
+		src.States = string(s.states[i])
+		tl.Threads[i] = src
 	}
 	return &tl
 }
@@ -242,10 +287,14 @@ func (s *ProcSampler) sampleAt(i int) error {
 		}
 		samples = append(samples, seen{t, ps})
 	}
+	var ended []int
 	for tid, t := range s.live {
 		if !present[tid] {
 			s.release(t)
 			delete(s.live, tid)
+			if t.series >= 0 {
+				ended = append(ended, t.series)
+			}
 		}
 	}
 	if alive == 0 {
@@ -256,17 +305,107 @@ func (s *ProcSampler) sampleAt(i int) error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sort.Ints(ended)
+	for _, k := range ended {
+		s.exited[k] = true
+		s.exitOrder = append(s.exitOrder, k)
+	}
 	for _, x := range samples {
 		if x.t.series < 0 {
 			x.t.series = len(s.tl.Threads)
-			s.tl.Threads = append(s.tl.Threads, recording.ThreadSeries{TID: x.t.tid, First: i})
+			s.tl.Threads = append(s.tl.Threads, recording.ThreadSeries{PID: s.pid, TID: x.t.tid, First: i})
 			s.states = append(s.states, nil)
 		}
 		k := x.t.series
+		before := len(s.states[k])
 		s.states[k] = appendSample(&s.tl.Threads[k], s.states[k], i, &x.ps)
+		s.cells += len(s.states[k]) - before
 	}
 	s.tl.Samples = i + 1
+	if len(s.exitOrder) > 2*maxExitedSeries {
+		s.dropExited(len(s.exitOrder) - maxExitedSeries)
+	}
+	for s.cells > maxTimelineCells && s.tl.Samples > 1 {
+		s.halve()
+	}
 	return nil
+}
+
+// dropExited drops the series of the n threads that exited first. Caller
+// holds s.mu.
+func (s *ProcSampler) dropExited(n int) {
+	drop := map[int]bool{}
+	for _, k := range s.exitOrder[:n] {
+		drop[k] = true
+	}
+	remap := make([]int, len(s.tl.Threads))
+	threads := s.tl.Threads[:0]
+	states := s.states[:0]
+	for k := range s.tl.Threads {
+		if drop[k] {
+			remap[k] = -1
+			s.cells -= len(s.states[k])
+			continue
+		}
+		remap[k] = len(threads)
+		threads = append(threads, s.tl.Threads[k])
+		states = append(states, s.states[k])
+	}
+	clear(s.tl.Threads[len(threads):])
+	clear(s.states[len(states):])
+	s.tl.Threads, s.states = threads, states
+	s.tl.DroppedThreads += n
+	order := make([]int, 0, len(s.exitOrder)-n)
+	s.exited = map[int]bool{}
+	for _, k := range s.exitOrder[n:] {
+		order = append(order, remap[k])
+		s.exited[remap[k]] = true
+	}
+	s.exitOrder = order
+	for _, t := range s.live {
+		if t.series >= 0 {
+			t.series = remap[t.series]
+		}
+	}
+}
+
+// halve halves the timeline's resolution: it keeps the even instants and
+// doubles the interval. Caller holds s.mu.
+func (s *ProcSampler) halve() {
+	s.cells = 0
+	for k := range s.tl.Threads {
+		ts := &s.tl.Threads[k]
+		s.states[k] = halveSeries(ts, s.states[k])
+		s.cells += len(s.states[k])
+	}
+	s.tl.Samples = (s.tl.Samples + 1) / 2
+	s.tl.Interval *= 2
+	s.interval = s.tl.Interval
+}
+
+// halveSeries keeps the samples of ts (state letters states) at even
+// instants, renumbered i/2, and returns the new letters.
+func halveSeries(ts *recording.ThreadSeries, states []byte) []byte {
+	first := (ts.First + 1) / 2
+	var st []byte
+	keep := func(v []uint64) []uint64 {
+		var out []uint64
+		for k := range v {
+			if (ts.First+k)%2 == 0 {
+				out = append(out, v[k])
+			}
+		}
+		return out
+	}
+	for k := range states {
+		if (ts.First+k)%2 == 0 {
+			st = append(st, states[k])
+		}
+	}
+	ts.UTime, ts.STime = keep(ts.UTime), keep(ts.STime)
+	ts.Voluntary, ts.Involuntary = keep(ts.Voluntary), keep(ts.Involuntary)
+	ts.First = first
+	return st
 }
 
 // appendSample adds ps as instant i of series ts, whose state letters are

@@ -144,10 +144,10 @@ func TestProcSamplerFakeTree(t *testing.T) {
 		ClockTicks: ClockTicks(),
 		Samples:    3,
 		Threads: []recording.ThreadSeries{
-			{TID: 4242, Comm: "server", First: 0, States: "SSS", UTime: []uint64{150, 150, 150}, STime: []uint64{30, 30, 30}, Voluntary: []uint64{1200, 1200, 1200}, Involuntary: []uint64{45, 45, 45}},
-			{TID: 4243, Comm: "w (1) x)", First: 0, States: "RS", UTime: []uint64{4000, 4010}, STime: []uint64{12, 14}, Voluntary: []uint64{3, 4}, Involuntary: []uint64{900, 905}},
-			{TID: 4244, Comm: "flusher", First: 0, States: "D", UTime: []uint64{20}, STime: []uint64{310}, Voluntary: []uint64{5000}, Involuntary: []uint64{2}},
-			{TID: 4245, Comm: "late-renamed", First: 1, States: "RR", UTime: []uint64{1, 11}, STime: []uint64{0, 2}, Voluntary: []uint64{1, 1}, Involuntary: []uint64{0, 7}},
+			{PID: 4242, TID: 4242, Comm: "server", First: 0, States: "SSS", UTime: []uint64{150, 150, 150}, STime: []uint64{30, 30, 30}, Voluntary: []uint64{1200, 1200, 1200}, Involuntary: []uint64{45, 45, 45}},
+			{PID: 4242, TID: 4243, Comm: "w (1) x)", First: 0, States: "RS", UTime: []uint64{4000, 4010}, STime: []uint64{12, 14}, Voluntary: []uint64{3, 4}, Involuntary: []uint64{900, 905}},
+			{PID: 4242, TID: 4244, Comm: "flusher", First: 0, States: "D", UTime: []uint64{20}, STime: []uint64{310}, Voluntary: []uint64{5000}, Involuntary: []uint64{2}},
+			{PID: 4242, TID: 4245, Comm: "late-renamed", First: 1, States: "RR", UTime: []uint64{1, 11}, STime: []uint64{0, 2}, Voluntary: []uint64{1, 1}, Involuntary: []uint64{0, 7}},
 		},
 	}
 	got := s.Timeline()
@@ -636,4 +636,57 @@ func BenchmarkProcSample(b *testing.B) {
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N), "ns/sample")
 	b.ReportMetric(float64(ours.Nanoseconds())/float64(b.N)/float64(threads), "ns/thread")
 	b.ReportMetric(float64(ours)/float64(theirs), "x-procfs")
+}
+
+// TestTimelineBounds checks the two bounds of a timeline: the series of
+// exited threads beyond maxExitedSeries go, oldest first, and past
+// maxTimelineCells the resolution halves.
+func TestTimelineBounds(t *testing.T) {
+	s := &ProcSampler{
+		pid:    9,
+		live:   map[int]*procThread{},
+		exited: map[int]bool{},
+		tl:     recording.Timeline{Interval: 100 * time.Millisecond},
+	}
+	// Series 0..9, each with three samples from instant k; 0..6 exited in
+	// that order; 7..9 alive.
+	for k := 0; k < 10; k++ {
+		s.tl.Threads = append(s.tl.Threads, recording.ThreadSeries{PID: 9, TID: 100 + k, First: k,
+			UTime: []uint64{1, 2, 3}, STime: []uint64{0, 0, 0}, Voluntary: []uint64{4, 5, 6}, Involuntary: []uint64{0, 0, 1}})
+		s.states = append(s.states, []byte("RSR"))
+		s.cells += 3
+		if k < 7 {
+			s.exited[k] = true
+			s.exitOrder = append(s.exitOrder, k)
+		} else {
+			s.live[100+k] = &procThread{tid: 100 + k, series: k, stat: -1, status: -1}
+		}
+	}
+	s.tl.Samples = 12
+	s.dropExited(4)
+	tl := s.Timeline()
+	if len(tl.Threads) != 6 || tl.Threads[0].TID != 104 || tl.DroppedThreads != 4 || s.cells != 18 {
+		t.Fatalf("after dropping 4: %d series, first %d, dropped %d, cells %d", len(tl.Threads), tl.Threads[0].TID, tl.DroppedThreads, s.cells)
+	}
+	if s.live[108].series != 4 || s.exitOrder[0] != 0 || len(s.exitOrder) != 3 {
+		t.Errorf("live series index %d, exit order %v: not renumbered", s.live[108].series, s.exitOrder)
+	}
+
+	s.halve()
+	tl = s.Timeline()
+	if tl.Interval != 200*time.Millisecond || tl.Samples != 6 {
+		t.Errorf("halved: interval %s, %d samples; want 200ms and 6", tl.Interval, tl.Samples)
+	}
+	// Series 104 had instants 4, 5, 6: the even ones (4, 6) stay, as
+	// instants 2 and 3.
+	if s0 := tl.Threads[0]; s0.First != 2 || s0.States != "RR" || len(s0.UTime) != 2 || s0.UTime[1] != 3 {
+		t.Errorf("halved series %+v", s0)
+	}
+	// Series 105 (instants 5, 6, 7) keeps instant 6 only.
+	if s1 := tl.Threads[1]; s1.First != 3 || s1.States != "S" || s1.Voluntary[0] != 5 {
+		t.Errorf("halved odd series %+v", s1)
+	}
+	if s.cells != 2+1+2+1+2+1 {
+		t.Errorf("cells %d after halving", s.cells)
+	}
 }

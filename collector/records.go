@@ -11,13 +11,15 @@ import (
 // of the compiled objects); every field is little-endian on the only
 // supported architecture (amd64).
 
-// Stack id values that are not ids of ct_stacks (CT_STACK_* in bpf/common.h).
+// Stack values that are not hashes of ct_stacks (CT_STACK_* in
+// bpf/common.h); every hash is at least stackFirst.
 const (
-	stackNone int32 = -1 // not taken: below the event's threshold
-	stackLost int32 = -2 // lookup failed, counted in drop_stack_*
+	stackNone uint64 = 0 // not taken: below the event's threshold
+	stackLost uint64 = 1 // could not be read, counted in drop_stack_*
 	// stackSpilled: the aggregate map was full, the entry kept per thread
 	// and state without its stack (info_offcpu_spilled).
-	stackSpilled int32 = -3
+	stackSpilled uint64 = 2
+	stackFirst   uint64 = 16
 )
 
 // stackDepth is CT_STACK_DEPTH: return addresses per ct_stacks entry.
@@ -35,6 +37,22 @@ const (
 	kindDSleep = 5
 	kindWakeup = 6
 	kindWindow = 7
+	kindTask   = 8
+)
+
+// What a kindTask record reports (enum ct_task_op).
+const (
+	taskThreadExit = 1
+	taskProcExit   = 2
+	taskProcJoin   = 3
+	taskProcLeave  = 4
+)
+
+// Target selection modes (enum ct_target_mode).
+const (
+	targetModePIDs   = 0
+	targetModeComm   = 1
+	targetModeCgroup = 2
 )
 
 // Probe families (enum ct_family).
@@ -140,12 +158,14 @@ func syscallName(nr uint32) string {
 
 // waitKey mirrors struct ct_wait_key.
 type waitKey struct {
-	Addr    uint64
-	TID     uint32
-	StackID int32
-	Owner   uint32
-	Op      uint8
-	_       [3]uint8
+	Addr   uint64
+	Stack  uint64
+	PID    uint32
+	TID    uint32
+	Owner  uint32
+	Op     uint8
+	Shared uint8
+	_      [2]uint8
 }
 
 // aggVal mirrors struct ct_agg.
@@ -155,6 +175,14 @@ type aggVal struct {
 	MaxNS   uint64
 }
 
+// lockKey mirrors struct ct_lock_key.
+type lockKey struct {
+	Addr   uint64
+	PID    uint32
+	Shared uint8
+	_      [3]uint8
+}
+
 // lockVal mirrors struct ct_lock_val.
 type lockVal struct {
 	Waits    uint64
@@ -162,16 +190,17 @@ type lockVal struct {
 	Timeouts uint64
 	TotalNS  uint64
 	MaxNS    uint64
-	Wakes    uint64
-	Woken    uint64
 	Hist     [histSlots]uint64
 }
 
 // wakeKey mirrors struct ct_wake_key.
 type wakeKey struct {
-	Addr    uint64
-	TID     uint32
-	StackID int32
+	Addr   uint64
+	Stack  uint64
+	PID    uint32
+	TID    uint32
+	Shared uint8
+	_      [7]uint8
 }
 
 // wakeVal mirrors struct ct_wake_val.
@@ -182,10 +211,11 @@ type wakeVal struct {
 
 // offcpuKey mirrors struct ct_offcpu_key.
 type offcpuKey struct {
-	TID     uint32
-	StackID int32
-	State   uint8
-	_       [3]uint8
+	Stack uint64
+	PID   uint32
+	TID   uint32
+	State uint8
+	_     [7]uint8
 }
 
 // offcpuVal mirrors struct ct_offcpu_val.
@@ -197,19 +227,21 @@ type offcpuVal struct {
 
 // edgeKey mirrors struct ct_wakes_key (a wake edge).
 type edgeKey struct {
-	Waker   uint32
-	Wakee   uint32
-	StackID int32
-	Ctx     uint8
-	_       [3]uint8
+	Stack    uint64
+	WakerPID uint32
+	Waker    uint32
+	WakeePID uint32
+	Wakee    uint32
+	Ctx      uint8
+	_        [7]uint8
 }
 
 // oncpuKey mirrors struct ct_oncpu_key.
 type oncpuKey struct {
+	UStack uint64
+	KStack uint64
+	PID    uint32
 	TID    uint32
-	UStack int32
-	KStack int32
-	_      uint32
 }
 
 // oncpuVal mirrors struct ct_oncpu_val.
@@ -220,68 +252,81 @@ type oncpuVal struct {
 
 // ioKey mirrors struct ct_io_key.
 type ioKey struct {
-	TID     uint32
-	NR      uint32
-	StackID int32
-	_       uint32
+	Stack uint64
+	PID   uint32
+	TID   uint32
+	NR    uint32
+	_     uint32
 }
 
-// futexStart mirrors struct ct_futex_start: a thread's futex wait in
-// progress, TS 0 once it ended, with the user registers at its start.
-type futexStart struct {
-	TS    uint64
-	Addr  uint64
-	IP    uint64
-	SP    uint64
-	BP    uint64
-	Owner uint32
-	Op    uint8
-	_     [3]uint8
+// callStart mirrors struct ct_call_start: a thread's traced syscall that
+// left the CPU, TS 0 once it ended, with the user registers of the call.
+type callStart struct {
+	TS     uint64
+	Addr   uint64
+	IP     uint64
+	SP     uint64
+	BP     uint64
+	NR     uint32
+	Owner  uint32
+	Op     uint8
+	Shared uint8
+	_      [6]uint8
 }
 
-// ioStart mirrors struct ct_io_start: a thread's I/O call in progress, TS
-// 0 once it ended, with the user registers at its start.
-type ioStart struct {
-	TS uint64
-	IP uint64
-	SP uint64
-	BP uint64
-	NR uint32
-	_  uint32
+// stackVal mirrors struct ct_stack: the frames of one stack of process PID
+// (0 for a kernel stack), innermost first.
+type stackVal struct {
+	PID uint32
+	N   uint32
+	PCs [stackDepth]uint64
+}
+
+// frames returns the stack's frames.
+func (v *stackVal) frames() []uint64 {
+	return append([]uint64(nil), v.PCs[:min(int(v.N), stackDepth)]...)
+}
+
+// targetArg mirrors struct ct_target_arg.
+type targetArg struct {
+	PID uint32
+	On  uint32
 }
 
 // rawEvent mirrors struct ct_event.
 type rawEvent struct {
-	Kind    uint8
-	Op      uint8
-	Sys     uint16
-	TID     uint32
-	Peer    uint32
-	StackID int32
-	TS      uint64
-	Dur     uint64
-	Addr    uint64
+	Kind  uint8
+	Op    uint8
+	Sys   uint16
+	PID   uint32
+	TID   uint32
+	Peer  uint32
+	Stack uint64
+	TS    uint64
+	Dur   uint64
+	Addr  uint64
 }
 
 // rawEventSize is sizeof(struct ct_event).
-const rawEventSize = 40
+const rawEventSize = 48
 
 // windowHdr mirrors struct ct_window_hdr.
 type windowHdr struct {
-	Kind    uint8
-	Family  uint8
-	Len     uint16
-	TID     uint32
-	StackID int32
-	_       uint32
-	TS      uint64
-	IP      uint64
-	SP      uint64
-	BP      uint64
+	Kind   uint8
+	Family uint8
+	Len    uint16
+	PID    uint32
+	TID    uint32
+	_      uint32
+	Stack  uint64
+	TS     uint64
+	IP     uint64
+	SP     uint64
+	BP     uint64
 }
 
 // windowHdrSize is sizeof(struct ct_window_hdr).
-const windowHdrSize = 48
+const windowHdrSize = 56
 
 // windowMax is CT_WINDOW_MAX and windowChunk CT_WINDOW_CHUNK.
 const (
@@ -298,15 +343,16 @@ func decodeEvent(b []byte) (rawEvent, error) {
 	}
 	le := binary.LittleEndian
 	return rawEvent{
-		Kind:    b[0],
-		Op:      b[1],
-		Sys:     le.Uint16(b[2:]),
-		TID:     le.Uint32(b[4:]),
-		Peer:    le.Uint32(b[8:]),
-		StackID: int32(le.Uint32(b[12:])),
-		TS:      le.Uint64(b[16:]),
-		Dur:     le.Uint64(b[24:]),
-		Addr:    le.Uint64(b[32:]),
+		Kind:  b[0],
+		Op:    b[1],
+		Sys:   le.Uint16(b[2:]),
+		PID:   le.Uint32(b[4:]),
+		TID:   le.Uint32(b[8:]),
+		Peer:  le.Uint32(b[12:]),
+		Stack: le.Uint64(b[16:]),
+		TS:    le.Uint64(b[24:]),
+		Dur:   le.Uint64(b[32:]),
+		Addr:  le.Uint64(b[40:]),
 	}, nil
 }
 
@@ -318,15 +364,16 @@ func decodeWindow(b []byte) (windowHdr, []byte, error) {
 	}
 	le := binary.LittleEndian
 	h := windowHdr{
-		Kind:    b[0],
-		Family:  b[1],
-		Len:     le.Uint16(b[2:]),
-		TID:     le.Uint32(b[4:]),
-		StackID: int32(le.Uint32(b[8:])),
-		TS:      le.Uint64(b[16:]),
-		IP:      le.Uint64(b[24:]),
-		SP:      le.Uint64(b[32:]),
-		BP:      le.Uint64(b[40:]),
+		Kind:   b[0],
+		Family: b[1],
+		Len:    le.Uint16(b[2:]),
+		PID:    le.Uint32(b[4:]),
+		TID:    le.Uint32(b[8:]),
+		Stack:  le.Uint64(b[16:]),
+		TS:     le.Uint64(b[24:]),
+		IP:     le.Uint64(b[32:]),
+		SP:     le.Uint64(b[40:]),
+		BP:     le.Uint64(b[48:]),
 	}
 	if int(h.Len) > windowMax || windowHdrSize+int(h.Len) > len(b) {
 		return windowHdr{}, nil, fmt.Errorf("%w: window length %d in a record of %d bytes", errBadRecord, h.Len, len(b))

@@ -19,7 +19,7 @@ import (
 // field (padding fields aside). It needs no privileges.
 func TestRecordLayouts(t *testing.T) {
 	var specs []*ebpf.CollectionSpec
-	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadSyscalls, probes.LoadSched, probes.LoadOncpu} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu} {
 		spec, err := load()
 		if err != nil {
 			t.Fatal(err)
@@ -41,6 +41,7 @@ func TestRecordLayouts(t *testing.T) {
 	}{
 		{"ct_wait_key", waitKey{}},
 		{"ct_agg", aggVal{}},
+		{"ct_lock_key", lockKey{}},
 		{"ct_lock_val", lockVal{}},
 		{"ct_wake_key", wakeKey{}},
 		{"ct_wake_val", wakeVal{}},
@@ -51,8 +52,10 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_oncpu_val", oncpuVal{}},
 		{"ct_io_key", ioKey{}},
 		{"ct_window_hdr", windowHdr{}},
-		{"ct_futex_start", futexStart{}},
-		{"ct_io_start", ioStart{}},
+		{"ct_event", rawEvent{}},
+		{"ct_call_start", callStart{}},
+		{"ct_stack", stackVal{}},
+		{"ct_target_arg", targetArg{}},
 	} {
 		s := find(tc.c)
 		if s == nil {
@@ -92,7 +95,7 @@ func TestRecordLayouts(t *testing.T) {
 // TestCounterNames checks that the counter names come out of the objects'
 // BTF, complete and in the categories Stats relies on.
 func TestCounterNames(t *testing.T) {
-	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadSyscalls, probes.LoadSched, probes.LoadOncpu} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu} {
 		spec, err := load()
 		if err != nil {
 			t.Fatal(err)

@@ -13,17 +13,18 @@ func TestDecodeEvent(t *testing.T) {
 	le := binary.LittleEndian
 	b[0], b[1] = kindWait, opWaitBitset
 	le.PutUint16(b[2:], 74)
-	le.PutUint32(b[4:], 1001)
-	le.PutUint32(b[8:], 1002)
-	le.PutUint32(b[12:], uint32(0xfffffffe)) // CT_STACK_LOST
-	le.PutUint64(b[16:], 123456789)
-	le.PutUint64(b[24:], 5000)
-	le.PutUint64(b[32:], 0x7ffd0000abc0)
+	le.PutUint32(b[4:], 1000)
+	le.PutUint32(b[8:], 1001)
+	le.PutUint32(b[12:], 1002)
+	le.PutUint64(b[16:], stackLost)
+	le.PutUint64(b[24:], 123456789)
+	le.PutUint64(b[32:], 5000)
+	le.PutUint64(b[40:], 0x7ffd0000abc0)
 	got, err := decodeEvent(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := rawEvent{Kind: kindWait, Op: opWaitBitset, Sys: 74, TID: 1001, Peer: 1002, StackID: stackLost, TS: 123456789, Dur: 5000, Addr: 0x7ffd0000abc0}
+	want := rawEvent{Kind: kindWait, Op: opWaitBitset, Sys: 74, PID: 1000, TID: 1001, Peer: 1002, Stack: stackLost, TS: 123456789, Dur: 5000, Addr: 0x7ffd0000abc0}
 	if got != want {
 		t.Errorf("decodeEvent = %+v, want %+v", got, want)
 	}
@@ -41,18 +42,19 @@ func TestDecodeWindow(t *testing.T) {
 	le := binary.LittleEndian
 	b[0], b[1] = kindWindow, famIO
 	le.PutUint16(b[2:], uint16(len(stack)))
-	le.PutUint32(b[4:], 77)
-	le.PutUint32(b[8:], 5)
-	le.PutUint64(b[16:], 999)
-	le.PutUint64(b[24:], 0x401000)
-	le.PutUint64(b[32:], 0x7ffc00001000)
-	le.PutUint64(b[40:], 0x7ffc00001100)
+	le.PutUint32(b[4:], 76)
+	le.PutUint32(b[8:], 77)
+	le.PutUint64(b[16:], 0x5555)
+	le.PutUint64(b[24:], 999)
+	le.PutUint64(b[32:], 0x401000)
+	le.PutUint64(b[40:], 0x7ffc00001000)
+	le.PutUint64(b[48:], 0x7ffc00001100)
 	copy(b[windowHdrSize:], stack)
 	h, data, err := decodeWindow(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := windowHdr{Kind: kindWindow, Family: famIO, Len: 9, TID: 77, StackID: 5, TS: 999, IP: 0x401000, SP: 0x7ffc00001000, BP: 0x7ffc00001100}
+	want := windowHdr{Kind: kindWindow, Family: famIO, Len: 9, PID: 76, TID: 77, Stack: 0x5555, TS: 999, IP: 0x401000, SP: 0x7ffc00001000, BP: 0x7ffc00001100}
 	if h != want || !cmp.Equal(data, stack) {
 		t.Errorf("decodeWindow = %+v %v", h, data)
 	}

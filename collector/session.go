@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,14 +19,49 @@ import (
 	"github.com/contend-dev/contend/symbolize"
 )
 
-// pollEvery is how often a session reads the kernel's maps: the
-// granularity of Snapshot windows and of the progress figures.
-const pollEvery = time.Second
+// drainEvery is how often a session drains the kernel's maps. The maps
+// hold one drain period of data, so the period bounds what they must hold:
+// at 250 ms, a program starting 3,000 threads a second leaves well under
+// the maps' 16,384 entries per period.
+const drainEvery = 250 * time.Millisecond
 
-// historyLen bounds the cumulative snapshots kept for windows: two minutes
-// at one per second. A longer window starts at the oldest one kept (the
-// recording's Meta.Start and Duration say what it covers).
-const historyLen = 120
+// deltaEvery is the granularity of the windows a session keeps for
+// Snapshot: one delta per second, summed from its drains.
+const deltaEvery = time.Second
+
+// maxHistory bounds Options.History: two minutes of per-second deltas. A
+// longer window starts at the oldest delta kept (the recording's
+// Meta.Start and Duration say what it covers).
+const maxHistory = 2 * time.Minute
+
+// historyBudget bounds the aggregate entries the per-second deltas hold
+// together (a few tens of bytes each, under 10 MB): a program that creates
+// threads by the thousand has many entries per second, and its window
+// history is then shorter than Options.History.
+const historyBudget = 100000
+
+// foldAfter and cumBudget decide when the whole-session aggregates fold
+// the entries of exited threads (see aggregates.fold): once that many
+// threads have exited since the last fold, or once the aggregates hold that
+// many entries. A program whose threads live as long as the program keeps
+// its per-thread entries; one that starts thousands of threads a second
+// has its exited threads folded at every drain, and its aggregates stay
+// the size of its locks and stacks.
+const (
+	foldAfter = 512
+	cumBudget = 200000
+)
+
+// foldedMemory bounds the exited threads remembered after their fold, so
+// that entries of theirs drained later are folded on arrival: a few
+// seconds of threads at 3,000 exits a second.
+const foldedMemory = 1 << 16
+
+// rescanEvery is how often a --comm or --cgroup session looks for new
+// processes itself (the kernel adds forked children and exec'd processes
+// at once; the scan catches processes renamed, or moved into the cgroup,
+// without an exec), and a session checks that its processes still live.
+const rescanEvery = time.Second
 
 // progressEvery is how often Record reports progress.
 const progressEvery = 250 * time.Millisecond
@@ -38,55 +76,99 @@ const (
 	endError
 )
 
-// Session is one live recording of a process: probes attached, data
-// accumulating in the kernel, readable at any time as a recording of the
+// Session is one live recording of a target (one process or several): probes
+// attached, data accumulating, readable at any time as a recording of the
 // whole run or of its last window. All methods are safe for concurrent
 // use.
 type Session struct {
-	opts  Options
-	cfg   tracerConfig
-	tr    tracer
-	res   *resolver
-	sym   procSymbols
-	clk   clock
-	meta  recording.Meta
-	procs *ProcSampler
+	opts   Options
+	target Target
+	cfg    tracerConfig
+	tr     tracer
+	res    *resolver
+	ksym   kernelSymbols
+	clk    clock
+	meta   recording.Meta
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *GoFetch
-	// mem reads the target's memory (/proc/PID/mem), to copy the stacks
-	// of calls in progress; nil when unreadable.
-	mem     memReader
-	memFile *os.File // closed by Stop
 
 	// inner is cancelled by Stop, ending every background goroutine.
 	inner      context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
-	pollEvery  time.Duration
+	drainEvery time.Duration
+	deltaEvery time.Duration
 	readerDone chan struct{}
 
-	pollMu  sync.Mutex // serializes drains so history stays ordered
-	mu      sync.Mutex
-	latest  *snapshot
-	history []*snapshot
-	log     eventLog
-	bad     uint64 // malformed ring buffer records
+	pollMu sync.Mutex // serializes drains so the history stays ordered
+	// aggMu guards the aggregates, counters and calls in progress (held
+	// by a drain and while a recording is built from them); mu guards
+	// the rest (the event log, the processes, the metadata).
+	aggMu sync.Mutex
+	mu    sync.Mutex
+	// cum holds the aggregates of the whole session, exited threads
+	// folded; cur the drains since the last delta; deltas the per-second
+	// deltas kept for windows.
+	cum    *aggregates
+	cur    *delta
+	deltas []*delta
+	// counters holds the latest cumulative counters and open the calls in
+	// progress at the latest drain, at (since the start).
+	counters map[string]uint64
+	open     []openCall
+	at       time.Duration
+	log      eventLog
+	bad      uint64 // malformed ring buffer records
 	// seededOpen counts the waits and I/O calls found in progress when
 	// the probes attached (info_open_at_attach).
 	seededOpen uint64
-	seen       map[int32]bool
-	seenK      map[int32]bool
-	seenL      map[uint64]bool
-	endKind    int
-	endAt      time.Duration
-	runErr     error
+	// gone holds the threads that exited since the last fold; folded
+	// those folded lately (folded in arrival order in foldedFIFO).
+	gone       map[threadKey]bool
+	folded     map[threadKey]bool
+	foldedFIFO []threadKey
+	// procs holds every process that joined the recording, and tasks the
+	// kernel's thread and process records not yet handled.
+	procs   map[uint32]*targetProc
+	tasks   []rawEvent
+	ever    bool // a process joined at some point
+	unnamed int  // processes beyond maxProcesses, symbolized raw
+	endKind int
+	endAt   time.Duration
+	runErr  error
 
 	done     chan struct{}
 	endOnce  sync.Once
 	finished chan struct{} // closed once probes are detached and drained
 	stopOnce sync.Once
-	stopRec  *recording.Recording
-	stopErr  error
+	// final is set while Stop builds the whole-session recording, the
+	// last use of the event log.
+	final   bool
+	stopRec *recording.Recording
+	stopErr error
+}
+
+// delta is the aggregates of one interval of the session and the
+// cumulative counters at its start and end.
+type delta struct {
+	from, to       time.Duration
+	agg            *aggregates
+	base, counters map[string]uint64
+}
+
+// targetProc is one process of the recording.
+type targetProc struct {
+	pid   uint32
+	info  targetInfo
+	proc  recording.Process
+	alive bool
+	sym   procSymbols
+	// mem reads the process's memory (/proc/PID/mem, memFile), to copy
+	// the stacks of calls in progress; nil when unreadable.
+	mem     memReader
+	memFile *os.File
+	procs   *ProcSampler
+	cancel  context.CancelFunc
 }
 
 // withDefaults fills unset options with the package defaults.
@@ -106,6 +188,9 @@ func (o Options) withDefaults() Options {
 	if o.Probes == nil {
 		o.Probes = AllProbes
 	}
+	if o.PID != 0 && len(o.Target.PIDs) == 0 && o.Target.Comm == "" && o.Target.Cgroup == "" {
+		o.Target = Target{PIDs: []int{o.PID}}
+	}
 	return o
 }
 
@@ -113,11 +198,7 @@ func (o Options) withDefaults() Options {
 func probeSet(names []string) (map[string]bool, error) {
 	set := map[string]bool{}
 	for _, n := range names {
-		known := false
-		for _, p := range AllProbes {
-			known = known || p == n
-		}
-		if !known {
+		if !slices.Contains(AllProbes, n) {
 			return nil, fmt.Errorf("unknown probe family %q (have %s)", n, strings.Join(AllProbes, ", "))
 		}
 		set[n] = true
@@ -128,13 +209,18 @@ func probeSet(names []string) (map[string]bool, error) {
 	return set, nil
 }
 
-// Start attaches the probes to process o.PID and starts recording (with
+// Start attaches the probes to the target of o and starts recording (with
 // o.NoProbes, only /proc and Go profiles). The session ends when
-// o.Duration has passed, the target exits or ctx is cancelled (Done is
-// closed then, and the probes are detached at once); call Stop to obtain
-// the recording and release everything.
+// o.Duration has passed, every process of a -p target has exited or ctx
+// is cancelled (Done is closed then, and the probes are detached at once);
+// call Stop to obtain the recording and release everything. A process of
+// o.Target.PIDs that does not exist gives an error naming it (wrapping
+// ErrNoProcess), with nothing attached.
 func Start(ctx context.Context, o Options) (*Session, error) {
 	o = o.withDefaults()
+	if err := o.Target.Validate(); err != nil {
+		return nil, err
+	}
 	probes := map[string]bool{}
 	if !o.NoProbes {
 		var err error
@@ -150,37 +236,33 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 			return nil, fmt.Errorf("pprof URL: %w", err)
 		}
 	}
-	if err := checkTarget(o.ProcRoot, o.PID); err != nil {
+	pids, err := o.Target.Resolve(o.ProcRoot)
+	if err != nil {
 		return nil, err
 	}
-	if o.PID == os.Getpid() {
-		// Reading the ring buffer makes syscalls the probes would record.
-		return nil, fmt.Errorf("pid %d is contend itself", o.PID)
+	for _, p := range pids {
+		if p == os.Getpid() && !o.Target.Follows() {
+			// Reading the ring buffer makes syscalls the probes would record.
+			return nil, fmt.Errorf("pid %d is contend itself", p)
+		}
 	}
 	s := newSession(o, tracerConfig{
-		pid:            o.PID,
 		probes:         probes,
 		stackThreshold: o.StackThreshold,
 		ioThreshold:    o.IOThreshold,
 		onCPUHz:        o.OnCPUHz,
 		ncpu:           max(onlineCPUs(), 1),
+		mode:           o.Target.mode(),
+		comm:           o.Target.Comm,
 	})
-	var (
-		tr   tracer
-		ksym kernelSymbols = rawKernel{}
-		ps   *ProcSampler
-		err  error
-	)
+	var tr tracer
 	if o.NoProbes {
-		// Without probes the timeline is the recording: no timeline, no
-		// recording.
-		if ps, err = NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err != nil {
-			if errors.Is(err, fs.ErrPermission) {
-				return nil, procAccessError(procPath(o.ProcRoot, strconv.Itoa(o.PID), "task"), o.PID)
+		for _, p := range pids {
+			if _, err := os.ReadDir(procPath(o.ProcRoot, strconv.Itoa(p), "task")); errors.Is(err, fs.ErrPermission) {
+				return nil, procAccessError(procPath(o.ProcRoot, strconv.Itoa(p), "task"), p)
 			}
-			return nil, err
 		}
-		s.meta = s.baseMeta(s.noProbesWarnings())
+		s.meta = s.baseMeta(pids, s.noProbesWarnings(pids))
 		for k := range s.meta.Settings {
 			// Only the sampling settings apply without probes.
 			if k != "proc_interval" && k != "duration" {
@@ -189,27 +271,18 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		}
 		s.clk = clock{mono: monotonicNow(), wall: time.Now()}
 		tr = newNoTracer()
-	} else {
-		if tr, ksym, err = s.attach(); err != nil {
-			return nil, err
-		}
+		s.ksym = rawKernel{}
+	} else if tr, err = s.attach(pids); err != nil {
+		return nil, err
 	}
 	s.meta.Start = s.clk.wall
-	s.launch(ctx, tr, ksym)
-	if ps == nil {
-		if ps, err = NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err != nil {
-			s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
+	s.launch(ctx, tr, s.ksym)
+	for _, p := range pids {
+		if err := s.join(uint32(p), 0); err != nil && !o.Target.Follows() {
+			s.end(endError, nil)
+			s.Stop()
+			return nil, err
 		}
-	}
-	if ps != nil {
-		s.procs = ps
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			// The sampler ends by itself when the target exits; the
-			// exit watcher ends the session.
-			ps.Run(s.inner, s.clk.wall)
-		}()
 	}
 	if o.PprofURL != "" {
 		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration, Command: o.GoFetchCommand})
@@ -223,62 +296,57 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	return s, nil
 }
 
-// attach checks the privileges and the kernel, opens the symbolizers,
-// sets the recording's clock and loads and attaches the probes.
-func (s *Session) attach() (tracer, kernelSymbols, error) {
+// attach checks the privileges and the kernel, opens the kernel's symbols,
+// sets the recording's clock and loads and attaches the probes, with an
+// empty target set: join adds the processes.
+func (s *Session) attach(pids []int) (tracer, error) {
 	o := s.opts
 	if err := checkPrivileges(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	raisePriority()
 	release, err := KernelRelease()
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrKernel, err)
+		return nil, fmt.Errorf("%w: %w", ErrKernel, err)
 	}
 	if err := checkKernel("", release); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if err := checkTargetAccess(o.ProcRoot, o.PID); err != nil {
-		return nil, nil, err
+	for _, p := range pids {
+		if err := checkTargetAccess(o.ProcRoot, p); err != nil {
+			return nil, err
+		}
 	}
 	var warnings []string
-	var ksym kernelSymbols = rawKernel{}
+	s.ksym = rawKernel{}
 	if k, err := symbolize.OpenKernel(o.ProcRoot); err == nil && k != nil {
-		ksym = k
+		s.ksym = k
 	} else if s.cfg.probes[ProbeOnCPU] {
 		warnings = append(warnings, fmt.Sprintf("kernel frames are not symbolized: %v", err))
 	}
-	s.sym = rawSymbols{}
-	if p, err := symbolize.Open(o.PID, symbolize.Options{ProcRoot: o.ProcRoot}); err == nil && p != nil {
-		s.sym = p
-	} else if errors.Is(err, symbolize.ErrNoProcess) {
-		return nil, nil, fmt.Errorf("pid %d: %w", o.PID, ErrNoProcess)
-	} else {
-		warnings = append(warnings, fmt.Sprintf("user frames are not symbolized and stack windows not unwound: %v", err))
+	s.meta = s.baseMeta(pids, warnings)
+	if s.target.mode() == targetModeCgroup {
+		fd, err := s.target.openCgroup()
+		if err != nil {
+			return nil, err
+		}
+		defer closeFD(fd)
+		s.cfg.cgroupFD = fd
 	}
-	s.meta = s.baseMeta(warnings)
-
 	tr, err := newTracer(s.cfg)
 	if err != nil {
-		s.sym.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	// The recording starts once every probe is attached: attaching takes
 	// a noticeable time on a busy machine, and the on-CPU probes attach
 	// last.
 	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
-	// Calls in progress at attach have no start entry (their sys_enter
-	// came before); give them one, timed from the recording's start.
-	s.seededOpen = uint64(seedOpen(tr, o.ProcRoot, o.PID, s.clk.mono))
-	if f, err := os.Open(procPath(o.ProcRoot, strconv.Itoa(o.PID), "mem")); err == nil {
-		s.mem, s.memFile = f, f
-	}
-	return tr, ksym, nil
+	return tr, nil
 }
 
 // noProbesWarnings says, for Meta.Warnings, what a recording without
 // probes holds and why it has no more.
-func (s *Session) noProbesWarnings() []string {
+func (s *Session) noProbesWarnings(pids []int) []string {
 	why := "asked for"
 	var pe *PermissionError
 	if errors.As(checkPrivileges(), &pe) {
@@ -289,8 +357,10 @@ func (s *Session) noProbesWarnings() []string {
 		what += " and the Go runtime profiles"
 	}
 	out := []string{fmt.Sprintf("no eBPF probes (%s): recorded %s only, without the futex, scheduler, on-CPU and I/O views", why, what)}
-	if _, err := os.Readlink(procPath(s.opts.ProcRoot, strconv.Itoa(s.opts.PID), "exe")); err != nil {
-		out = append(out, fmt.Sprintf("the target's executable is unknown: %v (CAP_SYS_PTRACE reads it for a process of another user)", err))
+	for _, p := range pids {
+		if _, err := os.Readlink(procPath(s.opts.ProcRoot, strconv.Itoa(p), "exe")); err != nil {
+			out = append(out, fmt.Sprintf("the executable of pid %d is unknown: %v (CAP_SYS_PTRACE reads it for a process of another user)", p, err))
+		}
 	}
 	return out
 }
@@ -299,24 +369,28 @@ func (s *Session) noProbesWarnings() []string {
 func newSession(o Options, cfg tracerConfig) *Session {
 	return &Session{
 		opts:       o,
+		target:     o.Target,
 		cfg:        cfg,
-		pollEvery:  pollEvery,
-		sym:        rawSymbols{},
+		drainEvery: drainEvery,
+		deltaEvery: deltaEvery,
 		done:       make(chan struct{}),
 		finished:   make(chan struct{}),
 		readerDone: make(chan struct{}),
-		seen:       map[int32]bool{},
-		seenK:      map[int32]bool{},
-		seenL:      map[uint64]bool{},
+		cum:        newAggregates(),
+		counters:   map[string]uint64{},
+		gone:       map[threadKey]bool{},
+		folded:     map[threadKey]bool{},
+		procs:      map[uint32]*targetProc{},
+		ksym:       rawKernel{},
 	}
 }
 
 // launch starts recording through tr: the ring buffer reader, the map
-// poller, the exit watcher, the context watcher and the duration timer.
+// poller, the context watcher and the duration timer.
 func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	s.tr = tr
-	s.res = newResolver(s.sym, ksym, tr.stack, tr.markNamed)
-	s.latest = newSnapshot()
+	s.res = newResolver(s.opts.ProcRoot, ksym, tr.markNamed)
+	s.cur = &delta{agg: newAggregates()}
 	inner, cancel := context.WithCancel(context.Background())
 	s.inner, s.cancel = inner, cancel
 	go func() {
@@ -325,14 +399,10 @@ func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 			s.end(endError, err)
 		}
 	}()
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		s.pollLoop(inner)
-	}()
-	go func() {
-		defer s.wg.Done()
-		watchExit(inner, s.opts.ProcRoot, s.opts.PID, func() { s.end(endExited, nil) })
 	}()
 	go func() {
 		select {
@@ -352,22 +422,16 @@ func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	}
 }
 
-// baseMeta describes the target and the settings.
-func (s *Session) baseMeta(warnings []string) recording.Meta {
+// baseMeta describes the target (its first process) and the settings.
+func (s *Session) baseMeta(pids []int, warnings []string) recording.Meta {
 	o := s.opts
-	t := readTarget(o.ProcRoot, o.PID)
 	m := recording.Meta{
-		Version:     recording.FormatVersion,
-		Source:      recording.SourceLive,
-		PID:         o.PID,
-		Comm:        t.comm,
-		Cmdline:     t.cmdline,
-		Exe:         t.exe,
-		Kernel:      release(),
-		NumCPU:      s.cfg.ncpu,
-		GoVersion:   t.goVersion,
-		CPUsAllowed: t.cpusAllowed,
-		Warnings:    warnings,
+		Version:  recording.FormatVersion,
+		Source:   recording.SourceLive,
+		Kernel:   release(),
+		NumCPU:   s.cfg.ncpu,
+		Warnings: warnings,
+		Target:   s.target.Recording(),
 		Settings: map[string]string{
 			"stack_threshold":        o.StackThreshold.String(),
 			"io_threshold":           o.IOThreshold.String(),
@@ -378,19 +442,17 @@ func (s *Session) baseMeta(warnings []string) recording.Meta {
 			"event_rate":             strconv.Itoa(eventRate),
 			"window_rate":            strconv.Itoa(windowRate),
 			"window_bytes":           strconv.Itoa(windowMax),
+			"drain_every":            drainEvery.String(),
 		},
+	}
+	if len(pids) > 0 {
+		t := readTarget(o.ProcRoot, pids[0])
+		m.PID, m.Comm, m.Cmdline, m.Exe, m.GoVersion = pids[0], t.comm, t.cmdline, t.exe, t.goVersion
+		m.CPUsAllowed = t.cpusAllowed
 	}
 	for _, p := range AllProbes {
 		if s.cfg.probes[p] {
 			m.Probes = append(m.Probes, p)
-		}
-	}
-	if sp, ok := s.sym.(*symbolize.Process); ok {
-		if exe, id := sp.Exe(); id != "" {
-			m.BuildID = id
-			if m.Exe == "" {
-				m.Exe = exe
-			}
 		}
 	}
 	if o.Duration > 0 {
@@ -403,6 +465,131 @@ func (s *Session) addWarning(w string) {
 	s.mu.Lock()
 	s.meta.Warnings = append(s.meta.Warnings, w)
 	s.mu.Unlock()
+}
+
+// join adds process pid to the recording at offset at: the target set,
+// its symbols, its calls in progress, its /proc sampler. A process that
+// has gone gives an error wrapping ErrNoProcess.
+func (s *Session) join(pid uint32, at time.Duration) error {
+	s.mu.Lock()
+	if p := s.procs[pid]; p != nil && p.alive {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	o := s.opts
+	if err := checkTarget(o.ProcRoot, int(pid)); err != nil {
+		return err
+	}
+	p := &targetProc{pid: pid, alive: true, info: readTarget(o.ProcRoot, int(pid))}
+	p.proc = recording.Process{PID: int(pid), Comm: p.info.comm, Cmdline: p.info.cmdline, Exe: p.info.exe, GoVersion: p.info.goVersion, Joined: at}
+	if err := s.tr.setTarget(int(pid), true); err != nil {
+		return err
+	}
+	p.sym = rawSymbols{}
+	if !o.NoProbes {
+		sym, err := symbolize.Open(int(pid), symbolize.Options{ProcRoot: o.ProcRoot})
+		switch {
+		case err == nil:
+			p.sym = sym
+			if exe, id := sym.Exe(); id != "" {
+				p.proc.BuildID = id
+				if p.proc.Exe == "" {
+					p.proc.Exe = exe
+				}
+			}
+		case errors.Is(err, symbolize.ErrNoProcess):
+			s.tr.setTarget(int(pid), false)
+			return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+		default:
+			s.addWarning(fmt.Sprintf("pid %d: user frames are not symbolized and stack windows not unwound: %v", pid, err))
+		}
+		if !s.res.addProcess(pid, p.sym) {
+			p.sym.Close()
+			p.sym = rawSymbols{}
+			s.mu.Lock()
+			s.unnamed++
+			s.mu.Unlock()
+		}
+		// Calls in progress at attach have no start entry (they left
+		// the CPU before); give them one, timed from now.
+		n := seedOpen(s.tr, o.ProcRoot, int(pid), s.clk.at(at))
+		if f, err := os.Open(procPath(o.ProcRoot, strconv.Itoa(int(pid)), "mem")); err == nil {
+			p.mem, p.memFile = f, f
+		}
+		s.mu.Lock()
+		s.seededOpen += uint64(n)
+		s.mu.Unlock()
+	}
+	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
+	switch {
+	case err == nil:
+		ctx, cancel := context.WithCancel(s.inner)
+		p.procs, p.cancel = ps, cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// The sampler ends by itself when the process exits.
+			ps.Run(ctx, s.clk.wall)
+		}()
+	case errors.Is(err, ErrNoProcess):
+		s.tr.setTarget(int(pid), false)
+		p.sym.Close()
+		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	default:
+		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
+	}
+	s.mu.Lock()
+	if old := s.procs[pid]; old != nil && old.procs != nil {
+		// The same pid joined again (it left by exec and came back):
+		// keep its earlier timeline.
+		old.cancel()
+	}
+	s.procs[pid] = p
+	s.ever = true
+	s.mu.Unlock()
+	return nil
+}
+
+// leave takes process pid out of the recording at offset at: it exited,
+// or exec'd out of the target's name or cgroup.
+func (s *Session) leave(pid uint32, at time.Duration, exited bool) {
+	s.mu.Lock()
+	p := s.procs[pid]
+	if p == nil || !p.alive {
+		s.mu.Unlock()
+		return
+	}
+	p.alive = false
+	p.proc.Left, p.proc.Exited = at, exited
+	mem := p.memFile
+	p.mem, p.memFile = nil, nil
+	s.mu.Unlock()
+	if !exited {
+		s.tr.setTarget(int(pid), false)
+		if p.cancel != nil {
+			p.cancel()
+		}
+	}
+	if mem != nil {
+		mem.Close()
+	}
+	if !s.target.Follows() && s.aliveCount() == 0 {
+		s.end(endExited, nil)
+	}
+}
+
+// aliveCount returns the number of processes recorded now.
+func (s *Session) aliveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.procs {
+		if p.alive {
+			n++
+		}
+	}
+	return n
 }
 
 // onRecord handles one ring buffer record.
@@ -426,7 +613,11 @@ func (s *Session) onRecord(b []byte) {
 		return
 	}
 	s.mu.Lock()
-	s.log.add(e)
+	if e.Kind == kindTask {
+		s.tasks = append(s.tasks, e)
+	} else {
+		s.log.add(e)
+	}
 	s.mu.Unlock()
 }
 
@@ -442,8 +633,9 @@ func (s *Session) elapsed() time.Duration {
 }
 
 func (s *Session) pollLoop(ctx context.Context) {
-	t := time.NewTicker(s.pollEvery)
+	t := time.NewTicker(s.drainEvery)
 	defer t.Stop()
+	lastScan := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -451,117 +643,233 @@ func (s *Session) pollLoop(ctx context.Context) {
 		case <-s.done:
 			return
 		case <-t.C:
-			if _, err := s.poll(-1); err != nil {
+			if err := s.poll(-1); err != nil {
 				s.end(endError, err)
 				return
+			}
+			if time.Since(lastScan) >= rescanEvery {
+				lastScan = time.Now()
+				s.rescan()
 			}
 		}
 	}
 }
 
-// poll drains the kernel maps into a new cumulative snapshot taken at
-// offset at (negative: now), keeps it in the history and names what is
-// new in it while the target is alive.
-func (s *Session) poll(at time.Duration) (*snapshot, error) {
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
-	snap := newSnapshot()
-	snap.at = at
-	if at < 0 {
-		snap.at = s.elapsed()
-	}
-	if err := s.tr.drain(snap); err != nil {
-		return nil, err
-	}
-	for k, v := range s.res.userCounters() {
-		snap.counters[k] = v
-	}
+// handleTasks acts on the kernel's thread and process records: exited
+// threads are marked for folding, processes that joined or left the
+// target set join or leave the recording.
+func (s *Session) handleTasks() {
 	s.mu.Lock()
-	snap.counters["drop_event_log_full"] = s.log.dropped
-	snap.counters["drop_record_malformed"] = s.bad
-	snap.counters["info_open_at_attach"] = s.seededOpen
-	s.latest = snap
-	if n := len(s.history); n == 0 || snap.at-s.history[n-1].at >= s.pollEvery*9/10 {
-		s.history = append(s.history, snap)
-		if len(s.history) > historyLen {
-			s.history = append(s.history[:0:0], s.history[len(s.history)-historyLen:]...)
+	tasks := s.tasks
+	s.tasks = nil
+	s.mu.Unlock()
+	for _, e := range tasks {
+		at := s.clk.since(e.TS)
+		switch e.Op {
+		case taskThreadExit:
+			s.aggMu.Lock()
+			s.gone[threadKey{e.PID, e.TID}] = true
+			s.aggMu.Unlock()
+		case taskProcExit:
+			s.leave(e.PID, at, true)
+		case taskProcJoin:
+			if err := s.join(e.PID, at); err != nil && !errors.Is(err, ErrNoProcess) {
+				s.addWarning(fmt.Sprintf("pid %d joined but cannot be recorded: %v", e.PID, err))
+			}
+		case taskProcLeave:
+			s.leave(e.PID, at, false)
+		}
+	}
+}
+
+// rescan looks for processes that match the target and are not recorded
+// yet (--comm, --cgroup), and for recorded processes that have gone
+// without the kernel saying so (a record lost to a full ring buffer).
+func (s *Session) rescan() {
+	s.mu.Lock()
+	var alive []uint32
+	for pid, p := range s.procs {
+		if p.alive {
+			alive = append(alive, pid)
 		}
 	}
 	s.mu.Unlock()
-	s.nameNew(snap)
-	s.unwindOpen(snap)
-	return snap, nil
+	at := s.elapsed()
+	for _, pid := range alive {
+		if checkTarget(s.opts.ProcRoot, int(pid)) != nil {
+			s.leave(pid, at, true)
+		}
+	}
+	if !s.target.Follows() {
+		return
+	}
+	pids, err := s.target.Resolve(s.opts.ProcRoot)
+	if err != nil {
+		return
+	}
+	for _, pid := range pids {
+		s.mu.Lock()
+		p := s.procs[uint32(pid)]
+		s.mu.Unlock()
+		if p == nil || !p.alive {
+			s.join(uint32(pid), at)
+		}
+	}
+}
+
+// poll drains the kernel maps at offset at (negative: now): the drained
+// aggregates go into the whole-session aggregates and the current delta;
+// stacks, counters and calls in progress are updated, and what is new is
+// named while the target is alive.
+func (s *Session) poll(at time.Duration) error {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	if at < 0 {
+		at = s.elapsed()
+	}
+	d, err := s.tr.drain()
+	if err != nil {
+		return err
+	}
+	s.handleTasks()
+	s.res.addStacks(d.stacks)
+	for k, v := range s.res.userCounters() {
+		d.counters[k] = v
+	}
+
+	s.mu.Lock()
+	d.counters["drop_event_log_full"] = 0
+	d.counters["sampled_event_log_evicted"] = s.log.evicted
+	d.counters["drop_record_malformed"] = s.bad
+	d.counters["info_open_at_attach"] = s.seededOpen
+	d.counters["info_processes_unsymbolized"] = uint64(s.unnamed)
+	s.mu.Unlock()
+
+	s.aggMu.Lock()
+	s.foldLate(d.agg)
+	s.cum.add(d.agg)
+	if len(s.gone) >= foldAfter || s.cum.entries() > cumBudget {
+		s.cum.fold(s.gone)
+		for k := range s.gone {
+			s.remember(k)
+		}
+		s.gone = map[threadKey]bool{}
+	}
+	s.counters = d.counters
+	s.open = d.open
+	s.at = at
+	s.cur.agg.add(d.agg)
+	s.cur.to = at
+	s.cur.counters = d.counters
+	if at-s.cur.from >= s.deltaEvery*9/10 {
+		s.deltas = append(s.deltas, s.cur)
+		s.cur = &delta{from: at, agg: newAggregates(), base: d.counters}
+		s.trimHistory()
+	}
+	s.aggMu.Unlock()
+
+	s.nameNew(d)
+	s.unwindOpen(d.open)
+	return nil
+}
+
+// foldLate folds into a the entries of threads folded already: their last
+// data, drained after their exit. Caller holds s.aggMu.
+func (s *Session) foldLate(a *aggregates) {
+	if len(s.folded) == 0 {
+		return
+	}
+	late := map[threadKey]bool{}
+	a.eachThread(func(pid, tid uint32) {
+		if k := (threadKey{pid, tid}); s.folded[k] {
+			late[k] = true
+		}
+	})
+	a.fold(late)
+}
+
+// remember notes a folded thread for foldLate, forgetting the oldest past
+// foldedMemory. Caller holds s.aggMu.
+func (s *Session) remember(k threadKey) {
+	if s.folded[k] {
+		return
+	}
+	if len(s.foldedFIFO) >= foldedMemory {
+		delete(s.folded, s.foldedFIFO[0])
+		s.foldedFIFO = s.foldedFIFO[1:]
+	}
+	s.folded[k] = true
+	s.foldedFIFO = append(s.foldedFIFO, k)
+}
+
+// trimHistory drops the oldest deltas past Options.History or
+// historyBudget. Caller holds s.aggMu.
+func (s *Session) trimHistory() {
+	keep := int(min(s.opts.History, maxHistory) / s.deltaEvery)
+	total := 0
+	for _, d := range s.deltas {
+		total += d.agg.entries()
+	}
+	for len(s.deltas) > 0 && (len(s.deltas) > keep || total > historyBudget) {
+		total -= s.deltas[0].agg.entries()
+		s.deltas = s.deltas[1:]
+	}
 }
 
 // maxOpenUnwinds bounds the stacks of calls in progress copied and unwound
-// per poll (each costs an 8 KiB read of the target's memory and an
+// per drain (each costs an 8 KiB read of the target's memory and an
 // unwind, tens of microseconds): a process with thousands of threads
-// parked in futex waits has them all named within a few polls, at a few
+// parked in futex waits has them all named within a few drains, at a few
 // percent of one CPU, paid by contend.
 const maxOpenUnwinds = 1000
 
-// unwindOpen copies and unwinds the stacks of the calls in progress in
-// snap that have none yet: stacks are otherwise taken at a call's end. A
-// copy is kept only if the thread was still in the same call after it was
-// read (its start entry unchanged), so that it shows the call's frames.
-func (s *Session) unwindOpen(snap *snapshot) {
-	if s.mem == nil {
-		return
-	}
-	open := make(map[evKey]bool, len(snap.open))
+// unwindOpen copies and unwinds the stacks of the calls in progress that
+// have none yet: stacks are otherwise taken at a call's end. A copy is
+// kept only if the thread was still in the same call after it was read
+// (its start entry unchanged), so that it shows the call's frames.
+func (s *Session) unwindOpen(calls []openCall) {
+	open := make(map[evKey]bool, len(calls))
 	n := 0
-	for _, c := range snap.open {
+	for _, c := range calls {
 		k := evKey{c.tid, c.ts}
 		open[k] = true
 		if c.sp == 0 || n >= maxOpenUnwinds || s.res.hasOpen(k) {
 			continue
 		}
-		n++
-		win := readStackWindow(s.mem, c.sp)
-		if ts, ok := s.tr.openTS(s.opts.PID, c); !ok || ts != c.ts || len(win) == 0 {
+		s.mu.Lock()
+		var mem memReader
+		if p := s.procs[c.pid]; p != nil && p.mem != nil {
+			mem = p.mem
+		}
+		s.mu.Unlock()
+		if mem == nil {
 			continue
 		}
-		s.res.addOpen(k, symbolize.Regs{IP: c.ip, SP: c.sp, BP: c.bp}, win)
+		n++
+		win := readStackWindow(mem, c.sp)
+		if ts, ok := s.tr.openTS(c); !ok || ts != c.ts || len(win) == 0 {
+			continue
+		}
+		s.res.addOpen(c.pid, k, symbolize.Regs{IP: c.ip, SP: c.sp, BP: c.bp}, win)
 	}
 	s.res.keepOpen(open)
 }
 
-// nameNew symbolizes the stacks and lock addresses first seen in snap, so
-// that they are named while the target's mappings are still readable.
-func (s *Session) nameNew(snap *snapshot) {
-	user := func(id int32) {
-		if id >= 0 && !s.seen[id] {
-			s.seen[id] = true
-			s.res.userStack(id)
+// nameNew symbolizes the stacks and lock addresses first seen in a drain,
+// so that they are named while the target's mappings are still readable.
+func (s *Session) nameNew(d *drained) {
+	for _, st := range d.stacks {
+		if st.pid != 0 {
+			s.res.userStack(st.hash)
+		} else {
+			s.res.kernelStack(st.hash)
 		}
 	}
-	for k := range snap.waits {
-		user(k.StackID)
+	for k := range d.agg.locks {
+		s.res.lock(k)
 	}
-	for k := range snap.wakes {
-		user(k.StackID)
-	}
-	for k := range snap.offcpu {
-		user(k.StackID)
-	}
-	for k := range snap.edges {
-		user(k.StackID)
-	}
-	for k := range snap.io {
-		user(k.StackID)
-	}
-	for k := range snap.oncpu {
-		user(k.UStack)
-		if k.KStack >= 0 && !s.seenK[k.KStack] {
-			s.seenK[k.KStack] = true
-			s.res.kernelStack(k.KStack)
-		}
-	}
-	for addr := range snap.locks {
-		if !s.seenL[addr] {
-			s.seenL[addr] = true
-			s.res.lockName(addr)
-		}
+	for k := range d.agg.wakes {
+		s.res.lock(lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
 	}
 }
 
@@ -582,14 +890,17 @@ func (s *Session) end(kind int, err error) {
 
 func (s *Session) finish() {
 	defer close(s.finished)
+	if err := s.tr.silence(); err != nil {
+		s.setErr(err)
+	}
+	// Nothing is recorded after this: the final drain ends here.
+	detached := s.elapsed()
 	if err := s.tr.detach(); err != nil {
 		s.setErr(err)
 	}
-	// Nothing is recorded after this: the final snapshot ends here.
-	detached := s.elapsed()
 	s.tr.flush()
 	<-s.readerDone
-	if _, err := s.poll(detached); err != nil {
+	if err := s.poll(detached); err != nil {
 		s.setErr(err)
 	}
 }
@@ -603,12 +914,12 @@ func (s *Session) setErr(err error) {
 }
 
 // Done is closed when the recording ends by itself: the duration has
-// passed, the target exited, the context was cancelled or an error
-// stopped it. Stop still has to be called.
+// passed, every process of a -p target exited, the context was cancelled
+// or an error stopped it. Stop still has to be called.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
 // Stats returns the progress of the recording. Event and drop counts are
-// as of the last poll (at most a second old).
+// as of the last drain (at most drainEvery old).
 func (s *Session) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -616,47 +927,74 @@ func (s *Session) Stats() Stats {
 	if s.endKind != endNone {
 		st.Elapsed = s.endAt
 	}
-	st.Events, st.Drops = recording.Meta{Counters: s.latest.counters}.CounterTotals()
+	for _, p := range s.procs {
+		if p.alive {
+			st.Processes++
+		}
+	}
+	s.aggMu.Lock()
+	st.Events, st.Drops = recording.Meta{Counters: s.counters}.CounterTotals()
+	s.aggMu.Unlock()
 	return st
 }
 
+// Targets returns the processes recorded now, for a caller that follows
+// the target set (the agent, the progress line).
+func (s *Session) Targets() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []int
+	for pid, p := range s.procs {
+		if p.alive {
+			out = append(out, int(pid))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Snapshot returns a recording of the last window of the session (0: the
-// whole session so far). Windows start at one of the snapshots taken every
-// second, so a window is rounded to whole seconds; windows longer than the
-// history kept (two minutes) start at its oldest snapshot. Meta.Start and
-// Meta.Duration say what the recording covers.
+// whole session so far). Windows are made of per-second deltas, so a
+// window is rounded to whole seconds; windows longer than the history
+// kept (Options.History) start at its oldest delta, or at the current
+// second's start without history. Meta.Start and Meta.Duration say what
+// the recording covers.
 func (s *Session) Snapshot(window time.Duration) *recording.Recording {
-	var cur *snapshot
 	select {
 	case <-s.finished:
 	default:
-		if snap, err := s.poll(-1); err == nil {
-			cur = snap
-		}
+		s.poll(-1)
 	}
 	s.mu.Lock()
-	if cur == nil {
-		cur = s.latest
-	}
-	var base *snapshot
-	if window > 0 && window < cur.at {
-		want := cur.at - window
-		for _, h := range s.history {
-			if h.at > want || h == cur {
-				break
-			}
-			base = h
-		}
-		if base == nil && len(s.history) > 0 && s.history[0] != cur {
-			base = s.history[0]
-		}
-	}
+	stopped := s.stopRec
 	s.mu.Unlock()
-	var from time.Duration
-	if base != nil {
-		from = base.at
+	if stopped != nil && (window <= 0 || window >= stopped.Meta.Duration) {
+		// Stop built the whole session's recording from the aggregates
+		// and the event log, and released them.
+		return stopped
 	}
-	rec := s.build(cur.minus(base), from, cur.at)
+	s.aggMu.Lock()
+	snap := &snapshot{at: s.at, counters: maps.Clone(s.counters), open: s.open}
+	from := time.Duration(0)
+	if window <= 0 || window >= s.at {
+		snap.aggregates = s.cum
+	} else {
+		want := s.at - window
+		snap.aggregates = newAggregates()
+		snap.add(s.cur.agg)
+		from = s.cur.from
+		base := s.cur.base
+		for i := len(s.deltas) - 1; i >= 0 && from > want; i-- {
+			d := s.deltas[i]
+			snap.add(d.agg)
+			from, base = d.from, d.base
+		}
+		for k, v := range snap.counters {
+			snap.counters[k] = sat(v, base[k])
+		}
+	}
+	rec := s.build(snap, from, s.at)
+	s.aggMu.Unlock()
 	if s.gofetch != nil {
 		s.gofetch.Live()
 		applyGoWindow(rec, s.gofetch.Window(rec.Meta.Start, rec.Meta.Start.Add(rec.Meta.Duration)))
@@ -698,38 +1036,53 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		}
 		s.cancel()
 		s.wg.Wait()
+		s.aggMu.Lock()
+		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
+		s.final = true
+		rec := s.build(snap, 0, s.at)
+		s.aggMu.Unlock()
 		s.mu.Lock()
-		latest := s.latest
-		runErr := s.runErr
+		s.stopRec = rec
 		s.mu.Unlock()
-		s.stopRec = s.build(latest, 0, latest.at)
+		s.mu.Lock()
+		runErr := s.runErr
+		procs := slices.Collect(maps.Values(s.procs))
+		s.mu.Unlock()
 		if gp != nil {
 			gp.Apply(s.stopRec)
 		}
 		s.stopErr = runErr
-		if s.procs != nil {
-			s.procs.Close()
-		}
-		if s.memFile != nil {
-			s.memFile.Close()
+		for _, p := range procs {
+			if p.procs != nil {
+				p.procs.Close()
+			}
+			if p.memFile != nil {
+				p.memFile.Close()
+			}
 		}
 		s.tr.close()
-		s.res.mu.Lock()
-		s.sym.Close()
-		s.res.sym = rawSymbols{}
-		s.res.mu.Unlock()
+		s.res.close()
 	})
 	return s.stopRec, s.stopErr
 }
 
 // build assembles the recording of the interval [from, to) of the session
-// from the interval's aggregates d.
+// from the interval's snapshot d. Caller holds s.aggMu.
 func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recording {
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
-	raw := s.log.ev[:len(s.log.ev):len(s.log.ev)]
 	kind, endAt, runErr := s.endKind, s.endAt, s.runErr
+	unnamed := s.unnamed
+	type procView struct {
+		proc recording.Process
+		tl   *ProcSampler
+	}
+	var procs []procView
+	for _, pid := range slices.Sorted(maps.Keys(s.procs)) {
+		p := s.procs[pid]
+		procs = append(procs, procView{p.proc, p.procs})
+	}
 	s.mu.Unlock()
 
 	meta.Start = s.clk.wallAt(from)
@@ -744,8 +1097,41 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	for k, v := range d.counters {
 		meta.Counters[k] = v
 	}
+	var timelines []*recording.Timeline
+	for _, p := range procs {
+		proc := p.proc
+		proc.Joined = max(proc.Joined-from, 0)
+		if proc.Left > 0 {
+			if proc.Left < from {
+				continue
+			}
+			proc.Left -= from
+		}
+		meta.Processes = append(meta.Processes, proc)
+		if p.tl != nil {
+			if s.final {
+				// The samplers have stopped: their timelines need
+				// no copy.
+				timelines = append(timelines, p.tl.take())
+			} else {
+				timelines = append(timelines, p.tl.Timeline())
+			}
+		}
+	}
+	if meta.PID == 0 && len(meta.Processes) > 0 {
+		// No process ran when the recording started (--comm, --cgroup):
+		// the first to join stands for the target.
+		p := meta.Processes[0]
+		meta.PID, meta.Comm, meta.Cmdline, meta.Exe, meta.BuildID, meta.GoVersion = p.PID, p.Comm, p.Cmdline, p.Exe, p.BuildID, p.GoVersion
+	}
 	if from == 0 {
-		meta.Partial, meta.PartialReason = partial(kind, endAt, s.opts.Duration, runErr)
+		meta.Partial, meta.PartialReason = s.partial(kind, endAt, runErr)
+	}
+	if unnamed > 0 {
+		meta.Warnings = append(meta.Warnings, fmt.Sprintf("%d processes past the first %d are recorded with raw addresses, not symbolized", unnamed, maxProcesses))
+	}
+	if s.target.Follows() && len(meta.Processes) == 0 {
+		meta.Warnings = append(meta.Warnings, fmt.Sprintf("no process of the target (%s) was running", s.target))
 	}
 
 	rec := &recording.Recording{Meta: meta}
@@ -765,37 +1151,71 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	if s.cfg.probes[ProbeFutex] {
 		rec.Locks = buildLocks(d, open, s.res)
 	}
-	rec.Events, rec.Stacks = buildEvents(raw, s.clk.at(from), s.clk.at(to), s.res)
+	if s.final {
+		// The whole-session aggregates are in the views and locks now:
+		// let them go, and the views' builders with them, before the
+		// event log is converted, the largest part of the recording. A
+		// collection now keeps the two from adding up: allocating fast,
+		// the runtime would otherwise let the heap run past its soft
+		// limit (see cmd/contend's memoryLimit) rather than spend the
+		// CPU.
+		d.aggregates = nil
+		s.cum = newAggregates()
+		runtime.GC()
+	}
+	// The log is read in place, under s.mu: a copy would double the
+	// largest part of a recording's memory. The final recording consumes
+	// it.
+	s.mu.Lock()
+	each := s.log.each
+	if s.final {
+		each = s.log.consume
+	}
+	n := 0
+	s.log.each(func(e *rawEvent) {
+		if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
+			n++
+		}
+	})
+	rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
+	s.mu.Unlock()
 	if rec.Stacks == nil {
 		rec.Stacks = []recording.Stack{}
 	}
-	if s.procs != nil {
-		rec.Threads = sliceTimeline(s.procs.Timeline(), from, to)
+	if len(timelines) > 0 {
+		rec.Threads = sliceTimeline(mergeTimelines(timelines), from, to)
 	}
 	return rec
 }
 
 // partial says whether, and why, a whole-session recording holds less
 // than was asked for.
-func partial(kind int, endAt, want time.Duration, runErr error) (bool, string) {
+func (s *Session) partial(kind int, endAt time.Duration, runErr error) (bool, string) {
+	want := s.opts.Duration
+	what := "target exited"
+	if len(s.target.PIDs) > 1 {
+		what = "every process of the target exited"
+	}
 	switch {
 	case runErr != nil:
 		return true, fmt.Sprintf("recording failed after %s: %v", endAt.Round(time.Millisecond), runErr)
 	case kind == endExited && want > 0:
-		return true, fmt.Sprintf("target exited after %s of %s", endAt.Round(time.Millisecond), want)
+		return true, fmt.Sprintf("%s after %s of %s", what, endAt.Round(time.Millisecond), want)
 	case kind == endExited:
-		return true, fmt.Sprintf("target exited after %s", endAt.Round(time.Millisecond))
+		return true, fmt.Sprintf("%s after %s", what, endAt.Round(time.Millisecond))
 	case (kind == endInterrupted || kind == endStopped) && want > 0 && endAt < want:
 		return true, fmt.Sprintf("stopped after %s of %s", endAt.Round(time.Millisecond), want)
 	}
 	return false, ""
 }
 
-// Record records process o.PID until o.Duration has passed, the target
-// exits or ctx is cancelled, calling progress (when not nil) a few times a
-// second, and returns the recording. When the target exits the recording
-// is returned marked partial; when it exited before any event was seen,
-// the error wraps ErrProcessGone.
+// Record records the target of o until o.Duration has passed, every
+// process of a -p target has exited or ctx is cancelled, calling progress
+// (when not nil) a few times a second, and returns the recording. When the
+// target exits the recording is returned marked partial; when it exited
+// before any event was seen, the error wraps ErrProcessGone. A --comm or
+// --cgroup target that matched no process during the whole recording
+// gives an error wrapping ErrNoProcess (with the empty recording).
 func Record(ctx context.Context, o Options, progress func(Stats)) (*recording.Recording, error) {
 	s, err := Start(ctx, o)
 	if err != nil {
@@ -822,12 +1242,15 @@ wait:
 	if err != nil {
 		return rec, err
 	}
+	if s.target.Follows() && !s.ever {
+		return rec, fmt.Errorf("no process of the target (%s) ran during the %s recorded: %w", s.target, rec.Meta.Duration.Round(time.Millisecond), ErrNoProcess)
+	}
 	nothing := st.Events == 0
 	if o.NoProbes {
 		nothing = rec.Threads == nil || rec.Threads.Samples == 0
 	}
 	if st.TargetExited && nothing {
-		return rec, fmt.Errorf("pid %d exited before anything was recorded: %w", o.PID, ErrProcessGone)
+		return rec, fmt.Errorf("%s exited before anything was recorded: %w", s.target, ErrProcessGone)
 	}
 	return rec, nil
 }

@@ -5,28 +5,33 @@ import (
 	"sort"
 )
 
-// namedAfterWindows is how many agreeing windows name a stack id for
-// good: after that the kernel stops sending windows for it (ct_named), so
-// the window budget goes to stacks not yet named. 16 windows tell a
-// dominant caller from a split between two with little doubt.
+// namedAfterWindows is how many agreeing windows name a stack for good:
+// after that the kernel stops sending windows for it (ct_named), so the
+// window budget goes to stacks not yet named. 16 windows tell a dominant
+// caller from a split between two with little doubt.
 const namedAfterWindows = 16
 
 // stackNamer joins stack windows unwound in user space to the kernel's
-// frame-pointer stack ids. The kernel aggregates by frame-pointer stack id
-// (cheap, and exact for code with frame pointers); a frame-pointer walk
-// through code without them (Debian's glibc) loses frames, and several
-// call sites can then share one id. Each window names its id with the
-// stack the .eh_frame unwinder found; an id keeps the stack most of its
-// windows agree on, and ids whose windows disagree are counted as
-// collisions.
+// frame-pointer stacks. The kernel aggregates by the hash of a
+// frame-pointer walk (cheap, and exact for code with frame pointers); a
+// frame-pointer walk through code without them (Debian's glibc) loses
+// frames, and several call sites can then share one stack. Each window
+// names its stack with the stack the .eh_frame unwinder found; a stack
+// keeps the unwound stack most of its windows agree on, and stacks whose
+// windows disagree are counted as ambiguous.
 type stackNamer struct {
-	ids map[int32]*idWindows
+	ids map[uint64]*idWindows
 	// windows counts windows added; mismatched counts windows whose leaf
-	// differs from their id's frame-pointer leaf (not used for naming).
+	// differs from their stack's frame-pointer leaf (not used for naming).
 	windows, mismatched uint64
 }
 
-// idWindows is what the windows of one stack id said.
+// maxNamedStacks bounds the stacks the namer keeps windows for: each holds
+// a few unwound variants of a few hundred bytes. Past it, new stacks keep
+// their frame-pointer frames.
+const maxNamedStacks = 50000
+
+// idWindows is what the windows of one stack said.
 type idWindows struct {
 	total    int
 	variants map[string]*variant
@@ -42,7 +47,7 @@ type variant struct {
 }
 
 func newStackNamer() *stackNamer {
-	return &stackNamer{ids: map[int32]*idWindows{}}
+	return &stackNamer{ids: map[uint64]*idWindows{}}
 }
 
 // pcsKey encodes pcs as a map key.
@@ -54,13 +59,14 @@ func pcsKey(pcs []uint64) string {
 	return string(b)
 }
 
-// add records that a window of stack id unwound to pcs. fp is the id's
-// frame-pointer stack (nil when unknown); a window whose leaf disagrees
-// with it is counted and ignored. It reports whether the id just reached
-// namedAfterWindows windows and should be marked named in the kernel.
-func (n *stackNamer) add(id int32, fp, pcs []uint64, complete bool) (markNow bool) {
+// add records that a window of stack id unwound to pcs. fp is the stack's
+// frame-pointer frames (nil when unknown); a window whose leaf disagrees
+// with it is counted and ignored. It reports whether the stack just
+// reached namedAfterWindows windows and should be marked named in the
+// kernel.
+func (n *stackNamer) add(id uint64, fp, pcs []uint64, complete bool) (markNow bool) {
 	n.windows++
-	if id < 0 || len(pcs) == 0 {
+	if id < stackFirst || len(pcs) == 0 {
 		return false
 	}
 	if len(fp) > 0 && fp[0] != pcs[0] {
@@ -69,6 +75,9 @@ func (n *stackNamer) add(id int32, fp, pcs []uint64, complete bool) (markNow boo
 	}
 	w := n.ids[id]
 	if w == nil {
+		if len(n.ids) >= maxNamedStacks {
+			return false
+		}
 		w = &idWindows{variants: map[string]*variant{}}
 		n.ids[id] = w
 	}
@@ -90,7 +99,7 @@ func (n *stackNamer) add(id int32, fp, pcs []uint64, complete bool) (markNow boo
 // best returns the stack most windows of id unwound to (ties go to a
 // complete walk, then the deeper one), whether that walk was complete, and
 // false when no window named id.
-func (n *stackNamer) best(id int32) (pcs []uint64, complete, ok bool) {
+func (n *stackNamer) best(id uint64) (pcs []uint64, complete, ok bool) {
 	w := n.ids[id]
 	if w == nil || len(w.variants) == 0 {
 		return nil, false, false
@@ -115,10 +124,10 @@ func (n *stackNamer) best(id int32) (pcs []uint64, complete, ok bool) {
 	return vs[0].pcs, vs[0].complete, true
 }
 
-// collisions returns how many ids had windows that unwound to different
+// ambiguous returns how many stacks had windows that unwound to different
 // stacks (their aggregates are attributed to the most common one) and how
-// many windows disagreed with the stack their id was given.
-func (n *stackNamer) collisions() (ids, outvoted uint64) {
+// many windows disagreed with the stack their stack was given.
+func (n *stackNamer) ambiguous() (ids, outvoted uint64) {
 	for id, w := range n.ids {
 		if len(w.variants) < 2 {
 			continue

@@ -8,28 +8,28 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-func TestStackNamerMajorityAndCollisions(t *testing.T) {
+func TestStackNamerMajorityAndAmbiguity(t *testing.T) {
 	n := newStackNamer()
 	fp := []uint64{0x100, 0x999} // frame-pointer walk lost the middle
 	a := []uint64{0x100, 0x200, 0x300}
 	b := []uint64{0x100, 0x250, 0x300}
 	for i := 0; i < 3; i++ {
-		n.add(7, fp, a, true)
+		n.add(70, fp, a, true)
 	}
-	n.add(7, fp, b, true)
+	n.add(70, fp, b, true)
 	// A window whose leaf disagrees with its id is not used.
-	n.add(7, fp, []uint64{0x555, 0x200}, true)
+	n.add(70, fp, []uint64{0x555, 0x200}, true)
 
-	pcs, complete, ok := n.best(7)
+	pcs, complete, ok := n.best(70)
 	if !ok || !complete || !cmp.Equal(pcs, a) {
-		t.Errorf("best(7) = %x, %v, %v; want %x (3 of 4 windows)", pcs, complete, ok, a)
+		t.Errorf("best(70) = %x, %v, %v; want %x (3 of 4 windows)", pcs, complete, ok, a)
 	}
-	if _, _, ok := n.best(8); ok {
+	if _, _, ok := n.best(80); ok {
 		t.Error("best of an id without windows reported ok")
 	}
-	ids, outvoted := n.collisions()
+	ids, outvoted := n.ambiguous()
 	if ids != 1 || outvoted != 1 {
-		t.Errorf("collisions = %d ids, %d windows; want 1, 1", ids, outvoted)
+		t.Errorf("ambiguous = %d ids, %d windows; want 1, 1", ids, outvoted)
 	}
 	if n.mismatched != 1 || n.windows != 5 {
 		t.Errorf("mismatched %d of %d windows, want 1 of 5", n.mismatched, n.windows)
@@ -40,14 +40,14 @@ func TestStackNamerTieBreak(t *testing.T) {
 	n := newStackNamer()
 	short := []uint64{0x100, 0x200}
 	long := []uint64{0x100, 0x200, 0x300}
-	n.add(1, nil, short, false)
-	n.add(1, nil, long, false)
-	if pcs, _, _ := n.best(1); !cmp.Equal(pcs, long) {
+	n.add(100, nil, short, false)
+	n.add(100, nil, long, false)
+	if pcs, _, _ := n.best(100); !cmp.Equal(pcs, long) {
 		t.Errorf("tie between incomplete walks: got %x, want the deeper %x", pcs, long)
 	}
-	n.add(2, nil, long, false)
-	n.add(2, nil, short, true)
-	if pcs, complete, _ := n.best(2); !cmp.Equal(pcs, short) || !complete {
+	n.add(200, nil, long, false)
+	n.add(200, nil, short, true)
+	if pcs, complete, _ := n.best(200); !cmp.Equal(pcs, short) || !complete {
 		t.Errorf("tie: got %x (complete %v), want the complete walk %x", pcs, complete, short)
 	}
 }
@@ -56,7 +56,7 @@ func TestStackNamerMarksOnce(t *testing.T) {
 	n := newStackNamer()
 	marks := 0
 	for i := 0; i < 3*namedAfterWindows; i++ {
-		if n.add(4, nil, []uint64{1, 2}, true) {
+		if n.add(40, nil, []uint64{1, 2}, true) {
 			marks++
 			if i != namedAfterWindows-1 {
 				t.Errorf("marked at window %d, want %d", i+1, namedAfterWindows)
@@ -66,7 +66,7 @@ func TestStackNamerMarksOnce(t *testing.T) {
 	if marks != 1 {
 		t.Errorf("marked %d times, want once", marks)
 	}
-	if n.add(-1, nil, []uint64{1}, true) || n.add(5, nil, nil, true) {
+	if n.add(stackLost, nil, []uint64{1}, true) || n.add(50, nil, nil, true) {
 		t.Error("a window without a stack id or without pcs named something")
 	}
 }

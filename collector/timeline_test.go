@@ -44,3 +44,25 @@ func TestSliceTimeline(t *testing.T) {
 		t.Error("nil timeline")
 	}
 }
+
+// TestMergeTimelines joins two processes' timelines, one of which halved
+// its resolution: the other is coarsened to match.
+func TestMergeTimelines(t *testing.T) {
+	fine := &recording.Timeline{Interval: 100 * time.Millisecond, ClockTicks: 100, Samples: 6, Threads: []recording.ThreadSeries{
+		{PID: 1, TID: 1, First: 1, States: "RSRSR", UTime: []uint64{1, 2, 3, 4, 5}, STime: []uint64{0, 0, 0, 0, 0}, Voluntary: []uint64{0, 0, 0, 0, 0}, Involuntary: []uint64{0, 0, 0, 0, 0}},
+	}}
+	coarse := &recording.Timeline{Interval: 200 * time.Millisecond, ClockTicks: 100, Samples: 3, DroppedThreads: 2, Threads: []recording.ThreadSeries{
+		{PID: 2, TID: 2, First: 0, States: "SSS", UTime: []uint64{7, 7, 7}, STime: []uint64{0, 0, 0}, Voluntary: []uint64{1, 2, 3}, Involuntary: []uint64{0, 0, 0}},
+	}}
+	m := mergeTimelines([]*recording.Timeline{fine, coarse})
+	if m.Interval != 200*time.Millisecond || m.Samples != 3 || m.DroppedThreads != 2 || len(m.Threads) != 2 {
+		t.Fatalf("merged %+v", m)
+	}
+	// The fine series had instants 1..5: 2 and 4 stay, as 1 and 2.
+	if s := m.Threads[0]; s.First != 1 || s.States != "SS" || s.UTime[0] != 2 || s.UTime[1] != 4 {
+		t.Errorf("coarsened series %+v", s)
+	}
+	if one := mergeTimelines([]*recording.Timeline{fine}); one != fine {
+		t.Error("one timeline is returned as it is")
+	}
+}

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"sync"
 	"time"
 )
@@ -30,36 +29,79 @@ const (
 	dsleepEventThreshold = 10 * time.Microsecond
 )
 
-// ringBufferSize is the size of the shared ring buffer: 8 MiB holds about
-// a second of windows at their full rate plus events, far more than the
-// reader's poll period needs.
-const ringBufferSize = 8 << 20
+// ringBufferSize is the size of the shared ring buffer: at the full event
+// and window rates (eventRate, windowRate: about 6 MB/s) 2 MiB holds a
+// third of a second, six times the reader's poll period. The buffer is
+// mapped into contend twice (the kernel maps its pages twice so that
+// records can wrap around), so it costs twice its size in resident memory.
+const ringBufferSize = 2 << 20
 
 // readerPoll is how often the ring buffer reader wakes up. The probes
 // never wake it (BPF_RB_NO_WAKEUP), so the target does not pay for a
 // wakeup per event; 50 ms keeps the buffer far from full.
 const readerPoll = 50 * time.Millisecond
 
+// drainSettle is how long a drain waits between flipping the generation of
+// the aggregate maps and reading the old one: every program that started
+// before the flip has finished long before (they run for microseconds,
+// with preemption disabled or on a kernel that does not preempt them
+// mid-run). A program that did not is counted late, not lost: its entry
+// stays in the old generation's maps and is read at the drain after next.
+const drainSettle = time.Millisecond
+
 // tracerConfig is what the probes are loaded with.
 type tracerConfig struct {
-	pid            int
 	probes         map[string]bool
 	stackThreshold time.Duration
 	ioThreshold    time.Duration
 	onCPUHz        int
 	ncpu           int
+	// mode is the target selection (targetMode*); comm the name matched
+	// in targetModeComm; cgroupFD an open descriptor of the cgroup
+	// directory in targetModeCgroup.
+	mode     int
+	comm     string
+	cgroupFD int
+}
+
+// storedStack is one stack the probes stored: its hash, its process (0 for
+// a kernel stack) and its frames, innermost first.
+type storedStack struct {
+	hash uint64
+	pid  uint32
+	pcs  []uint64
+}
+
+// drained is what one drain of the kernel gives.
+type drained struct {
+	// agg holds the aggregates written since the previous drain.
+	agg *aggregates
+	// stacks lists the stacks stored since the previous drain (a stack
+	// that recurs is stored again once per drain).
+	stacks []storedStack
+	// counters holds the kernel counters, cumulative since the start.
+	counters map[string]uint64
+	// open lists the calls in progress at the drain.
+	open []openCall
 }
 
 // tracer is the kernel side of a session: loaded and attached probes, their
 // maps and their ring buffer. The BPF implementation exists for linux/amd64
 // only; the session logic above it is portable and tested with a fake.
 type tracer interface {
-	// drain reads the aggregate maps and the kernel counters into s.
-	drain(s *snapshot) error
-	// stack returns the return addresses stored for a stack id.
-	stack(id int32) ([]uint64, error)
-	// markNamed stops windows for a stack id.
-	markNamed(id int32) error
+	// drain reads and empties the aggregates and stacks the probes wrote
+	// since the previous drain, and reads the counters and the calls in
+	// progress.
+	drain() (*drained, error)
+	// markNamed stops windows for a stack.
+	markNamed(hash uint64) error
+	// setTarget adds process pid to the target set, or removes it.
+	setTarget(pid int, on bool) error
+	// silence empties the target set: every probe stops recording at
+	// once, before the probes are detached (closing a syscall
+	// tracepoint's event waits for the kernel's grace periods, so
+	// detaching takes a while).
+	silence() error
 	// run reads ring buffer records and passes each to fn until the
 	// tracer is closed or flushed; the record is only valid during fn.
 	run(fn func(rec []byte)) error
@@ -71,15 +113,15 @@ type tracer interface {
 	close() error
 	// counterNames lists the kernel counters drain reports.
 	counterNames() []string
-	// seed stores a start entry for a call of process pid already in
-	// progress when the probes attached, unless the thread has one; it
-	// reports whether it stored it.
-	seed(pid int, c openCall) (bool, error)
+	// seed stores a start entry for a call already in progress when the
+	// probes attached, unless the thread has one; it reports whether it
+	// stored it.
+	seed(c openCall) (bool, error)
 	// unseed removes a seeded entry if it still holds c's start.
-	unseed(pid int, c openCall) error
+	unseed(c openCall) error
 	// openTS returns the start of the call c's thread has in progress
 	// now (0 when none), false when the thread has no entry.
-	openTS(pid int, c openCall) (uint64, bool)
+	openTS(c openCall) (uint64, bool)
 }
 
 // noTracer is the tracer of a session without probes (Options.NoProbes):
@@ -92,21 +134,22 @@ type noTracer struct {
 
 func newNoTracer() *noTracer { return &noTracer{done: make(chan struct{})} }
 
-func (*noTracer) drain(*snapshot) error { return nil }
-func (*noTracer) stack(int32) ([]uint64, error) {
-	return nil, errors.New("no probes: no stacks")
+func (*noTracer) drain() (*drained, error) {
+	return &drained{agg: newAggregates(), counters: map[string]uint64{}}, nil
 }
-func (*noTracer) markNamed(int32) error { return nil }
+func (*noTracer) markNamed(uint64) error    { return nil }
+func (*noTracer) setTarget(int, bool) error { return nil }
+func (*noTracer) silence() error            { return nil }
 
 // run waits for flush: there is no ring buffer to read.
 func (t *noTracer) run(func([]byte)) error {
 	<-t.done
 	return nil
 }
-func (t *noTracer) flush()                            { t.once.Do(func() { close(t.done) }) }
-func (*noTracer) detach() error                       { return nil }
-func (t *noTracer) close() error                      { t.flush(); return nil }
-func (*noTracer) counterNames() []string              { return nil }
-func (*noTracer) seed(int, openCall) (bool, error)    { return false, nil }
-func (*noTracer) unseed(int, openCall) error          { return nil }
-func (*noTracer) openTS(int, openCall) (uint64, bool) { return 0, false }
+func (t *noTracer) flush()                       { t.once.Do(func() { close(t.done) }) }
+func (*noTracer) detach() error                  { return nil }
+func (t *noTracer) close() error                 { t.flush(); return nil }
+func (*noTracer) counterNames() []string         { return nil }
+func (*noTracer) seed(openCall) (bool, error)    { return false, nil }
+func (*noTracer) unseed(openCall) error          { return nil }
+func (*noTracer) openTS(openCall) (uint64, bool) { return 0, false }

@@ -3,6 +3,7 @@
 package collector
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -22,20 +23,74 @@ import (
 )
 
 // sharedMaps are declared by every family (bpf/helpers.bpf.h) and created
-// once, so that all families share stack ids, counters and the event log.
-var sharedMaps = []string{"ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch"}
+// once, so that all families share the target set, the stacks, the
+// counters, the event log and the calls in progress.
+var sharedMaps = []string{"ct_targets", "ct_gen", "ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch", "ct_stackbuf", "ct_call_start"}
+
+// probeObject is one compiled BPF object: the families it serves and
+// which of its programs a recording needs.
+type probeObject struct {
+	doctorFamily
+	// families lists the probe families the object serves; it is loaded
+	// when one of them is selected, or always when lifecycle is set.
+	families []string
+	// lifecycle: the object also keeps the target set and per-thread
+	// state current, whatever the families (sched.bpf.c).
+	lifecycle bool
+	// aggregates names the object's aggregate maps (each in two
+	// generations, name_0 and name_1), drained per family.
+	aggregates map[string]string
+	// needs says whether program prog is needed under cfg.
+	needs func(prog string, cfg tracerConfig) bool
+}
 
 // objects lists the BPF objects in attach order (which is also the
-// doctor's display order) with the families each holds; an object is
-// loaded when any of its families is selected, with "<family>_enabled" set
-// for each.
-var objects = []struct {
-	doctorFamily
-	families []string
-}{
-	{doctorFamily{"syscalls", "futex waits and wakes per lock and stack, I/O syscall durations", probes.LoadSyscalls}, []string{ProbeFutex, ProbeIO}},
-	{doctorFamily{"sched", "off-CPU time by state, wake edges", probes.LoadSched}, []string{ProbeSched}},
-	{doctorFamily{"oncpu", "on-CPU samples (perf cpu-clock)", probes.LoadOncpu}, []string{ProbeOnCPU}},
+// doctor's display order). A new probe family is a bpf/<family>.bpf.c, its
+// bpf2go line in collector/probes/gen.go, an entry here and, for a new
+// kind of attach point, a case in bpfTracer.attach.
+var objects = []probeObject{
+	{
+		doctorFamily: doctorFamily{"futex", "futex waits and wakes per lock and stack (exits of the futex syscalls)", probes.LoadFutex},
+		families:     []string{ProbeFutex},
+		aggregates:   map[string]string{"ct_futex_waits": ProbeFutex, "ct_futex_locks": ProbeFutex, "ct_futex_wakes": ProbeFutex},
+		needs:        func(string, tracerConfig) bool { return true },
+	},
+	{
+		doctorFamily: doctorFamily{"io", "I/O syscall durations per stack (exits of the I/O syscalls)", probes.LoadIo},
+		families:     []string{ProbeIO},
+		aggregates:   map[string]string{"ct_io": ProbeIO},
+		needs:        func(string, tracerConfig) bool { return true },
+	},
+	{
+		doctorFamily: doctorFamily{"sched", "off-CPU time by state, wake edges, blocking-call starts, thread and process lifecycle", probes.LoadSched},
+		families:     []string{ProbeSched},
+		lifecycle:    true,
+		aggregates:   map[string]string{"ct_offcpu": ProbeSched, "ct_offcpu_spill": ProbeSched, "ct_wakes": ProbeSched},
+		needs: func(prog string, cfg tracerConfig) bool {
+			switch prog {
+			case "ct_sched_switch":
+				// It also times the futex waits and I/O calls that
+				// leave the CPU.
+				return cfg.probes[ProbeSched] || cfg.probes[ProbeFutex] || cfg.probes[ProbeIO]
+			case "ct_proc_exit", "ct_target_update":
+				return true
+			case "ct_proc_fork", "ct_proc_exec":
+				return cfg.mode != targetModePIDs
+			}
+			return cfg.probes[ProbeSched]
+		},
+	},
+	{
+		doctorFamily: doctorFamily{"oncpu", "on-CPU samples (perf cpu-clock)", probes.LoadOncpu},
+		families:     []string{ProbeOnCPU},
+		aggregates:   map[string]string{"ct_oncpu": ProbeOnCPU},
+		needs:        func(string, tracerConfig) bool { return true },
+	},
+}
+
+// selected reports whether the object is loaded under cfg.
+func (o probeObject) selected(cfg tracerConfig) bool {
+	return o.lifecycle || slices.ContainsFunc(o.families, func(f string) bool { return cfg.probes[f] })
 }
 
 // bpfTracer is the BPF implementation of tracer.
@@ -43,47 +98,63 @@ type bpfTracer struct {
 	colls    map[string]*ebpf.Collection
 	shared   map[string]*ebpf.Map
 	maps     map[string]*ebpf.Map // every map by name
+	aggs     map[string]string    // aggregate map (without generation) -> family
 	probes   map[string]bool
 	counters []string // kernel counter names by index
 	reader   *ringbuf.Reader
+	update   *ebpf.Program // ct_target_update
+	// sections holds each program's ELF section, which names the
+	// tracepoint of a TracePoint program.
+	sections map[string]string
+	gen      uint32 // generation the probes write now
 
+	drainMu sync.Mutex
 	mu      sync.Mutex
 	links   []link.Link
 	perfFDs []int
 }
 
 // newTracer loads the families in cfg.probes, configured for cfg, and
-// attaches them. On error nothing stays loaded.
+// attaches them. The target set starts empty: setTarget fills it. On error
+// nothing stays loaded.
 func newTracer(cfg tracerConfig) (_ tracer, err error) {
-	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, probes: cfg.probes}
+	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, aggs: map[string]string{}, sections: map[string]string{}, probes: cfg.probes}
 	defer func() {
 		if err != nil {
 			t.close()
 		}
 	}()
+	if !slices.ContainsFunc(AllProbes, func(f string) bool { return cfg.probes[f] }) {
+		return nil, errors.New("no probe family selected")
+	}
 	specs := map[string]*ebpf.CollectionSpec{}
 	var order []string
 	for _, obj := range objects {
-		enabled := map[string]bool{}
-		for _, f := range obj.families {
-			enabled[f] = cfg.probes[f]
-		}
-		if !slices.ContainsFunc(obj.families, func(f string) bool { return cfg.probes[f] }) {
+		if !obj.selected(cfg) {
 			continue
 		}
 		spec, err := obj.load()
 		if err != nil {
 			return nil, fmt.Errorf("load %s probes: %w", obj.name, err)
 		}
-		if err := configure(spec, cfg, enabled); err != nil {
+		if err := configure(spec, cfg); err != nil {
 			return nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
+		}
+		for name, p := range spec.Programs {
+			if !obj.needs(name, cfg) {
+				delete(spec.Programs, name)
+				continue
+			}
+			t.sections[name] = p.SectionName
 		}
 		spec.Maps["ct_events"].MaxEntries = ringBufferSize
 		specs[obj.name] = spec
 		order = append(order, obj.name)
-	}
-	if len(order) == 0 {
-		return nil, errors.New("no probe family selected")
+		for m, fam := range obj.aggregates {
+			if cfg.probes[fam] {
+				t.aggs[m] = fam
+			}
+		}
 	}
 	first := specs[order[0]]
 	if t.counters, err = counterNames(first); err != nil {
@@ -105,6 +176,17 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		for mn, m := range coll.Maps {
 			t.maps[mn] = m
 		}
+		if p := coll.Programs["ct_target_update"]; p != nil {
+			t.update = p
+		}
+	}
+	if t.update == nil {
+		return nil, errors.New("load sched probes: no ct_target_update program")
+	}
+	if cfg.mode == targetModeCgroup {
+		if err := t.maps["ct_cgroup"].Put(uint32(0), uint32(cfg.cgroupFD)); err != nil {
+			return nil, fmt.Errorf("set target cgroup: %w", classify(err))
+		}
 	}
 	if t.reader, err = ringbuf.NewReader(t.shared["ct_events"]); err != nil {
 		return nil, fmt.Errorf("open ring buffer: %w", classify(err))
@@ -118,11 +200,12 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 }
 
 // configure sets the volatile constants a family's object declares.
-func configure(spec *ebpf.CollectionSpec, cfg tracerConfig, enabled map[string]bool) error {
+func configure(spec *ebpf.CollectionSpec, cfg tracerConfig) error {
 	evIv, evTol := bucketParams(eventRate, eventBurst, cfg.ncpu)
 	wIv, wTol := bucketParams(windowRate, windowBurst, cfg.ncpu)
+	var comm [16]byte
+	copy(comm[:15], cfg.comm)
 	vals := map[string]any{
-		"target_tgid":         uint32(cfg.pid),
 		"event_interval_ns":   evIv,
 		"event_tolerance_ns":  evTol,
 		"window_interval_ns":  wIv,
@@ -131,9 +214,11 @@ func configure(spec *ebpf.CollectionSpec, cfg tracerConfig, enabled map[string]b
 		"io_threshold_ns":     uint64(cfg.ioThreshold),
 		"runq_event_ns":       uint64(runqEventThreshold),
 		"dsleep_event_ns":     uint64(dsleepEventThreshold),
+		"target_mode":         uint32(cfg.mode),
+		"target_comm":         comm,
 	}
-	for f, on := range enabled {
-		vals[f+"_enabled"] = on
+	for _, f := range AllProbes {
+		vals[f+"_enabled"] = cfg.probes[f]
 	}
 	for name, v := range vals {
 		vs, ok := spec.Variables[name]
@@ -200,15 +285,46 @@ func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 				return fmt.Errorf("%s: %w", name, classify(err))
 			}
 			t.addLink(l)
+		case ebpf.TracePoint:
+			group, event, err := tracepointOf(t.sections[name])
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			l, err := link.Tracepoint(group, event, prog, nil)
+			if err != nil {
+				return fmt.Errorf("%s: tracepoint %s/%s: %w", name, group, event, tracepointError(err))
+			}
+			t.addLink(l)
 		case ebpf.PerfEvent:
 			if err := t.attachPerCPU(prog, cfg); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
+		case ebpf.Syscall:
+			// Run on demand (setTarget), never attached.
 		default:
 			return fmt.Errorf("%s: unexpected program type %s", name, prog.Type())
 		}
 	}
 	return nil
+}
+
+// tracepointOf returns the tracepoint a TracePoint program's section
+// names ("tracepoint/syscalls/sys_exit_futex").
+func tracepointOf(section string) (group, event string, err error) {
+	parts := strings.Split(section, "/")
+	if len(parts) != 3 || parts[0] != "tracepoint" {
+		return "", "", fmt.Errorf("section %q names no tracepoint", section)
+	}
+	return parts[1], parts[2], nil
+}
+
+// tracepointError explains a failed tracepoint attach: the syscall
+// tracepoints are found through tracefs.
+func tracepointError(err error) error {
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %w (the syscall tracepoints are listed in tracefs: mount -t tracefs nodev /sys/kernel/tracing)", ErrKernel, err)
+	}
+	return classify(err)
 }
 
 // attachPerCPU opens a cpu-clock perf event on every CPU at cfg.onCPUHz
@@ -254,52 +370,96 @@ func (t *bpfTracer) counterNames() []string {
 	return append(append([]string(nil), t.counters...), "drop_prog_recursion")
 }
 
-func (t *bpfTracer) drain(s *snapshot) error {
-	if t.probes[ProbeFutex] {
-		if err := readMap(t.maps["ct_futex_waits"], s.waits); err != nil {
-			return err
+// setTarget runs ct_target_update, which changes the process's bit with
+// the atomic operations the lifecycle probes use.
+func (t *bpfTracer) setTarget(pid int, on bool) error {
+	if pid <= 0 || pid >= 1<<22 {
+		return fmt.Errorf("target pid %d out of range", pid)
+	}
+	arg := targetArg{PID: uint32(pid)}
+	if on {
+		arg.On = 1
+	}
+	ctx, err := binary.Append(nil, binary.LittleEndian, arg)
+	if err != nil {
+		return err
+	}
+	if _, err := t.update.Run(&ebpf.RunOptions{Context: ctx}); err != nil {
+		return fmt.Errorf("update target set for pid %d: %w", pid, classify(err))
+	}
+	return nil
+}
+
+func (t *bpfTracer) silence() error {
+	m := t.shared["ct_targets"]
+	n := int(m.MaxEntries())
+	keys := make([]uint32, n)
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	if _, err := m.BatchUpdate(keys, make([]uint64, n), nil); err != nil {
+		if !errors.Is(err, ebpf.ErrNotSupported) {
+			return fmt.Errorf("empty the target set: %w", err)
 		}
-		if err := readMap(t.maps["ct_futex_locks"], s.locks); err != nil {
-			return err
-		}
-		if err := readMap(t.maps["ct_futex_wakes"], s.wakes); err != nil {
-			return err
+		for _, k := range keys {
+			if err := m.Put(k, uint64(0)); err != nil {
+				return fmt.Errorf("empty the target set: %w", err)
+			}
 		}
 	}
-	futex := map[uint64]futexStart{}
-	io := map[uint64]ioStart{}
-	if t.probes[ProbeFutex] {
-		if err := readMap(t.maps["ct_futex_start"], futex); err != nil {
-			return err
+	return nil
+}
+
+func (t *bpfTracer) drain() (*drained, error) {
+	t.drainMu.Lock()
+	defer t.drainMu.Unlock()
+	old := t.gen
+	if err := t.shared["ct_gen"].Put(uint32(0), 1-old); err != nil {
+		return nil, fmt.Errorf("flip aggregate generation: %w", err)
+	}
+	t.gen = 1 - old
+	time.Sleep(drainSettle)
+	d := &drained{agg: newAggregates(), counters: map[string]uint64{}}
+	suffix := fmt.Sprintf("_%d", old)
+	for name := range t.aggs {
+		m := t.maps[name+suffix]
+		var err error
+		switch name {
+		case "ct_futex_waits":
+			err = drainMap(m, func(k waitKey, v aggVal) { d.agg.waits[k] = addAgg(d.agg.waits[k], v) })
+		case "ct_futex_locks":
+			err = drainMap(m, func(k lockKey, v lockVal) { d.agg.locks[k] = addLock(d.agg.locks[k], v) })
+		case "ct_futex_wakes":
+			err = drainMap(m, func(k wakeKey, v wakeVal) { d.agg.wakes[k] = addWake(d.agg.wakes[k], v) })
+		case "ct_offcpu", "ct_offcpu_spill":
+			// The overflow's keys carry stackSpilled, never a hash:
+			// they cannot collide with ct_offcpu's.
+			err = drainMap(m, func(k offcpuKey, v offcpuVal) { d.agg.offcpu[k] = addOffcpu(d.agg.offcpu[k], v) })
+		case "ct_wakes":
+			err = drainMap(m, func(k edgeKey, v uint64) { d.agg.edges[k] += v })
+		case "ct_oncpu":
+			err = drainMap(m, func(k oncpuKey, v oncpuVal) { d.agg.oncpu[k] = addOncpu(d.agg.oncpu[k], v) })
+		case "ct_io":
+			err = drainMap(m, func(k ioKey, v aggVal) { d.agg.io[k] = addAgg(d.agg.io[k], v) })
+		default:
+			err = fmt.Errorf("no reader for map %s", name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("drain %s: %w", name+suffix, err)
 		}
 	}
-	if t.probes[ProbeSched] {
-		if err := readMap(t.maps["ct_offcpu"], s.offcpu); err != nil {
-			return err
-		}
-		// The overflow's keys carry stackSpilled, never a map id: they
-		// cannot collide with ct_offcpu's.
-		if err := readMap(t.maps["ct_offcpu_spill"], s.offcpu); err != nil {
-			return err
-		}
-		if err := readMap(t.maps["ct_wakes"], s.edges); err != nil {
-			return err
-		}
+	// Stacks after the aggregates: a program stores a stack before the
+	// aggregate that refers to it.
+	if err := drainMap(t.shared["ct_stacks"], func(h uint64, v stackVal) {
+		d.stacks = append(d.stacks, storedStack{hash: h, pid: v.PID, pcs: v.frames()})
+	}); err != nil {
+		return nil, fmt.Errorf("drain ct_stacks: %w", err)
 	}
-	if t.probes[ProbeOnCPU] {
-		if err := readMap(t.maps["ct_oncpu"], s.oncpu); err != nil {
-			return err
-		}
+	open, err := t.openCalls()
+	if err != nil {
+		return nil, err
 	}
-	if t.probes[ProbeIO] {
-		if err := readMap(t.maps["ct_io"], s.io); err != nil {
-			return err
-		}
-		if err := readMap(t.maps["ct_io_start"], io); err != nil {
-			return err
-		}
-	}
-	s.open = openCalls(futex, io)
+	d.open = open
 	// The kernel skips a program that would run while it already runs on
 	// that CPU (a tracepoint hit from an interrupt inside it); each skip
 	// is an event lost.
@@ -311,7 +471,7 @@ func (t *bpfTracer) drain(s *snapshot) error {
 			}
 		}
 	}
-	s.counters["drop_prog_recursion"] = misses
+	d.counters["drop_prog_recursion"] = misses
 	m := t.shared["ct_counters"]
 	var perCPU []uint64
 	for i, name := range t.counters {
@@ -319,105 +479,121 @@ func (t *bpfTracer) drain(s *snapshot) error {
 			continue
 		}
 		if err := m.Lookup(uint32(i), &perCPU); err != nil {
-			return fmt.Errorf("read counter %s: %w", name, err)
+			return nil, fmt.Errorf("read counter %s: %w", name, err)
 		}
 		var sum uint64
 		for _, v := range perCPU {
 			sum += v
 		}
-		s.counters[name] = sum
+		d.counters[name] = sum
 	}
-	return nil
+	return d, nil
 }
 
-// readMap copies every entry of m into into.
-func readMap[K comparable, V any](m *ebpf.Map, into map[K]V) error {
+// drainBatch is how many entries one batch call moves: large enough that
+// a drain of a full map takes a few dozen system calls.
+const drainBatch = 512
+
+// drainMap reads and deletes every entry of hash map m, passing each to
+// fn, in batches.
+func drainMap[K comparable, V any](m *ebpf.Map, fn func(K, V)) error {
+	keys := make([]K, drainBatch)
+	vals := make([]V, drainBatch)
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := m.BatchLookupAndDelete(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			fn(keys[i], vals[i])
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			return drainMapSlow(m, fn)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// drainMapSlow is drainMap for kernels without batch operations: an
+// iteration, then a delete of every key read.
+func drainMapSlow[K comparable, V any](m *ebpf.Map, fn func(K, V)) error {
 	var k K
 	var v V
+	var keys []K
 	it := m.Iterate()
 	for it.Next(&k, &v) {
-		into[k] = v
+		fn(k, v)
+		keys = append(keys, k)
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("read map: %w", err)
+		return err
+	}
+	for _, k := range keys {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
 	}
 	return nil
 }
 
-// startKey is the key of the start maps: pid_tgid.
-func startKey(pid int, tid uint32) uint64 { return uint64(pid)<<32 | uint64(tid) }
+// openCalls lists the calls in progress: the entries of ct_call_start
+// with a start time.
+func (t *bpfTracer) openCalls() ([]openCall, error) {
+	var out []openCall
+	var k uint64
+	var v callStart
+	it := t.shared["ct_call_start"].Iterate()
+	for it.Next(&k, &v) {
+		if v.TS != 0 {
+			out = append(out, openFromStart(k, v))
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read calls in progress: %w", err)
+	}
+	slices.SortFunc(out, compareOpen)
+	return out, nil
+}
 
-func (t *bpfTracer) seed(pid int, c openCall) (bool, error) {
-	var err error
-	switch {
-	case c.io && t.probes[ProbeIO]:
-		err = t.maps["ct_io_start"].Update(startKey(pid, c.tid), ioStart{TS: c.ts, NR: c.nr, IP: c.ip, SP: c.sp, BP: c.bp}, ebpf.UpdateNoExist)
-	case !c.io && t.probes[ProbeFutex]:
-		err = t.maps["ct_futex_start"].Update(startKey(pid, c.tid), futexStart{TS: c.ts, Addr: c.addr, Owner: c.owner, Op: c.op, IP: c.ip, SP: c.sp, BP: c.bp}, ebpf.UpdateNoExist)
-	default:
+// startKey is the key of the start map: pid_tgid.
+func startKey(pid, tid uint32) uint64 { return uint64(pid)<<32 | uint64(tid) }
+
+func (t *bpfTracer) seed(c openCall) (bool, error) {
+	if c.io && !t.probes[ProbeIO] || !c.io && !t.probes[ProbeFutex] {
 		return false, nil
 	}
+	err := t.shared["ct_call_start"].Update(startKey(c.pid, c.tid), c.start(), ebpf.UpdateNoExist)
 	if errors.Is(err, ebpf.ErrKeyExist) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
-func (t *bpfTracer) unseed(pid int, c openCall) error {
-	// Remove the entry only while it is the seeded one: a call entered
-	// since rewrote it.
-	if ts, ok := t.openTS(pid, c); !ok || ts != c.ts {
+func (t *bpfTracer) unseed(c openCall) error {
+	// Remove the entry only while it is the seeded one: a call that left
+	// the CPU since rewrote it.
+	if ts, ok := t.openTS(c); !ok || ts != c.ts {
 		return nil
 	}
-	if err := t.startMap(c).Delete(startKey(pid, c.tid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+	if err := t.shared["ct_call_start"].Delete(startKey(c.pid, c.tid)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("remove seeded start of tid %d: %w", c.tid, err)
 	}
 	return nil
 }
 
-// startMap returns the start map of c's kind (nil when its family is
-// not loaded).
-func (t *bpfTracer) startMap(c openCall) *ebpf.Map {
-	if c.io {
-		return t.maps["ct_io_start"]
-	}
-	return t.maps["ct_futex_start"]
-}
-
-func (t *bpfTracer) openTS(pid int, c openCall) (uint64, bool) {
-	m := t.startMap(c)
-	if m == nil {
-		return 0, false
-	}
-	key := startKey(pid, c.tid)
-	if c.io {
-		var v ioStart
-		if m.Lookup(key, &v) != nil {
-			return 0, false
-		}
-		return v.TS, true
-	}
-	var v futexStart
-	if m.Lookup(key, &v) != nil {
+func (t *bpfTracer) openTS(c openCall) (uint64, bool) {
+	var v callStart
+	if t.shared["ct_call_start"].Lookup(startKey(c.pid, c.tid), &v) != nil {
 		return 0, false
 	}
 	return v.TS, true
 }
 
-func (t *bpfTracer) stack(id int32) ([]uint64, error) {
-	var pcs [stackDepth]uint64
-	if err := t.shared["ct_stacks"].Lookup(uint32(id), &pcs); err != nil {
-		return nil, err
-	}
-	n := 0
-	for n < len(pcs) && pcs[n] != 0 {
-		n++
-	}
-	return append([]uint64(nil), pcs[:n]...), nil
-}
-
-func (t *bpfTracer) markNamed(id int32) error {
-	return t.shared["ct_named"].Put(id, uint8(1))
+func (t *bpfTracer) markNamed(hash uint64) error {
+	return t.shared["ct_named"].Put(hash, uint8(1))
 }
 
 func (t *bpfTracer) run(fn func([]byte)) error {
@@ -443,15 +619,21 @@ func (t *bpfTracer) flush() {
 	}
 }
 
+// detach closes every link at once: closing a syscall tracepoint's perf
+// event waits for grace periods, which run together when the closes do.
 func (t *bpfTracer) detach() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var errs []error
-	for _, l := range t.links {
-		if err := l.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	errs := make([]error, len(t.links))
+	var wg sync.WaitGroup
+	for i, l := range t.links {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.Close()
+		}()
 	}
+	wg.Wait()
 	t.links = nil
 	for _, fd := range t.perfFDs {
 		unix.Close(fd)

@@ -17,13 +17,13 @@ import (
 // stackSource names the stacks and lock addresses the kernel recorded
 // (the resolver; a fake in unit tests).
 type stackSource interface {
-	userStack(id int32) recording.Stack
-	kernelStack(id int32) recording.Stack
-	eventStack(tid uint32, ts uint64, id int32) recording.Stack
+	userStack(hash uint64) recording.Stack
+	kernelStack(hash uint64) recording.Stack
+	eventStack(pid, tid uint32, ts uint64, hash uint64) recording.Stack
 	// openStack returns the stack of a call still in progress, unwound
 	// from a copy taken while it was; false when there is none.
-	openStack(tid uint32, ts uint64) (recording.Stack, bool)
-	lockName(addr uint64) string
+	openStack(pid, tid uint32, ts uint64) (recording.Stack, bool)
+	lock(k lockKey) lockInfo
 }
 
 // Frames standing for data recorded without a stack. They are the only
@@ -33,7 +33,7 @@ const (
 	frameWokeNobody  = "[woke nobody]"   // futex wakes that found no waiter
 	frameShortCalls  = "[short calls]"   // I/O calls below the I/O threshold
 	frameStackLost   = "[stack lost]"    // the kernel could not record the stack
-	frameNoStack     = "[stack unknown]" // a stack id no longer readable
+	frameNoStack     = "[stack unknown]" // a stack whose frames were not kept
 	frameSpilled     = "[stack not kept: map full]"
 	frameOtherWaker  = "[other process]" // a wakeup by a task outside the target
 	frameNotInTarget = "[no user stack]" // a wakeup without a waking task
@@ -65,18 +65,18 @@ type viewInput struct {
 	exe string
 }
 
-// userFrames returns the frames of user stack id, or a synthetic frame:
+// userFrames returns the frames of user stack hash, or a synthetic frame:
 // none names what a stack-less sample stands for.
-func userFrames(src stackSource, id int32, none string) []recording.Frame {
-	switch {
-	case id == stackNone:
+func userFrames(src stackSource, hash uint64, none string) []recording.Frame {
+	switch hash {
+	case stackNone:
 		return syntheticFrame(none)
-	case id == stackSpilled:
+	case stackSpilled:
 		return syntheticFrame(frameSpilled)
-	case id < 0:
+	case stackLost:
 		return syntheticFrame(frameStackLost)
 	}
-	st := src.userStack(id)
+	st := src.userStack(hash)
 	if len(st.Frames) == 0 {
 		return syntheticFrame(frameNoStack)
 	}
@@ -86,18 +86,31 @@ func userFrames(src stackSource, id int32, none string) []recording.Frame {
 // openFrames returns the frames of a call in progress: its unwound
 // stack, or "[in progress]" when none could be taken.
 func openFrames(src stackSource, o openSpan) []recording.Frame {
-	if st, ok := src.openStack(o.tid, o.ts); ok && len(st.Frames) > 0 {
+	if st, ok := src.openStack(o.pid, o.tid, o.ts); ok && len(st.Frames) > 0 {
 		return st.Frames
 	}
 	return syntheticFrame(frameInProgress)
 }
 
-func lockLabels(src stackSource, tid uint32, addr uint64) sampleLabels {
-	l := sampleLabels{
-		str: map[string]string{recording.LabelLock: fmt.Sprintf(lockLabelFormat, addr)},
-		num: map[string]int64{recording.LabelTID: int64(tid)},
+// threadLabels returns the labels of a sample of thread tid of process
+// pid: pid and tid, or for folded exited threads (tid foldedTID) pid and
+// the number of threads folded.
+func threadLabels(pid, tid, folded uint32) sampleLabels {
+	l := sampleLabels{str: map[string]string{}, num: map[string]int64{recording.LabelPID: int64(pid)}}
+	if tid == foldedTID {
+		l.num[recording.LabelThreads] = int64(max(folded, 1))
+	} else {
+		l.num[recording.LabelTID] = int64(tid)
 	}
-	if n := src.lockName(addr); n != "" {
+	return l
+}
+
+// lockLabels adds the labels of lock k to l.
+func lockLabels(src stackSource, l sampleLabels, k lockKey) sampleLabels {
+	li := src.lock(k)
+	l.str[recording.LabelLock] = fmt.Sprintf(lockLabelFormat, k.Addr)
+	l.str[recording.LabelLockKey] = recording.LockKey(int(k.PID), k.Addr, li.shared)
+	if n := li.display(); n != "" {
 		l.str[recording.LabelLockName] = n
 	}
 	return l
@@ -110,22 +123,23 @@ func lockLabels(src stackSource, tid uint32, addr uint64) sampleLabels {
 func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	out := map[recording.View]*profile.Profile{}
 	s, src := in.snap, in.stacks
+	th := &s.threads
 	if in.probes[ProbeFutex] {
 		b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.waits, compareWaitKey) {
 			v := s.waits[k]
-			l := lockLabels(src, k.TID, k.Addr)
+			l := lockLabels(src, threadLabels(k.PID, k.TID, th.waits[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
 			l.str[recording.LabelOp] = opName(k.Op)
-			if k.Owner != 0 {
+			if k.Owner != 0 && k.Owner != foldedTID {
 				l.num[recording.LabelOwner] = int64(k.Owner)
 			}
-			b.add(userFrames(src, k.StackID, frameShortWaits), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+			b.add(userFrames(src, k.Stack, frameShortWaits), []int64{int64(v.Count), int64(v.TotalNS)}, l)
 		}
 		for _, o := range in.open {
 			if o.io {
 				continue
 			}
-			l := lockLabels(src, o.tid, o.addr)
+			l := lockLabels(src, threadLabels(o.pid, o.tid, 0), o.lockKey())
 			l.str[recording.LabelOp] = opName(o.op)
 			l.num[recording.LabelInProgress] = 1
 			if o.owner != 0 {
@@ -138,7 +152,8 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.wakes, compareWakeKey) {
 			v := s.wakes[k]
-			b.add(userFrames(src, k.StackID, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, lockLabels(src, k.TID, k.Addr))
+			l := lockLabels(src, threadLabels(k.PID, k.TID, th.wakes[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
+			b.add(userFrames(src, k.Stack, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, l)
 		}
 		out[recording.ViewFutexWake] = b.build()
 	}
@@ -146,11 +161,9 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.offcpu, compareOffcpuKey) {
 			v := s.offcpu[k]
-			l := sampleLabels{
-				str: map[string]string{recording.LabelState: stateName(k.State)},
-				num: map[string]int64{recording.LabelTID: int64(k.TID)},
-			}
-			b.add(userFrames(src, k.StackID, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
+			l := threadLabels(k.PID, k.TID, th.offcpu[k])
+			l.str[recording.LabelState] = stateName(k.State)
+			b.add(userFrames(src, k.Stack, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
 		}
 		off := b.build()
 		// pprof shows the last sample type unless told otherwise; the
@@ -162,17 +175,26 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		for _, k := range sortedKeysBy(s.edges, compareEdgeKey) {
 			l := sampleLabels{
 				str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
-				num: map[string]int64{recording.LabelWakee: int64(k.Wakee)},
+				num: map[string]int64{recording.LabelWakeePID: int64(k.WakeePID)},
+			}
+			if k.Wakee != foldedTID {
+				l.num[recording.LabelWakee] = int64(k.Wakee)
+			}
+			if k.Waker == foldedTID || k.Wakee == foldedTID {
+				l.num[recording.LabelThreads] = int64(max(th.edges[k], 1))
 			}
 			none := frameNotInTarget
 			if k.Waker != 0 {
-				l.num[recording.LabelTID] = int64(k.Waker)
+				l.num[recording.LabelPID] = int64(k.WakerPID)
+				if k.Waker != foldedTID {
+					l.num[recording.LabelTID] = int64(k.Waker)
+				}
 				none = frameOtherWaker
 			}
 			if k.Ctx != 0 {
 				none = "[" + contextName(k.Ctx) + "]"
 			}
-			b.add(userFrames(src, k.StackID, none), []int64{int64(s.edges[k])}, l)
+			b.add(userFrames(src, k.Stack, none), []int64{int64(s.edges[k])}, l)
 		}
 		out[recording.ViewWakes] = b.build()
 	}
@@ -185,13 +207,14 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		for _, k := range sortedKeysBy(s.oncpu, compareOncpuKey) {
 			v := s.oncpu[k]
 			var frames []recording.Frame
-			if k.KStack >= 0 {
+			switch {
+			case k.KStack >= stackFirst:
 				frames = append(frames, src.kernelStack(k.KStack).Frames...)
-			} else if k.KStack == stackLost {
+			case k.KStack == stackLost:
 				frames = append(frames, recording.Frame{Func: frameStackLost, Kernel: true})
 			}
 			frames = append(frames, userFrames(src, k.UStack, frameStackLost)...)
-			b.add(frames, []int64{int64(v.Count), int64(v.PeriodNS)}, sampleLabels{num: map[string]int64{recording.LabelTID: int64(k.TID)}})
+			b.add(frames, []int64{int64(v.Count), int64(v.PeriodNS)}, threadLabels(k.PID, k.TID, th.oncpu[k]))
 		}
 		out[recording.ViewOnCPU] = b.build()
 	}
@@ -199,20 +222,17 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
 		for _, k := range sortedKeysBy(s.io, compareIOKey) {
 			v := s.io[k]
-			l := sampleLabels{
-				str: map[string]string{recording.LabelSyscall: syscallName(k.NR)},
-				num: map[string]int64{recording.LabelTID: int64(k.TID)},
-			}
-			b.add(userFrames(src, k.StackID, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+			l := threadLabels(k.PID, k.TID, th.io[k])
+			l.str[recording.LabelSyscall] = syscallName(k.NR)
+			b.add(userFrames(src, k.Stack, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
 		}
 		for _, o := range in.open {
 			if !o.io {
 				continue
 			}
-			l := sampleLabels{
-				str: map[string]string{recording.LabelSyscall: syscallName(o.nr)},
-				num: map[string]int64{recording.LabelTID: int64(o.tid), recording.LabelInProgress: 1},
-			}
+			l := threadLabels(o.pid, o.tid, 0)
+			l.str[recording.LabelSyscall] = syscallName(o.nr)
+			l.num[recording.LabelInProgress] = 1
 			b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
 		}
 		out[recording.ViewIO] = b.build()
@@ -220,66 +240,89 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	return out
 }
 
+// lockKey returns the lock of an open futex wait.
+func (c openCall) lockKey() lockKey {
+	k := lockKey{Addr: c.addr, PID: c.pid}
+	if c.shared {
+		k.Shared = 1
+	}
+	return k
+}
+
 // buildLocks turns the per-lock aggregates, and the per-thread ones for
 // waiter, waker and owner lists, into lock statistics, most wait time
 // first. The futex waits in open, still in progress at the end of the
 // interval, count as waits that blocked for their time in it.
 func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockStat {
-	waiters := map[uint64]map[int]bool{}
-	owners := map[uint64]map[int]uint64{}
+	waiters := map[lockKey]map[int]bool{}
+	owners := map[lockKey]map[int]uint64{}
 	for k, v := range s.waits {
-		addTID(waiters, k.Addr, int(k.TID))
-		if k.Owner != 0 {
-			if owners[k.Addr] == nil {
-				owners[k.Addr] = map[int]uint64{}
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(waiters, lk, int(k.TID))
+		}
+		if k.Owner != 0 && k.Owner != foldedTID {
+			if owners[lk] == nil {
+				owners[lk] = map[int]uint64{}
 			}
-			owners[k.Addr][int(k.Owner)] += v.Count
+			owners[lk][int(k.Owner)] += v.Count
 		}
 	}
-	wakers := map[uint64]map[int]bool{}
-	for k := range s.wakes {
-		addTID(wakers, k.Addr, int(k.TID))
+	wakers := map[lockKey]map[int]bool{}
+	wakes := map[lockKey]wakeVal{}
+	for k, v := range s.wakes {
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(wakers, lk, int(k.TID))
+		}
+		wakes[lk] = addWake(wakes[lk], v)
 	}
-	locks := s.locks
-	inProgress := map[uint64]uint64{}
+	locks := maps.Clone(s.locks)
+	for lk := range wakes {
+		if _, ok := locks[lk]; !ok {
+			locks[lk] = lockVal{}
+		}
+	}
+	inProgress := map[lockKey]uint64{}
 	for _, o := range open {
 		if o.io {
 			continue
 		}
-		if len(inProgress) == 0 {
-			// Copy before adding: s.locks may be a cumulative snapshot.
-			locks = maps.Clone(s.locks)
-		}
-		v := locks[o.addr]
+		lk := o.lockKey()
+		v := locks[lk]
 		v.Waits++
 		v.Blocked++
 		v.TotalNS += o.dur
 		v.MaxNS = max(v.MaxNS, o.dur)
 		v.Hist[min(log2(o.dur), histSlots-1)]++
-		locks[o.addr] = v
-		inProgress[o.addr]++
-		addTID(waiters, o.addr, int(o.tid))
+		locks[lk] = v
+		inProgress[lk]++
+		addTID(waiters, lk, int(o.tid))
 		if o.owner != 0 {
-			if owners[o.addr] == nil {
-				owners[o.addr] = map[int]uint64{}
+			if owners[lk] == nil {
+				owners[lk] = map[int]uint64{}
 			}
-			owners[o.addr][int(o.owner)]++
+			owners[lk][int(o.owner)]++
 		}
 	}
 	out := make([]recording.LockStat, 0, len(locks))
-	for addr, v := range locks {
+	for lk, v := range locks {
+		li := src.lock(lk)
 		ls := recording.LockStat{
-			Addr:       addr,
-			Name:       src.lockName(addr),
+			Addr:       lk.Addr,
+			PID:        int(lk.PID),
+			Name:       li.display(),
+			Shared:     li.shared,
+			Key:        recording.LockKey(int(lk.PID), lk.Addr, li.shared),
 			Waits:      v.Waits,
 			Blocked:    v.Blocked,
 			Timeouts:   v.Timeouts,
 			WaitNS:     v.TotalNS,
 			MaxNS:      v.MaxNS,
-			Wakes:      v.Wakes,
-			Woken:      v.Woken,
-			Owners:     owners[addr],
-			InProgress: inProgress[addr],
+			Wakes:      wakes[lk].Wakes,
+			Woken:      wakes[lk].Woken,
+			Owners:     owners[lk],
+			InProgress: inProgress[lk],
 		}
 		top := 0
 		for i, n := range v.Hist {
@@ -288,13 +331,18 @@ func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockS
 			}
 		}
 		ls.Hist = append([]uint64{}, v.Hist[:top]...)
-		ls.Waiters, ls.WaitersTruncated = tidList(waiters[addr])
-		ls.Wakers, _ = tidList(wakers[addr])
+		ls.Waiters, ls.WaitersTruncated = tidList(waiters[lk])
+		ls.Wakers, _ = tidList(wakers[lk])
+		ls.WaitersSeen = len(waiters[lk]) + int(s.threads.waiters[lk])
+		ls.WakersSeen = len(wakers[lk]) + int(s.threads.wakers[lk])
 		out = append(out, ls)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].WaitNS != out[j].WaitNS {
 			return out[i].WaitNS > out[j].WaitNS
+		}
+		if out[i].PID != out[j].PID {
+			return out[i].PID < out[j].PID
 		}
 		return out[i].Addr < out[j].Addr
 	})
@@ -310,11 +358,11 @@ func log2(v uint64) int {
 	return bits.Len64(v) - 1
 }
 
-func addTID(m map[uint64]map[int]bool, addr uint64, tid int) {
-	if m[addr] == nil {
-		m[addr] = map[int]bool{}
+func addTID(m map[lockKey]map[int]bool, k lockKey, tid int) {
+	if m[k] == nil {
+		m[k] = map[int]bool{}
 	}
-	m[addr][tid] = true
+	m[k][tid] = true
 }
 
 // tidList returns the sorted tids of set, at most maxLockThreads, and
@@ -346,25 +394,25 @@ func sortedKeysBy[K comparable, V any](m map[K]V, compare func(a, b K) int) []K 
 }
 
 func compareWaitKey(a, b waitKey) int {
-	return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.StackID, b.StackID), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Op, b.Op))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Stack, b.Stack), cmp.Compare(a.Owner, b.Owner), cmp.Compare(a.Op, b.Op), cmp.Compare(a.Shared, b.Shared))
 }
 
 func compareWakeKey(a, b wakeKey) int {
-	return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.StackID, b.StackID))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Addr, b.Addr), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Stack, b.Stack), cmp.Compare(a.Shared, b.Shared))
 }
 
 func compareOffcpuKey(a, b offcpuKey) int {
-	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.State, b.State), cmp.Compare(a.StackID, b.StackID))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), cmp.Compare(a.State, b.State), cmp.Compare(a.Stack, b.Stack))
 }
 
 func compareEdgeKey(a, b edgeKey) int {
-	return cmp.Or(cmp.Compare(a.Wakee, b.Wakee), cmp.Compare(a.Waker, b.Waker), cmp.Compare(a.Ctx, b.Ctx), cmp.Compare(a.StackID, b.StackID))
+	return cmp.Or(cmp.Compare(a.WakeePID, b.WakeePID), cmp.Compare(a.Wakee, b.Wakee), cmp.Compare(a.WakerPID, b.WakerPID), cmp.Compare(a.Waker, b.Waker), cmp.Compare(a.Ctx, b.Ctx), cmp.Compare(a.Stack, b.Stack))
 }
 
 func compareOncpuKey(a, b oncpuKey) int {
-	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.UStack, b.UStack), cmp.Compare(a.KStack, b.KStack))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), cmp.Compare(a.UStack, b.UStack), cmp.Compare(a.KStack, b.KStack))
 }
 
 func compareIOKey(a, b ioKey) int {
-	return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.NR, b.NR), cmp.Compare(a.StackID, b.StackID))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), cmp.Compare(a.NR, b.NR), cmp.Compare(a.Stack, b.Stack))
 }

@@ -19,15 +19,16 @@ func testSource() *fakeStacks {
 		{Func: "main", File: "m.c", Line: 2, Module: "app", Addr: 0x2020},
 	}
 	return &fakeStacks{
-		user: map[int32][]recording.Frame{
-			3: s3,
-			4: s3, // another id naming the same stack (a collision)
-			5: frames("libc.so.6", "spin", "start_thread"),
+		user: map[uint64][]recording.Frame{
+			33: s3,
+			34: s3, // another hash naming the same frames (an ambiguous stack)
+			35: frames("libc.so.6", "spin", "start_thread"),
 		},
-		kernel: map[int32][]recording.Frame{
-			9: {{Func: "do_syscall_64", Addr: 0xffffffff81000000, Kernel: true}},
+		kernel: map[uint64][]recording.Frame{
+			39: {{Func: "do_syscall_64", Addr: 0xffffffff81000000, Kernel: true}},
 		},
-		locks: map[uint64]string{0xabc: "big_lock (app)"},
+		locks:  map[uint64]string{0xabc: "big_lock (app)"},
+		shared: map[uint64]*recording.SharedLock{0x5000: {Dev: "00:01", Inode: 77, Offset: 0x40, Path: "/dev/zero (deleted)"}},
 	}
 }
 
@@ -48,19 +49,22 @@ func sampleBy(p *profile.Profile, leaf string) []*profile.Sample {
 
 func TestBuildViews(t *testing.T) {
 	snap := newSnapshot()
-	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
-	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 4, Owner: 12, Op: opWait}] = aggVal{Count: 1, TotalNS: 1000}
-	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Op: opLockPI}] = aggVal{Count: 9, TotalNS: 90}
-	snap.waits[waitKey{Addr: 0xdef, TID: 13, StackID: stackLost, Op: opFutexWait}] = aggVal{Count: 1, TotalNS: 20000}
-	snap.wakes[wakeKey{Addr: 0xabc, TID: 12, StackID: 3}] = wakeVal{Wakes: 4, Woken: 4}
-	snap.wakes[wakeKey{Addr: 0xabc, TID: 12, StackID: stackNone}] = wakeVal{Wakes: 6}
-	snap.offcpu[offcpuKey{TID: 11, StackID: 3, State: 1}] = offcpuVal{Count: 3, TotalNS: 7000, RunqNS: 100}
-	snap.edges[edgeKey{Waker: 12, Wakee: 11, StackID: 3}] = 4
-	snap.edges[edgeKey{Wakee: 11, StackID: stackNone, Ctx: 1}] = 2
-	snap.oncpu[oncpuKey{TID: 14, UStack: 5, KStack: 9}] = oncpuVal{Count: 2, PeriodNS: 20202020}
-	snap.oncpu[oncpuKey{TID: 14, UStack: 5, KStack: stackNone}] = oncpuVal{Count: 5, PeriodNS: 50505050}
-	snap.io[ioKey{TID: 15, NR: 74, StackID: 3}] = aggVal{Count: 1, TotalNS: 400000}
-	snap.io[ioKey{TID: 15, NR: 1, StackID: stackNone}] = aggVal{Count: 50, TotalNS: 5000}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 11, Stack: 33, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 11, Stack: 34, Owner: 12, Op: opWait}] = aggVal{Count: 1, TotalNS: 1000}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 13, Stack: stackNone, Op: opLockPI}] = aggVal{Count: 9, TotalNS: 90}
+	snap.waits[waitKey{Addr: 0xdef, PID: 9, TID: 13, Stack: stackLost, Op: opFutexWait}] = aggVal{Count: 1, TotalNS: 20000}
+	folded := waitKey{Addr: 0x5000, PID: 10, TID: foldedTID, Stack: 35, Owner: foldedTID, Op: opWait, Shared: 1}
+	snap.waits[folded] = aggVal{Count: 40, TotalNS: 80000}
+	snap.threads.waits[folded] = 17
+	snap.wakes[wakeKey{Addr: 0xabc, PID: 9, TID: 12, Stack: 33}] = wakeVal{Wakes: 4, Woken: 4}
+	snap.wakes[wakeKey{Addr: 0xabc, PID: 9, TID: 12, Stack: stackNone}] = wakeVal{Wakes: 6}
+	snap.offcpu[offcpuKey{PID: 9, TID: 11, Stack: 33, State: 1}] = offcpuVal{Count: 3, TotalNS: 7000, RunqNS: 100}
+	snap.edges[edgeKey{WakerPID: 9, Waker: 12, WakeePID: 9, Wakee: 11, Stack: 33}] = 4
+	snap.edges[edgeKey{WakeePID: 9, Wakee: 11, Stack: stackNone, Ctx: 1}] = 2
+	snap.oncpu[oncpuKey{PID: 9, TID: 14, UStack: 35, KStack: 39}] = oncpuVal{Count: 2, PeriodNS: 20202020}
+	snap.oncpu[oncpuKey{PID: 9, TID: 14, UStack: 35, KStack: stackNone}] = oncpuVal{Count: 5, PeriodNS: 50505050}
+	snap.io[ioKey{PID: 9, TID: 15, NR: 74, Stack: 33}] = aggVal{Count: 1, TotalNS: 400000}
+	snap.io[ioKey{PID: 9, TID: 15, NR: 1, Stack: stackNone}] = aggVal{Count: 50, TotalNS: 5000}
 
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	views := buildViews(viewInput{snap: snap, stacks: testSource(), start: start, dur: 2 * time.Second, onCPUHz: 99, probes: allProbes(), exe: "app"})
@@ -91,7 +95,7 @@ func TestBuildViews(t *testing.T) {
 	if got := []string{fw.SampleType[0].Type, fw.SampleType[0].Unit, fw.SampleType[1].Type, fw.SampleType[1].Unit}; !cmp.Equal(got, []string{"waits", "count", "delay", "nanoseconds"}) {
 		t.Errorf("futex-wait sample types %v", got)
 	}
-	// Stacks 3 and 4 name the same frames with the same labels: one sample.
+	// Stacks 33 and 34 name the same frames with the same labels: one sample.
 	long := sampleBy(fw, "lock_inline")
 	if len(long) != 1 || !cmp.Equal(long[0].Value, []int64{3, 4000}) {
 		t.Fatalf("merged long waits: %v", long)
@@ -100,8 +104,8 @@ func TestBuildViews(t *testing.T) {
 	if len(s.Location) != 2 || len(s.Location[0].Line) != 2 || s.Location[0].Line[1].Function.Name != "locker" {
 		t.Errorf("inlined frame not folded into its caller's location: %+v", s.Location[0])
 	}
-	wantStr := map[string][]string{"lock": {"0xabc"}, "lock_name": {"big_lock (app)"}, "op": {"wait"}}
-	wantNum := map[string][]int64{"tid": {11}, "owner": {12}}
+	wantStr := map[string][]string{"lock": {"0xabc"}, "lock_key": {"9:0xabc"}, "lock_name": {"big_lock (app)"}, "op": {"wait"}}
+	wantNum := map[string][]int64{"pid": {9}, "tid": {11}, "owner": {12}}
 	if !cmp.Equal(s.Label, wantStr) || !cmp.Equal(s.NumLabel, wantNum) {
 		t.Errorf("labels %v %v, want %v %v", s.Label, s.NumLabel, wantStr, wantNum)
 	}
@@ -111,6 +115,15 @@ func TestBuildViews(t *testing.T) {
 	}
 	if lost := sampleBy(fw, frameStackLost); len(lost) != 1 || lost[0].Label["lock_name"] != nil {
 		t.Errorf("lost-stack wait: %+v", lost)
+	}
+	// Seventeen exited threads folded onto one sample of a lock in
+	// shared memory: no tid, the thread count, the shared identity.
+	f := sampleBy(fw, "spin")
+	if len(f) != 1 || f[0].NumLabel["tid"] != nil || f[0].NumLabel["owner"] != nil || f[0].NumLabel["threads"][0] != 17 || f[0].NumLabel["pid"][0] != 10 {
+		t.Fatalf("folded sample: %+v", f)
+	}
+	if got := f[0].Label["lock_key"][0]; got != "shared:00:01:77:0x40" || f[0].Label["lock_name"][0] != "/dev/zero (deleted)+0x40" {
+		t.Errorf("shared lock labels %v", f[0].Label)
 	}
 
 	if nobody := sampleBy(views[recording.ViewFutexWake], frameWokeNobody); len(nobody) != 1 || nobody[0].Value[0] != 6 {
@@ -132,7 +145,7 @@ func TestBuildViews(t *testing.T) {
 		t.Errorf("offcpu default sample type after a round trip: %q, want offcpu", back.DefaultSampleType)
 	}
 	irq := sampleBy(views[recording.ViewWakes], "[hardirq]")
-	if len(irq) != 1 || irq[0].NumLabel["tid"] != nil || irq[0].Label["context"][0] != "hardirq" || irq[0].NumLabel["wakee"][0] != 11 {
+	if len(irq) != 1 || irq[0].NumLabel["tid"] != nil || irq[0].NumLabel["pid"] != nil || irq[0].Label["context"][0] != "hardirq" || irq[0].NumLabel["wakee"][0] != 11 || irq[0].NumLabel["wakee_pid"][0] != 9 {
 		t.Errorf("interrupt wake edge: %+v", irq)
 	}
 	on := views[recording.ViewOnCPU]
@@ -159,38 +172,48 @@ func TestBuildViews(t *testing.T) {
 func TestBuildLocks(t *testing.T) {
 	snap := newSnapshot()
 	var hot lockVal
-	hot.Waits, hot.Blocked, hot.TotalNS, hot.MaxNS, hot.Wakes, hot.Woken = 5, 4, 9000, 5000, 3, 3
+	hot.Waits, hot.Blocked, hot.TotalNS, hot.MaxNS = 5, 4, 9000, 5000
 	hot.Hist[3], hot.Hist[12] = 4, 1
-	snap.locks[0xabc] = hot
-	snap.locks[0x123] = lockVal{Wakes: 7} // wakes only
-	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12}] = aggVal{Count: 3}
-	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Owner: 12}] = aggVal{Count: 1}
-	snap.waits[waitKey{Addr: 0xabc, TID: 13, StackID: stackNone, Owner: 11}] = aggVal{Count: 1}
-	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: stackNone}] = aggVal{Count: 1}
-	snap.wakes[wakeKey{Addr: 0xabc, TID: 12}] = wakeVal{Wakes: 3}
-	locks := buildLocks(snap, nil, testSource())
+	lk := lockKey{Addr: 0xabc, PID: 9}
+	snap.locks[lk] = hot
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 11, Stack: 33, Owner: 12}] = aggVal{Count: 3}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 13, Stack: stackNone, Owner: 12}] = aggVal{Count: 1}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 13, Stack: stackNone, Owner: 11}] = aggVal{Count: 1}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 11, Stack: stackNone}] = aggVal{Count: 1}
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: foldedTID, Stack: stackNone, Owner: foldedTID}] = aggVal{Count: 1}
+	snap.threads.waiters[lk] = 30
+	snap.wakes[wakeKey{Addr: 0xabc, PID: 9, TID: 12, Stack: 33}] = wakeVal{Wakes: 3, Woken: 3}
+	snap.wakes[wakeKey{Addr: 0x123, PID: 9, TID: 12}] = wakeVal{Wakes: 7} // wakes only
+	// The same word of shared memory, waited on in two processes.
+	snap.locks[lockKey{Addr: 0x5000, PID: 10, Shared: 1}] = lockVal{Waits: 1}
+	snap.locks[lockKey{Addr: 0x7000, PID: 11, Shared: 1}] = lockVal{Waits: 1}
+	src := testSource()
+	src.shared[0x7000] = src.shared[0x5000]
+	locks := buildLocks(snap, nil, src)
 	want := []recording.LockStat{
 		{
-			Addr: 0xabc, Name: "big_lock (app)", Waits: 5, Blocked: 4, WaitNS: 9000, MaxNS: 5000,
+			Addr: 0xabc, PID: 9, Name: "big_lock (app)", Key: "9:0xabc", Waits: 5, Blocked: 4, WaitNS: 9000, MaxNS: 5000,
 			Hist:  []uint64{0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 			Wakes: 3, Woken: 3,
-			Waiters: []int{11, 13}, Wakers: []int{12},
+			Waiters: []int{11, 13}, Wakers: []int{12}, WaitersSeen: 32, WakersSeen: 1,
 			Owners: map[int]uint64{12: 4, 11: 1},
 		},
-		{Addr: 0x123, Wakes: 7, Hist: []uint64{}},
+		{Addr: 0x123, PID: 9, Key: "9:0x123", Wakes: 7, Hist: []uint64{}, Wakers: []int{12}, WakersSeen: 1},
+		{Addr: 0x5000, PID: 10, Name: "/dev/zero (deleted)+0x40", Shared: src.shared[0x5000], Key: "shared:00:01:77:0x40", Waits: 1, Hist: []uint64{}},
+		{Addr: 0x7000, PID: 11, Name: "/dev/zero (deleted)+0x40", Shared: src.shared[0x5000], Key: "shared:00:01:77:0x40", Waits: 1, Hist: []uint64{}},
 	}
 	if diff := cmp.Diff(want, locks); diff != "" {
 		t.Errorf("locks (-want +got):\n%s", diff)
 	}
 
 	many := newSnapshot()
-	many.locks[1] = lockVal{Waits: maxLockThreads + 5}
+	many.locks[lockKey{Addr: 1, PID: 9}] = lockVal{Waits: maxLockThreads + 5}
 	for tid := uint32(1); tid <= maxLockThreads+5; tid++ {
-		many.waits[waitKey{Addr: 1, TID: tid}] = aggVal{Count: 1}
+		many.waits[waitKey{Addr: 1, PID: 9, TID: tid}] = aggVal{Count: 1}
 	}
 	l := buildLocks(many, nil, testSource())[0]
-	if len(l.Waiters) != maxLockThreads || !l.WaitersTruncated || l.Waiters[0] != 1 {
-		t.Errorf("%d waiters, truncated %v", len(l.Waiters), l.WaitersTruncated)
+	if len(l.Waiters) != maxLockThreads || !l.WaitersTruncated || l.Waiters[0] != 1 || l.WaitersSeen != maxLockThreads+5 {
+		t.Errorf("%d waiters (%d seen), truncated %v", len(l.Waiters), l.WaitersSeen, l.WaitersTruncated)
 	}
 }
 
@@ -199,14 +222,14 @@ func TestInProgressViewsAndLocks(t *testing.T) {
 	var hot lockVal
 	hot.Waits, hot.Blocked, hot.TotalNS, hot.MaxNS = 2, 2, 3000, 2000
 	hot.Hist[10] = 2
-	snap.locks[0xabc] = hot
-	snap.waits[waitKey{Addr: 0xabc, TID: 11, StackID: 3, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
+	snap.locks[lockKey{Addr: 0xabc, PID: 9}] = hot
+	snap.waits[waitKey{Addr: 0xabc, PID: 9, TID: 11, Stack: 33, Owner: 12, Op: opWait}] = aggVal{Count: 2, TotalNS: 3000}
 	open := []openSpan{
 		// Thread 13 blocked on 0xabc behind 12 for 1.5s, thread 14 on a
 		// lock with no finished wait at all, thread 15 in fsync.
-		{openCall: openCall{tid: 13, addr: 0xabc, owner: 12, op: opWait}, dur: 1500000000},
-		{openCall: openCall{tid: 14, addr: 0xfff, op: opLockPI, owner: 13}, dur: 1024},
-		{openCall: openCall{tid: 15, io: true, nr: 74}, dur: 700000000},
+		{openCall: openCall{pid: 9, tid: 13, addr: 0xabc, owner: 12, op: opWait}, dur: 1500000000},
+		{openCall: openCall{pid: 9, tid: 14, addr: 0xfff, op: opLockPI, owner: 13}, dur: 1024},
+		{openCall: openCall{pid: 9, tid: 15, io: true, nr: 74}, dur: 700000000},
 	}
 	views := buildViews(viewInput{snap: snap, open: open, stacks: testSource(), probes: allProbes(), exe: "app"})
 	for v, p := range views {
@@ -258,7 +281,7 @@ func TestInProgressViewsAndLocks(t *testing.T) {
 		t.Errorf("lock with only an open wait: %+v", o)
 	}
 	// The snapshot's own aggregates are left as they were.
-	if snap.locks[0xabc].Waits != 2 || len(snap.locks) != 1 {
+	if snap.locks[lockKey{Addr: 0xabc, PID: 9}].Waits != 2 || len(snap.locks) != 1 {
 		t.Errorf("buildLocks changed the snapshot: %+v", snap.locks)
 	}
 }
@@ -270,12 +293,12 @@ func TestClipOpen(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(openSpan{}, openCall{})); diff != "" {
 		t.Errorf("clipOpen (-want +got):\n%s", diff)
 	}
-	m := openCalls(map[uint64]futexStart{
-		7<<32 | 9:  {TS: 10, Addr: 0xabc, Owner: 8, Op: opWait},
-		7<<32 | 10: {TS: 0, Addr: 0xabc}, // ended
-	}, map[uint64]ioStart{7<<32 | 9: {TS: 20, NR: 74}})
-	wantCalls := []openCall{{tid: 9, ts: 10, addr: 0xabc, owner: 8, op: opWait}, {tid: 9, ts: 20, io: true, nr: 74}}
-	if diff := cmp.Diff(wantCalls, m, cmp.AllowUnexported(openCall{})); diff != "" {
-		t.Errorf("openCalls (-want +got):\n%s", diff)
+	start := callStart{TS: 10, Addr: 0xabc, Owner: 8, Op: opWait, NR: nrFutex, Shared: 1}
+	if got := openFromStart(7<<32|9, start); got != (openCall{pid: 7, tid: 9, ts: 10, nr: nrFutex, addr: 0xabc, owner: 8, op: opWait, shared: true}) || got.start() != start {
+		t.Errorf("openFromStart = %+v", got)
+	}
+	io := callStart{TS: 20, NR: 74, IP: 1, SP: 2, BP: 3}
+	if got := openFromStart(7<<32|9, io); got != (openCall{pid: 7, tid: 9, ts: 20, io: true, nr: 74, ip: 1, sp: 2, bp: 3}) || got.start() != io {
+		t.Errorf("openFromStart of an I/O call = %+v", got)
 	}
 }

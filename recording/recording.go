@@ -10,6 +10,7 @@
 package recording
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,11 +31,16 @@ type View string
 // documented beside the constant; the collector writes them and the analyzer
 // relies on them.
 const (
-	// ViewFutexWait: futex waits per (thread, lock address, user stack).
-	// Values: [waits/count, delay/nanoseconds]. Labels: tid (num), lock
-	// (string, "0x…"), lock_name (string, optional), owner (num, glibc owner
-	// tid seen at wait time, optional), op (string: wait, wait_bitset,
-	// lock_pi, lock_pi2, wait_requeue_pi, futex_wait, futex_waitv). Only
+	// ViewFutexWait: futex waits per (process, thread, lock address, user
+	// stack). Values: [waits/count, delay/nanoseconds]. Labels: pid (num),
+	// tid (num), lock (string, "0x…", an address in process pid),
+	// lock_key (string, the lock's identity across the recording, see
+	// LabelLockKey), lock_name (string, optional), owner (num, glibc
+	// owner tid seen when the wait blocked, optional), op (string: wait,
+	// wait_bitset, lock_pi, lock_pi2, wait_requeue_pi, futex_wait,
+	// futex_waitv). The delay of a wait is counted from its first
+	// switch-out (when it left the CPU) to its return; a wait that never
+	// left the CPU (it returned at once, EAGAIN) counts with delay 0. Only
 	// waits of at least the stack threshold carry their real stack;
 	// shorter waits appear under a single "[short waits]" frame, and a
 	// stack that could not be taken under "[stack lost]". A wait still in
@@ -47,31 +53,42 @@ const (
 	// shows, which can end the walk early); when no copy could be taken
 	// the sample has the single frame "[in progress]".
 	ViewFutexWait View = "futex-wait"
-	// ViewFutexWake: futex wakes per (thread, lock address, waker stack).
-	// Values: [wakes/count, woken/count]. Labels: tid, lock, lock_name.
+	// ViewFutexWake: futex wakes per (process, thread, lock address, waker
+	// stack). Values: [wakes/count, woken/count]. Labels: pid, tid, lock,
+	// lock_key, lock_name.
 	// Wakes that woke nobody are aggregated under a "[woke nobody]" frame.
 	ViewFutexWake View = "futex-wake"
 	// ViewOffCPU: time off CPU per (thread, state left in, stack).
 	// Values: [switches/count, offcpu/nanoseconds, runqueue/nanoseconds]
 	// — the third is the part of the off-CPU time spent runnable, waiting
-	// for a CPU. Labels: tid, state (runnable, sleeping, uninterruptible,
-	// other).
+	// for a CPU. Labels: pid, tid, state (runnable, sleeping,
+	// uninterruptible, other).
 	ViewOffCPU View = "offcpu"
 	// ViewOnCPU: cpu-clock samples per (thread, user+kernel stack).
-	// Values: [samples/count, cpu/nanoseconds]. Labels: tid.
+	// Values: [samples/count, cpu/nanoseconds]. Labels: pid, tid.
 	ViewOnCPU View = "oncpu"
 	// ViewIO: I/O syscalls per (thread, syscall, stack).
-	// Values: [calls/count, latency/nanoseconds]. Labels: tid, syscall.
+	// Values: [calls/count, latency/nanoseconds]. Labels: pid, tid,
+	// syscall. A call's latency is counted from its first switch-out (it
+	// blocked, or was preempted) to its return; a call that never left
+	// the CPU counts with latency 0 (its CPU time shows in ViewOnCPU).
 	// Calls shorter than the I/O threshold appear under "[short calls]".
 	// A call still in progress at the end is one sample under
 	// "[in progress]" with in_progress=1, as in ViewFutexWait.
 	ViewIO View = "io"
 	// ViewWakes: wake edges waker → wakee with the waker's stack.
-	// Values: [wakes/count]. Labels: tid (waker; absent when the waker was
-	// not a task of the target), wakee (num), context (string: task,
-	// hardirq, softirq, idle). Wakes from interrupts, the idle task or
-	// another process carry the marker frames "[hardirq]", "[softirq]",
-	// "[idle]" or "[other process]" instead of a stack.
+	// Values: [wakes/count]. Labels: pid and tid (the waker's; absent when
+	// the waker was not a task), wakee_pid and wakee (num), context
+	// (string: task, hardirq, softirq, idle). Wakes from interrupts, the
+	// idle task or a process outside the target carry the marker frames
+	// "[hardirq]", "[softirq]", "[idle]" or "[other process]" instead of a
+	// stack.
+	//
+	// Every live view: a sample whose thread has exited may be folded with
+	// those of other exited threads into one (so that short-lived threads
+	// do not grow a recording without bound): it has no tid label (no
+	// wakee label, in ViewWakes, when the wakee was folded) and a threads
+	// label giving how many exited threads it sums.
 	ViewWakes View = "wakes"
 )
 
@@ -102,9 +119,18 @@ var GoViews = []View{ViewGoMutex, ViewGoBlock, ViewGoCPU, ViewGoGoroutine}
 
 // Label keys used on samples of the live views.
 const (
+	LabelPID      = "pid"       // num: process (thread group id) of tid; absent in recordings made before it existed: Meta.PID
 	LabelTID      = "tid"       // num: thread id (kernel pid of the task)
-	LabelLock     = "lock"      // string: futex address, "0x%x"
-	LabelLockName = "lock_name" // string: data symbol containing the lock, "sym+0x10 (module)"
+	LabelLock     = "lock"      // string: futex address in process pid, "0x%x"
+	LabelLockName = "lock_name" // string: data symbol containing the lock, "sym+0x10 (module)", or its shared mapping
+	// LabelLockKey (string) identifies the lock across processes:
+	// LockStat.Key. Samples of one lock in several processes (a futex in
+	// shared memory) share it; without it, (pid, lock) is the identity.
+	LabelLockKey = "lock_key"
+	// LabelThreads (num) is the number of exited threads a folded sample
+	// sums; such a sample has no tid label.
+	LabelThreads  = "threads"
+	LabelWakeePID = "wakee_pid" // num: process of the woken thread (ViewWakes)
 	LabelOwner    = "owner"     // num: owner tid read beside a glibc mutex word
 	LabelOp       = "op"        // string: futex operation
 	LabelState    = "state"     // string: thread state left in (ViewOffCPU)
@@ -158,6 +184,8 @@ type Meta struct {
 	// kind recognised in each.
 	Inputs []Input `json:"inputs,omitempty"`
 
+	// PID, Comm, Cmdline, Exe and BuildID describe the target process,
+	// the first of Processes when several were recorded.
 	PID     int      `json:"pid,omitempty"`
 	Comm    string   `json:"comm,omitempty"`
 	Cmdline []string `json:"cmdline,omitempty"`
@@ -172,6 +200,13 @@ type Meta struct {
 	CPUsAllowed int `json:"cpus_allowed,omitempty"`
 	// GoVersion of the target when known (from its build info).
 	GoVersion string `json:"go_version,omitempty"`
+	// Target says how the processes were selected; absent in recordings
+	// of one process by pid made before it existed.
+	Target *Target `json:"target,omitempty"`
+	// Processes lists every process recorded, with when it joined and
+	// left the recording; absent in recordings made before it existed
+	// (one process: PID).
+	Processes []Process `json:"processes,omitempty"`
 
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration_ns"`
@@ -239,6 +274,36 @@ func (m Meta) CounterTotals() (events, drops uint64) {
 	return events, drops
 }
 
+// Target is how a live recording chose its processes.
+type Target struct {
+	// PIDs are the processes named with -p.
+	PIDs []int `json:"pids,omitempty"`
+	// Comm is the process name of --comm: every process with that name,
+	// including those started while recording.
+	Comm string `json:"comm,omitempty"`
+	// Cgroup is the cgroup v2 directory of --cgroup: every process in it
+	// or its descendants.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// Process is one process of a live recording.
+type Process struct {
+	PID       int      `json:"pid"`
+	Comm      string   `json:"comm,omitempty"`
+	Cmdline   []string `json:"cmdline,omitempty"`
+	Exe       string   `json:"exe,omitempty"`
+	BuildID   string   `json:"build_id,omitempty"`
+	GoVersion string   `json:"go_version,omitempty"`
+	// Joined is when the process joined the recording, since Meta.Start
+	// (0: from the start).
+	Joined time.Duration `json:"joined_ns,omitempty"`
+	// Left is when it left (it exited, or exec'd out of --comm or
+	// --cgroup), since Meta.Start; 0 when it stayed to the end.
+	Left time.Duration `json:"left_ns,omitempty"`
+	// Exited is set when it left because it exited.
+	Exited bool `json:"exited,omitempty"`
+}
+
 // Input is one file an offline recording was built from.
 type Input struct {
 	Path string      `json:"path"`
@@ -249,9 +314,22 @@ type Input struct {
 // address. Durations are nanoseconds.
 type LockStat struct {
 	Addr uint64 `json:"addr"`
+	// PID is the process the address belongs to (0 in recordings made
+	// before it existed: Meta.PID).
+	PID int `json:"pid,omitempty"`
 	// Name is the data symbol containing the address, "sym+0x1b0 (module)",
-	// or "" when the address is on a heap or stack.
+	// the shared mapping it lies in ("/dev/shm/x+0x40"), or "" when the
+	// address is on a heap or stack.
 	Name string `json:"name,omitempty"`
+	// Shared is the identity of a futex word in memory shared between
+	// processes (waited on and woken without FUTEX_PRIVATE_FLAG, in a
+	// MAP_SHARED mapping): the same in every process that maps it, so
+	// the entries of several processes with the same Shared are one lock.
+	// Nil for a process-private word.
+	Shared *SharedLock `json:"shared,omitempty"`
+	// Key identifies the lock across the recording (see LockKey); the
+	// samples of the live views carry it as the lock_key label.
+	Key string `json:"key,omitempty"`
 	// Waits counts FUTEX_WAIT-class calls; Blocked counts those that
 	// actually slept (did not return EAGAIN at once).
 	Waits   uint64 `json:"waits"`
@@ -271,8 +349,14 @@ type LockStat struct {
 	// says when more were seen).
 	Waiters          []int `json:"waiters,omitempty"`
 	WaitersTruncated bool  `json:"waiters_truncated,omitempty"`
+	// WaitersSeen counts the distinct threads that waited, including
+	// exited threads whose ids were folded away (0 in recordings made
+	// before it existed: len(Waiters)).
+	WaitersSeen int `json:"waiters_seen,omitempty"`
 	// Wakers lists distinct waking thread ids (bounded).
 	Wakers []int `json:"wakers,omitempty"`
+	// WakersSeen counts the distinct threads that woke it, as WaitersSeen.
+	WakersSeen int `json:"wakers_seen,omitempty"`
 	// Owners counts, per owner tid read beside the futex word at wait time,
 	// how many waits saw that owner (glibc mutexes only).
 	Owners map[int]uint64 `json:"owners,omitempty"`
@@ -280,6 +364,36 @@ type LockStat struct {
 	// MaxNS and Hist, that were still in progress at the end of the
 	// recording: their time is counted up to the end.
 	InProgress uint64 `json:"in_progress,omitempty"`
+}
+
+// SharedLock is the identity of a futex word in shared memory: the
+// mapping's device and inode and the word's offset in it, as
+// /proc/PID/maps gives them.
+type SharedLock struct {
+	Dev    string `json:"dev"`
+	Inode  uint64 `json:"inode"`
+	Offset uint64 `json:"offset"`
+	// Path is the mapping's path ("/dev/shm/pool", "/dev/zero (deleted)"
+	// for shared anonymous memory).
+	Path string `json:"path,omitempty"`
+}
+
+// Name names the word by its mapping: "/dev/shm/pool+0x40".
+func (s *SharedLock) Name() string {
+	p := s.Path
+	if p == "" {
+		p = "[shared " + s.Dev + " " + strconv.FormatUint(s.Inode, 10) + "]"
+	}
+	return p + "+0x" + strconv.FormatUint(s.Offset, 16)
+}
+
+// LockKey is the identity of a lock across a recording: "shared:DEV:INODE:OFFSET"
+// for a word in shared memory, "PID:0xADDR" for a process-private one.
+func LockKey(pid int, addr uint64, shared *SharedLock) string {
+	if shared != nil {
+		return "shared:" + shared.Dev + ":" + strconv.FormatUint(shared.Inode, 10) + ":0x" + strconv.FormatUint(shared.Offset, 16)
+	}
+	return strconv.Itoa(pid) + ":0x" + strconv.FormatUint(addr, 16)
 }
 
 // Timeline is the per-thread /proc sampling of the target.
@@ -293,12 +407,19 @@ type Timeline struct {
 	Samples int `json:"samples"`
 	// Threads holds one series per thread seen.
 	Threads []ThreadSeries `json:"threads"`
+	// DroppedThreads counts threads left out to keep the timeline
+	// bounded: series of exited threads beyond the timeline's budget,
+	// oldest first (their data stays in the probe views).
+	DroppedThreads int `json:"dropped_threads,omitempty"`
 }
 
 // ThreadSeries is one thread's /proc samples. Slices are indexed by sample
 // instant minus First; a thread that did not exist yet or had exited has no
 // entry there.
 type ThreadSeries struct {
+	// PID is the thread's process (0 in recordings made before it
+	// existed: Meta.PID).
+	PID  int    `json:"pid,omitempty"`
 	TID  int    `json:"tid"`
 	Comm string `json:"comm"`
 	// First is the index of the first sample instant this thread was seen.
@@ -318,8 +439,9 @@ type EventKind string
 
 // Event kinds written by the collector.
 const (
-	// EventWait: a futex wait interval. TID waited on Addr; Peer is the
-	// owner tid read at wait time (0 when unknown).
+	// EventWait: a futex wait interval, from its first switch-out to its
+	// return. TID waited on Addr; Peer is the owner tid read when it
+	// blocked (0 when unknown).
 	EventWait EventKind = "wait"
 	// EventWake: a futex wake. TID woke Peer threads waiting on Addr.
 	EventWake EventKind = "wake"
@@ -337,13 +459,18 @@ const (
 // Event is one entry of the event log. Times are nanoseconds since
 // Meta.Start.
 type Event struct {
-	Kind    EventKind `json:"k"`
-	T       int64     `json:"t"`
-	Dur     int64     `json:"d,omitempty"`
-	TID     int       `json:"tid"`
-	Peer    int       `json:"peer,omitempty"`
-	Addr    uint64    `json:"addr,omitempty"`
-	Syscall string    `json:"sys,omitempty"`
+	Kind EventKind `json:"k"`
+	T    int64     `json:"t"`
+	Dur  int64     `json:"d,omitempty"`
+	// PID is the process of TID (0 in recordings made before it existed:
+	// Meta.PID, and for an EventWakeup whose waker was not a task).
+	PID int `json:"pid,omitempty"`
+	TID int `json:"tid"`
+	// PeerPID is the process of Peer in an EventWakeup.
+	PeerPID int    `json:"peer_pid,omitempty"`
+	Peer    int    `json:"peer,omitempty"`
+	Addr    uint64 `json:"addr,omitempty"`
+	Syscall string `json:"sys,omitempty"`
 	// Stack is an index into Recording.Stacks, or -1 when none was taken.
 	Stack int `json:"stack"`
 }

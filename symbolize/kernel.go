@@ -51,9 +51,12 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	nonzero := false
+	// Names are copied out of their lines and module names shared, so
+	// that the table does not hold every line of kallsyms (hundreds of
+	// thousands) in memory.
+	modules := map[string]string{}
 	for sc.Scan() {
-		line := sc.Text()
-		fields := strings.Fields(line)
+		fields := strings.Fields(sc.Text())
 		if len(fields) < 3 || len(fields[1]) != 1 {
 			continue
 		}
@@ -65,9 +68,13 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		if typ == 'a' || typ == 'A' || typ == 'U' || typ == 'u' {
 			continue // absolute values and undefined entries are not places
 		}
-		s := ksym{addr: addr, name: fields[2]}
+		s := ksym{addr: addr, name: strings.Clone(fields[2])}
 		if len(fields) >= 4 {
-			s.module = strings.Trim(fields[3], "[]")
+			m := strings.Trim(fields[3], "[]")
+			if _, ok := modules[m]; !ok {
+				modules[m] = strings.Clone(m)
+			}
+			s.module = modules[m]
 		}
 		switch typ {
 		case 'T', 't', 'W', 'w':

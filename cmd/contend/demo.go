@@ -233,7 +233,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stderr, "contend demo: recording pid %d for %s…\n", fx.pid(), o.duration)
 	opts := collector.Options{
-		PID:            fx.pid(),
+		Target:         collector.Target{PIDs: []int{fx.pid()}},
 		Duration:       o.duration,
 		StackThreshold: collector.DefaultStackThreshold,
 		IOThreshold:    collector.DefaultIOThreshold,
@@ -241,7 +241,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		PprofURL:       fx.pprofURL,
 		GoFetchCommand: fetchChildCommand(),
 	}
-	rec, err := recordLive(ctx, opts, stderr)
+	rec, err := recordLive(ctx, opts, stderr, false)
 	fx.stop()
 	if rec == nil {
 		return fmt.Errorf("demo: record: %w", err)

@@ -61,7 +61,7 @@ func TestDoctorAsRoot(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &r); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, js)
 	}
-	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != 3 {
+	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != 4 {
 		t.Errorf("JSON report incomplete: %+v", r)
 	}
 	var top map[string]any
@@ -95,7 +95,7 @@ func TestDoctorWithoutPrivileges(t *testing.T) {
 		"missing  CAP_PERFMON",
 		"sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep $(which contend)",
 		"Verdict: missing privileges",
-		"unknown  syscalls",
+		"unknown  futex",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

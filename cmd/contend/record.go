@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,7 +25,7 @@ func init() { subcommands = append(subcommands, newRecordCmd) }
 
 // recordOptions are the options of `contend record`.
 type recordOptions struct {
-	pid            int
+	targets        targetFlags
 	duration       time.Duration
 	output         string
 	stackThreshold time.Duration
@@ -32,20 +34,25 @@ type recordOptions struct {
 	pprofURL       string
 	format         string
 	failOnFindings bool
+	progress       bool
 }
 
 func newRecordCmd() *cobra.Command {
 	var o recordOptions
 	c := &cobra.Command{
-		Use:   "record -p PID",
-		Short: "Record a live process's lock contention and print the findings",
-		Long: `record attaches contend's eBPF probes to every thread of a running process
-(threads it starts while recording included): futex waits and wakes per
-lock and stack, off-CPU time by thread state, wake edges, on-CPU samples,
-and file I/O syscalls. It records for --duration, or until Ctrl-C, SIGTERM
-or the target's exit, detaches, writes the recording to a directory (one
-pprof file per view, opening in 'go tool pprof' as is, plus JSON) and
-prints the findings.
+		Use:   "record (-p PID[,PID…] | --comm NAME | --cgroup PATH)",
+		Short: "Record live processes' lock contention and print the findings",
+		Long: `record attaches contend's eBPF probes to every thread of the processes
+chosen (threads they start while recording included): futex waits and
+wakes per lock and stack, off-CPU time by thread state, wake edges, on-CPU
+samples, and file I/O syscalls. Several processes are one recording: a
+lock in memory they share (a process-shared mutex) is one lock. It records
+for --duration, or until Ctrl-C, SIGTERM or the exit of every process
+named with -p, detaches, writes the recording to a directory (one pprof
+file per view, opening in 'go tool pprof' as is, plus JSON) and prints the
+findings.
+
+` + targetHelp + `
 
 Progress goes to stderr when it is a terminal. A recording cut short (the
 target exited, Ctrl-C before --duration) is written and marked partial.
@@ -55,6 +62,9 @@ what /proc (and --pprof) allow, the threads' states and CPU over time and
 the Go runtime profiles, prints the findings, and exits with code 3.`,
 		Example: `  contend record -p 1234                             # 10 s, then the findings
   contend record -p $(pgrep -n myserver) -d 30s -o before
+  contend record -p $(pgrep -d, postgres) -d 20s       # every backend: one recording
+  contend record --comm postgres -d 20s               # the same, and backends started meanwhile
+  contend record --cgroup system.slice/nginx.service
   go tool pprof -top before/futex-wait.pb.gz
   contend record -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
   contend record -p 1234 --format json --fail-on-findings > findings.json`,
@@ -64,7 +74,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 		},
 	}
 	f := c.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "process to record (required)")
+	o.targets.register(f)
 	f.DurationVarP(&o.duration, "duration", "d", 10*time.Second, "how long to record (0: until Ctrl-C or the target exits)")
 	f.StringVarP(&o.output, "output", "o", "", "recording directory to create (default contend-<comm>-<pid>-<YYYYmmdd-HHMMSS>)")
 	f.DurationVar(&o.stackThreshold, "stack-threshold", collector.DefaultStackThreshold, "futex waits at least this long carry a stack")
@@ -73,14 +83,17 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
+	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
 	return c
 }
 
 // runRecord records, writes the recording and prints the findings.
 func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) error {
+	target, err := o.targets.target("record")
+	if err != nil {
+		return err
+	}
 	switch {
-	case o.pid <= 0:
-		return usageErrorf("record: give the process to record with -p PID")
 	case o.duration < 0:
 		return usageErrorf("record: --duration must not be negative")
 	case o.stackThreshold <= 0:
@@ -92,11 +105,12 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
 	}
-	if err := checkOutput("record", o.output, o.pid); err != nil {
+	limitMemory()
+	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
 		return err
 	}
 	opts := collector.Options{
-		PID:            o.pid,
+		Target:         target,
 		Duration:       o.duration,
 		StackThreshold: o.stackThreshold,
 		IOThreshold:    o.ioThreshold,
@@ -117,8 +131,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	} else if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
-	rec, err := recordLive(ctx, opts, stderr)
-	if rec == nil || errors.Is(err, collector.ErrProcessGone) {
+	rec, err := recordLive(ctx, opts, stderr, o.progress)
+	if rec == nil || errors.Is(err, collector.ErrProcessGone) || errors.Is(err, collector.ErrNoProcess) {
 		return fmt.Errorf("record: %w", err)
 	}
 	dir := o.output
@@ -141,8 +155,17 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
 	fmt.Fprintln(stderr, termsafe.String(summary+")"))
-	if events, drops := rec.Meta.CounterTotals(); drops > 0 {
-		fmt.Fprintf(stderr, "contend: %d events seen, %d lost (drop_* in meta.json counters)\n", events, drops)
+	if line := dropLine(rec.Meta); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
+	for _, p := range rec.Meta.Processes {
+		if p.Left > 0 {
+			how := "left the target"
+			if p.Exited {
+				how = "exited"
+			}
+			fmt.Fprintf(stderr, "contend: pid %d (%s) %s after %s\n", p.PID, termsafe.String(p.Comm), how, p.Left.Round(time.Millisecond))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
@@ -161,6 +184,15 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// firstPID is the target's first process id, 0 when it names processes
+// by name or cgroup: the default recording directory carries it.
+func firstPID(t collector.Target) int {
+	if len(t.PIDs) == 0 {
+		return 0
+	}
+	return t.PIDs[0]
 }
 
 // checkOutput fails at once, before anything is attached, when the
@@ -184,12 +216,15 @@ func checkOutput(cmd, output string, pid int) error {
 }
 
 // recordLive records as opts say, with a progress line on stderr when it
-// is a terminal.
-func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer) (*recording.Recording, error) {
+// is a terminal, or one line a second when lines is set.
+func recordLive(ctx context.Context, opts collector.Options, stderr io.Writer, lines bool) (*recording.Recording, error) {
 	var progress func(collector.Stats)
 	tty := isTerminal(stderr)
-	if tty {
-		progress = progressLine(stderr, opts.PID, opts.Duration)
+	switch {
+	case tty:
+		progress = progressLine(stderr, opts.Target, opts.Duration)
+	case lines:
+		progress = progressLines(stderr, opts.Target)
 	}
 	rec, err := collector.Record(ctx, opts, progress)
 	if tty {
@@ -221,7 +256,7 @@ func printFindings(stdout io.Writer, rec *recording.Recording, format string) (*
 }
 
 // progressLine returns a progress callback that redraws one status line.
-func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats) {
+func progressLine(w io.Writer, target collector.Target, want time.Duration) func(collector.Stats) {
 	return func(s collector.Stats) {
 		el := s.Elapsed.Truncate(100 * time.Millisecond).String()
 		if want > 0 {
@@ -231,6 +266,39 @@ func progressLine(w io.Writer, pid int, want time.Duration) func(collector.Stats
 		if s.TargetExited {
 			state = "  target exited"
 		}
-		fmt.Fprintf(w, "\rcontend: recording pid %d  %s  events %d  drops %d%s\x1b[K", pid, el, s.Events, s.Drops, state)
+		fmt.Fprintf(w, "\rcontend: recording %s  %s  events %d  drops %d%s\x1b[K", targetLabel(target, s.Processes), el, s.Events, s.Drops, state)
 	}
+}
+
+// progressLines returns a progress callback that prints a line a second:
+// "contend: progress elapsed=1.5s events=N drops=N processes=N".
+func progressLines(w io.Writer, target collector.Target) func(collector.Stats) {
+	var last time.Duration
+	return func(s collector.Stats) {
+		if s.Elapsed-last < time.Second && !s.TargetExited {
+			return
+		}
+		last = s.Elapsed
+		fmt.Fprintf(w, "contend: progress elapsed=%s events=%d drops=%d processes=%d\n", s.Elapsed.Round(time.Millisecond), s.Events, s.Drops, s.Processes)
+	}
+}
+
+// dropLine says how much data the probes lost, counter by counter, with
+// its share of the events seen; "" when nothing was lost.
+func dropLine(m recording.Meta) string {
+	events, drops := m.CounterTotals()
+	if drops == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m.Counters)) {
+		if v := m.Counters[k]; v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, v))
+		}
+	}
+	share := ""
+	if events > 0 {
+		share = fmt.Sprintf(" (%.3g%%)", 100*float64(drops)/float64(events))
+	}
+	return fmt.Sprintf("contend: %d events seen, %d lost%s: %s (meta.json counters)", events, drops, share, strings.Join(parts, ", "))
 }

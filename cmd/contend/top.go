@@ -18,7 +18,7 @@ func init() { subcommands = append(subcommands, newTopCmd) }
 
 // topOptions are the options of `contend top`.
 type topOptions struct {
-	pid       int
+	targets   targetFlags
 	duration  time.Duration
 	pprofURL  string
 	exportDir string
@@ -27,8 +27,8 @@ type topOptions struct {
 func newTopCmd() *cobra.Command {
 	var o topOptions
 	c := &cobra.Command{
-		Use:   "top -p PID",
-		Short: "Watch a live process's contention in an interactive view",
+		Use:   "top (-p PID[,PID…] | --comm NAME | --cgroup PATH)",
+		Short: "Watch live processes' contention in an interactive view",
 		Long: `top attaches contend's probes to a running process and shows, refreshed
 every second, the convoys it finds with their evidence and suggestion, the
 program points where threads sit, the locks they wait on and each thread's
@@ -41,8 +41,11 @@ It needs root, or CAP_BPF and CAP_PERFMON; without them it says which is
 missing before drawing anything and stops, unless --pprof is given: then it
 shows what the Go runtime profiles and /proc allow, notes the missing
 capabilities on the screen, says so again on exit and exits with code 3.
-The view is drawn on stderr, which must be a terminal.`,
+The view is drawn on stderr, which must be a terminal.
+
+` + targetHelp,
 		Example: `  contend top -p 1234
+  contend top --comm postgres                        # every backend, new ones too
   contend top -p 1234 -d 60s                         # stop recording after a minute
   contend top -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
   NO_COLOR=1 contend top -p 1234`,
@@ -52,29 +55,35 @@ The view is drawn on stderr, which must be a terminal.`,
 		},
 	}
 	f := c.Flags()
-	f.IntVarP(&o.pid, "pid", "p", 0, "process to watch (required)")
+	o.targets.register(f)
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop recording after this long (0: until you quit or the target exits)")
 	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
 	f.StringVar(&o.exportDir, "export-dir", ".", "directory the e key writes recordings into")
 	return c
 }
 
+// topHistory is how far back the view's windows reach: its longest window
+// short of the whole run is ten seconds.
+const topHistory = 10 * time.Second
+
 // runTop starts the session, then the view. Everything that can refuse
 // (arguments, terminal, privileges, the target) is checked before the
 // screen is touched, so its message reaches a normal terminal.
 func runTop(ctx context.Context, o topOptions) error {
-	if o.pid <= 0 {
-		return usageErrorf("top: give the process to watch with -p PID")
+	target, err := o.targets.target("top")
+	if err != nil {
+		return err
 	}
 	if o.duration < 0 {
 		return usageErrorf("top: --duration must not be negative")
 	}
+	limitMemory()
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
 	// The session and the view stay root (see privileges.go); the pprof
 	// fetches run as the user, and exports belong to the user.
-	opts := collector.Options{PID: o.pid, Duration: o.duration, PprofURL: o.pprofURL, GoFetchCommand: fetchChildCommand()}
+	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand()}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do

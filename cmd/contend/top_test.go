@@ -26,8 +26,9 @@ func TestInteractiveCommandsRefuseEarly(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"top"}, exitUsage, "give the process to watch with -p PID"},
-		{[]string{"top", "-p", "-3"}, exitUsage, "give the process to watch with -p PID"},
+		{[]string{"top"}, exitUsage, "give -p PID[,PID…], --comm NAME or --cgroup PATH"},
+		{[]string{"top", "-p", "-3"}, exitUsage, "pid -3: a process id is a positive number"},
+		{[]string{"top", "-p", "1", "--comm", "x"}, exitUsage, "give one of -p, --comm and --cgroup"},
 		{[]string{"top", "-p", "1", "-d", "-1s"}, exitUsage, "--duration must not be negative"},
 		{[]string{"top", "-p", "1", "extra"}, exitUsage, "unknown command"},
 		{[]string{"tui"}, exitUsage, "requires at least 1 arg"},

@@ -17,17 +17,22 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	OncpuMapCtBuckets         = "ct_buckets"
+	OncpuMapCtCallStart       = "ct_call_start"
 	OncpuMapCtCounters        = "ct_counters"
 	OncpuMapCtEvents          = "ct_events"
+	OncpuMapCtGen             = "ct_gen"
 	OncpuMapCtNamed           = "ct_named"
-	OncpuMapCtOncpu           = "ct_oncpu"
+	OncpuMapCtOncpu0          = "ct_oncpu_0"
+	OncpuMapCtOncpu1          = "ct_oncpu_1"
 	OncpuMapCtScratch         = "ct_scratch"
+	OncpuMapCtStackbuf        = "ct_stackbuf"
 	OncpuMapCtStacks          = "ct_stacks"
+	OncpuMapCtTargets         = "ct_targets"
 	OncpuProgCtOncpuSample    = "ct_oncpu_sample"
+	OncpuVarCtBtfTypes        = "ct_btf_types"
 	OncpuVarCtZero            = "ct_zero"
 	OncpuVarEventIntervalNs   = "event_interval_ns"
 	OncpuVarEventToleranceNs  = "event_tolerance_ns"
-	OncpuVarTargetTgid        = "target_tgid"
 	OncpuVarWindowIntervalNs  = "window_interval_ns"
 	OncpuVarWindowToleranceNs = "window_tolerance_ns"
 )
@@ -81,23 +86,28 @@ type OncpuProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OncpuMapSpecs struct {
-	CtBuckets  *ebpf.MapSpec `ebpf:"ct_buckets"`
-	CtCounters *ebpf.MapSpec `ebpf:"ct_counters"`
-	CtEvents   *ebpf.MapSpec `ebpf:"ct_events"`
-	CtNamed    *ebpf.MapSpec `ebpf:"ct_named"`
-	CtOncpu    *ebpf.MapSpec `ebpf:"ct_oncpu"`
-	CtScratch  *ebpf.MapSpec `ebpf:"ct_scratch"`
-	CtStacks   *ebpf.MapSpec `ebpf:"ct_stacks"`
+	CtBuckets   *ebpf.MapSpec `ebpf:"ct_buckets"`
+	CtCallStart *ebpf.MapSpec `ebpf:"ct_call_start"`
+	CtCounters  *ebpf.MapSpec `ebpf:"ct_counters"`
+	CtEvents    *ebpf.MapSpec `ebpf:"ct_events"`
+	CtGen       *ebpf.MapSpec `ebpf:"ct_gen"`
+	CtNamed     *ebpf.MapSpec `ebpf:"ct_named"`
+	CtOncpu0    *ebpf.MapSpec `ebpf:"ct_oncpu_0"`
+	CtOncpu1    *ebpf.MapSpec `ebpf:"ct_oncpu_1"`
+	CtScratch   *ebpf.MapSpec `ebpf:"ct_scratch"`
+	CtStackbuf  *ebpf.MapSpec `ebpf:"ct_stackbuf"`
+	CtStacks    *ebpf.MapSpec `ebpf:"ct_stacks"`
+	CtTargets   *ebpf.MapSpec `ebpf:"ct_targets"`
 }
 
 // OncpuVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type OncpuVariableSpecs struct {
+	CtBtfTypes        *ebpf.VariableSpec `ebpf:"ct_btf_types"`
 	CtZero            *ebpf.VariableSpec `ebpf:"ct_zero"`
 	EventIntervalNs   *ebpf.VariableSpec `ebpf:"event_interval_ns"`
 	EventToleranceNs  *ebpf.VariableSpec `ebpf:"event_tolerance_ns"`
-	TargetTgid        *ebpf.VariableSpec `ebpf:"target_tgid"`
 	WindowIntervalNs  *ebpf.VariableSpec `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.VariableSpec `ebpf:"window_tolerance_ns"`
 }
@@ -122,24 +132,34 @@ func (o *OncpuObjects) Close() error {
 //
 // It can be passed to LoadOncpuObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncpuMaps struct {
-	CtBuckets  *ebpf.Map `ebpf:"ct_buckets"`
-	CtCounters *ebpf.Map `ebpf:"ct_counters"`
-	CtEvents   *ebpf.Map `ebpf:"ct_events"`
-	CtNamed    *ebpf.Map `ebpf:"ct_named"`
-	CtOncpu    *ebpf.Map `ebpf:"ct_oncpu"`
-	CtScratch  *ebpf.Map `ebpf:"ct_scratch"`
-	CtStacks   *ebpf.Map `ebpf:"ct_stacks"`
+	CtBuckets   *ebpf.Map `ebpf:"ct_buckets"`
+	CtCallStart *ebpf.Map `ebpf:"ct_call_start"`
+	CtCounters  *ebpf.Map `ebpf:"ct_counters"`
+	CtEvents    *ebpf.Map `ebpf:"ct_events"`
+	CtGen       *ebpf.Map `ebpf:"ct_gen"`
+	CtNamed     *ebpf.Map `ebpf:"ct_named"`
+	CtOncpu0    *ebpf.Map `ebpf:"ct_oncpu_0"`
+	CtOncpu1    *ebpf.Map `ebpf:"ct_oncpu_1"`
+	CtScratch   *ebpf.Map `ebpf:"ct_scratch"`
+	CtStackbuf  *ebpf.Map `ebpf:"ct_stackbuf"`
+	CtStacks    *ebpf.Map `ebpf:"ct_stacks"`
+	CtTargets   *ebpf.Map `ebpf:"ct_targets"`
 }
 
 func (m *OncpuMaps) Close() error {
 	return _OncpuClose(
 		m.CtBuckets,
+		m.CtCallStart,
 		m.CtCounters,
 		m.CtEvents,
+		m.CtGen,
 		m.CtNamed,
-		m.CtOncpu,
+		m.CtOncpu0,
+		m.CtOncpu1,
 		m.CtScratch,
+		m.CtStackbuf,
 		m.CtStacks,
+		m.CtTargets,
 	)
 }
 
@@ -147,10 +167,10 @@ func (m *OncpuMaps) Close() error {
 //
 // It can be passed to LoadOncpuObjects or ebpf.CollectionSpec.LoadAndAssign.
 type OncpuVariables struct {
+	CtBtfTypes        *ebpf.Variable `ebpf:"ct_btf_types"`
 	CtZero            *ebpf.Variable `ebpf:"ct_zero"`
 	EventIntervalNs   *ebpf.Variable `ebpf:"event_interval_ns"`
 	EventToleranceNs  *ebpf.Variable `ebpf:"event_tolerance_ns"`
-	TargetTgid        *ebpf.Variable `ebpf:"target_tgid"`
 	WindowIntervalNs  *ebpf.Variable `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.Variable `ebpf:"window_tolerance_ns"`
 }

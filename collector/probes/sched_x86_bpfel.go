@@ -17,18 +17,24 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	SchedMapCtBuckets                = "ct_buckets"
+	SchedMapCtCallStart              = "ct_call_start"
+	SchedMapCtCgroup                 = "ct_cgroup"
 	SchedMapCtCounters               = "ct_counters"
 	SchedMapCtEvents                 = "ct_events"
+	SchedMapCtGen                    = "ct_gen"
 	SchedMapCtIrq                    = "ct_irq"
 	SchedMapCtNamed                  = "ct_named"
-	SchedMapCtOffcpu                 = "ct_offcpu"
-	SchedMapCtOffcpuSpill            = "ct_offcpu_spill"
+	SchedMapCtOffcpu0                = "ct_offcpu_0"
+	SchedMapCtOffcpu1                = "ct_offcpu_1"
+	SchedMapCtOffcpuSpill0           = "ct_offcpu_spill_0"
+	SchedMapCtOffcpuSpill1           = "ct_offcpu_spill_1"
 	SchedMapCtSchedStart             = "ct_sched_start"
 	SchedMapCtScratch                = "ct_scratch"
+	SchedMapCtStackbuf               = "ct_stackbuf"
 	SchedMapCtStacks                 = "ct_stacks"
-	SchedMapCtUcacheSwitch           = "ct_ucache_switch"
-	SchedMapCtUcacheWaking           = "ct_ucache_waking"
-	SchedMapCtWakes                  = "ct_wakes"
+	SchedMapCtTargets                = "ct_targets"
+	SchedMapCtWakes0                 = "ct_wakes_0"
+	SchedMapCtWakes1                 = "ct_wakes_1"
 	SchedProgCtCallFunctionIn        = "ct_call_function_in"
 	SchedProgCtCallFunctionOut       = "ct_call_function_out"
 	SchedProgCtCallFunctionSingleIn  = "ct_call_function_single_in"
@@ -39,16 +45,25 @@ const (
 	SchedProgCtIrqWorkOut            = "ct_irq_work_out"
 	SchedProgCtLocalTimerIn          = "ct_local_timer_in"
 	SchedProgCtLocalTimerOut         = "ct_local_timer_out"
+	SchedProgCtProcExec              = "ct_proc_exec"
+	SchedProgCtProcExit              = "ct_proc_exit"
+	SchedProgCtProcFork              = "ct_proc_fork"
 	SchedProgCtSchedSwitch           = "ct_sched_switch"
 	SchedProgCtSchedWaking           = "ct_sched_waking"
 	SchedProgCtSoftirqIn             = "ct_softirq_in"
 	SchedProgCtSoftirqOut            = "ct_softirq_out"
+	SchedProgCtTargetUpdate          = "ct_target_update"
+	SchedVarCtBtfTypes               = "ct_btf_types"
 	SchedVarCtZero                   = "ct_zero"
 	SchedVarDsleepEventNs            = "dsleep_event_ns"
 	SchedVarEventIntervalNs          = "event_interval_ns"
 	SchedVarEventToleranceNs         = "event_tolerance_ns"
+	SchedVarFutexEnabled             = "futex_enabled"
+	SchedVarIoEnabled                = "io_enabled"
 	SchedVarRunqEventNs              = "runq_event_ns"
-	SchedVarTargetTgid               = "target_tgid"
+	SchedVarSchedEnabled             = "sched_enabled"
+	SchedVarTargetComm               = "target_comm"
+	SchedVarTargetMode               = "target_mode"
 	SchedVarWindowIntervalNs         = "window_interval_ns"
 	SchedVarWindowToleranceNs        = "window_tolerance_ns"
 )
@@ -105,10 +120,14 @@ type SchedProgramSpecs struct {
 	CtIrqWorkOut            *ebpf.ProgramSpec `ebpf:"ct_irq_work_out"`
 	CtLocalTimerIn          *ebpf.ProgramSpec `ebpf:"ct_local_timer_in"`
 	CtLocalTimerOut         *ebpf.ProgramSpec `ebpf:"ct_local_timer_out"`
+	CtProcExec              *ebpf.ProgramSpec `ebpf:"ct_proc_exec"`
+	CtProcExit              *ebpf.ProgramSpec `ebpf:"ct_proc_exit"`
+	CtProcFork              *ebpf.ProgramSpec `ebpf:"ct_proc_fork"`
 	CtSchedSwitch           *ebpf.ProgramSpec `ebpf:"ct_sched_switch"`
 	CtSchedWaking           *ebpf.ProgramSpec `ebpf:"ct_sched_waking"`
 	CtSoftirqIn             *ebpf.ProgramSpec `ebpf:"ct_softirq_in"`
 	CtSoftirqOut            *ebpf.ProgramSpec `ebpf:"ct_softirq_out"`
+	CtTargetUpdate          *ebpf.ProgramSpec `ebpf:"ct_target_update"`
 }
 
 // SchedMapSpecs contains maps before they are loaded into the kernel.
@@ -116,30 +135,41 @@ type SchedProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedMapSpecs struct {
 	CtBuckets      *ebpf.MapSpec `ebpf:"ct_buckets"`
+	CtCallStart    *ebpf.MapSpec `ebpf:"ct_call_start"`
+	CtCgroup       *ebpf.MapSpec `ebpf:"ct_cgroup"`
 	CtCounters     *ebpf.MapSpec `ebpf:"ct_counters"`
 	CtEvents       *ebpf.MapSpec `ebpf:"ct_events"`
+	CtGen          *ebpf.MapSpec `ebpf:"ct_gen"`
 	CtIrq          *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed        *ebpf.MapSpec `ebpf:"ct_named"`
-	CtOffcpu       *ebpf.MapSpec `ebpf:"ct_offcpu"`
-	CtOffcpuSpill  *ebpf.MapSpec `ebpf:"ct_offcpu_spill"`
+	CtOffcpu0      *ebpf.MapSpec `ebpf:"ct_offcpu_0"`
+	CtOffcpu1      *ebpf.MapSpec `ebpf:"ct_offcpu_1"`
+	CtOffcpuSpill0 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_0"`
+	CtOffcpuSpill1 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_1"`
 	CtSchedStart   *ebpf.MapSpec `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.MapSpec `ebpf:"ct_scratch"`
+	CtStackbuf     *ebpf.MapSpec `ebpf:"ct_stackbuf"`
 	CtStacks       *ebpf.MapSpec `ebpf:"ct_stacks"`
-	CtUcacheSwitch *ebpf.MapSpec `ebpf:"ct_ucache_switch"`
-	CtUcacheWaking *ebpf.MapSpec `ebpf:"ct_ucache_waking"`
-	CtWakes        *ebpf.MapSpec `ebpf:"ct_wakes"`
+	CtTargets      *ebpf.MapSpec `ebpf:"ct_targets"`
+	CtWakes0       *ebpf.MapSpec `ebpf:"ct_wakes_0"`
+	CtWakes1       *ebpf.MapSpec `ebpf:"ct_wakes_1"`
 }
 
 // SchedVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedVariableSpecs struct {
+	CtBtfTypes        *ebpf.VariableSpec `ebpf:"ct_btf_types"`
 	CtZero            *ebpf.VariableSpec `ebpf:"ct_zero"`
 	DsleepEventNs     *ebpf.VariableSpec `ebpf:"dsleep_event_ns"`
 	EventIntervalNs   *ebpf.VariableSpec `ebpf:"event_interval_ns"`
 	EventToleranceNs  *ebpf.VariableSpec `ebpf:"event_tolerance_ns"`
+	FutexEnabled      *ebpf.VariableSpec `ebpf:"futex_enabled"`
+	IoEnabled         *ebpf.VariableSpec `ebpf:"io_enabled"`
 	RunqEventNs       *ebpf.VariableSpec `ebpf:"runq_event_ns"`
-	TargetTgid        *ebpf.VariableSpec `ebpf:"target_tgid"`
+	SchedEnabled      *ebpf.VariableSpec `ebpf:"sched_enabled"`
+	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
+	TargetMode        *ebpf.VariableSpec `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.VariableSpec `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.VariableSpec `ebpf:"window_tolerance_ns"`
 }
@@ -165,35 +195,47 @@ func (o *SchedObjects) Close() error {
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedMaps struct {
 	CtBuckets      *ebpf.Map `ebpf:"ct_buckets"`
+	CtCallStart    *ebpf.Map `ebpf:"ct_call_start"`
+	CtCgroup       *ebpf.Map `ebpf:"ct_cgroup"`
 	CtCounters     *ebpf.Map `ebpf:"ct_counters"`
 	CtEvents       *ebpf.Map `ebpf:"ct_events"`
+	CtGen          *ebpf.Map `ebpf:"ct_gen"`
 	CtIrq          *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed        *ebpf.Map `ebpf:"ct_named"`
-	CtOffcpu       *ebpf.Map `ebpf:"ct_offcpu"`
-	CtOffcpuSpill  *ebpf.Map `ebpf:"ct_offcpu_spill"`
+	CtOffcpu0      *ebpf.Map `ebpf:"ct_offcpu_0"`
+	CtOffcpu1      *ebpf.Map `ebpf:"ct_offcpu_1"`
+	CtOffcpuSpill0 *ebpf.Map `ebpf:"ct_offcpu_spill_0"`
+	CtOffcpuSpill1 *ebpf.Map `ebpf:"ct_offcpu_spill_1"`
 	CtSchedStart   *ebpf.Map `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.Map `ebpf:"ct_scratch"`
+	CtStackbuf     *ebpf.Map `ebpf:"ct_stackbuf"`
 	CtStacks       *ebpf.Map `ebpf:"ct_stacks"`
-	CtUcacheSwitch *ebpf.Map `ebpf:"ct_ucache_switch"`
-	CtUcacheWaking *ebpf.Map `ebpf:"ct_ucache_waking"`
-	CtWakes        *ebpf.Map `ebpf:"ct_wakes"`
+	CtTargets      *ebpf.Map `ebpf:"ct_targets"`
+	CtWakes0       *ebpf.Map `ebpf:"ct_wakes_0"`
+	CtWakes1       *ebpf.Map `ebpf:"ct_wakes_1"`
 }
 
 func (m *SchedMaps) Close() error {
 	return _SchedClose(
 		m.CtBuckets,
+		m.CtCallStart,
+		m.CtCgroup,
 		m.CtCounters,
 		m.CtEvents,
+		m.CtGen,
 		m.CtIrq,
 		m.CtNamed,
-		m.CtOffcpu,
-		m.CtOffcpuSpill,
+		m.CtOffcpu0,
+		m.CtOffcpu1,
+		m.CtOffcpuSpill0,
+		m.CtOffcpuSpill1,
 		m.CtSchedStart,
 		m.CtScratch,
+		m.CtStackbuf,
 		m.CtStacks,
-		m.CtUcacheSwitch,
-		m.CtUcacheWaking,
-		m.CtWakes,
+		m.CtTargets,
+		m.CtWakes0,
+		m.CtWakes1,
 	)
 }
 
@@ -201,12 +243,17 @@ func (m *SchedMaps) Close() error {
 //
 // It can be passed to LoadSchedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedVariables struct {
+	CtBtfTypes        *ebpf.Variable `ebpf:"ct_btf_types"`
 	CtZero            *ebpf.Variable `ebpf:"ct_zero"`
 	DsleepEventNs     *ebpf.Variable `ebpf:"dsleep_event_ns"`
 	EventIntervalNs   *ebpf.Variable `ebpf:"event_interval_ns"`
 	EventToleranceNs  *ebpf.Variable `ebpf:"event_tolerance_ns"`
+	FutexEnabled      *ebpf.Variable `ebpf:"futex_enabled"`
+	IoEnabled         *ebpf.Variable `ebpf:"io_enabled"`
 	RunqEventNs       *ebpf.Variable `ebpf:"runq_event_ns"`
-	TargetTgid        *ebpf.Variable `ebpf:"target_tgid"`
+	SchedEnabled      *ebpf.Variable `ebpf:"sched_enabled"`
+	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
+	TargetMode        *ebpf.Variable `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.Variable `ebpf:"window_interval_ns"`
 	WindowToleranceNs *ebpf.Variable `ebpf:"window_tolerance_ns"`
 }
@@ -225,10 +272,14 @@ type SchedPrograms struct {
 	CtIrqWorkOut            *ebpf.Program `ebpf:"ct_irq_work_out"`
 	CtLocalTimerIn          *ebpf.Program `ebpf:"ct_local_timer_in"`
 	CtLocalTimerOut         *ebpf.Program `ebpf:"ct_local_timer_out"`
+	CtProcExec              *ebpf.Program `ebpf:"ct_proc_exec"`
+	CtProcExit              *ebpf.Program `ebpf:"ct_proc_exit"`
+	CtProcFork              *ebpf.Program `ebpf:"ct_proc_fork"`
 	CtSchedSwitch           *ebpf.Program `ebpf:"ct_sched_switch"`
 	CtSchedWaking           *ebpf.Program `ebpf:"ct_sched_waking"`
 	CtSoftirqIn             *ebpf.Program `ebpf:"ct_softirq_in"`
 	CtSoftirqOut            *ebpf.Program `ebpf:"ct_softirq_out"`
+	CtTargetUpdate          *ebpf.Program `ebpf:"ct_target_update"`
 }
 
 func (p *SchedPrograms) Close() error {
@@ -243,10 +294,14 @@ func (p *SchedPrograms) Close() error {
 		p.CtIrqWorkOut,
 		p.CtLocalTimerIn,
 		p.CtLocalTimerOut,
+		p.CtProcExec,
+		p.CtProcExit,
+		p.CtProcFork,
 		p.CtSchedSwitch,
 		p.CtSchedWaking,
 		p.CtSoftirqIn,
 		p.CtSoftirqOut,
+		p.CtTargetUpdate,
 	)
 }
 

@@ -1,0 +1,182 @@
+//go:build ignore
+
+// The traced syscalls: their numbers and how to read a futex call's
+// operation and address from the user registers saved at syscall entry.
+// Shared by the futex and io families (which hook the syscalls' exits)
+// and by the switch-out probe in sched.bpf.c (which times the calls that
+// leave the CPU from their first switch-out).
+#ifndef CT_CALLS_BPF_H
+#define CT_CALLS_BPF_H
+
+#include "helpers.bpf.h"
+#include "futex.h"
+
+// x86_64 syscall numbers.
+#define NR_read 0
+#define NR_write 1
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_writev 20
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_rename 82
+#define NR_futex 202
+#define NR_openat 257
+#define NR_renameat 264
+#define NR_sync_file_range 277
+#define NR_renameat2 316
+#define NR_futex_waitv 449
+#define NR_futex_wake 454
+#define NR_futex_wait 455
+#define NR_futex_requeue 456
+
+// futex(2) commands.
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
+#define FUTEX_REQUEUE 3
+#define FUTEX_CMP_REQUEUE 4
+#define FUTEX_WAKE_OP 5
+#define FUTEX_LOCK_PI 6
+#define FUTEX_UNLOCK_PI 7
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_WAKE_BITSET 10
+#define FUTEX_WAIT_REQUEUE_PI 11
+#define FUTEX_CMP_REQUEUE_PI 12
+#define FUTEX_LOCK_PI2 13
+#define FUTEX_PRIVATE_FLAG 128   // futex(2): the word is private to the process
+#define FUTEX2_PRIVATE 128       // futex2 flags: the same
+#define FUTEX_CMD_MASK 0x7f      // without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME
+#define FUTEX_TID_MASK 0x3fffffff
+
+// glibc's pthread_mutex_t on x86_64: __lock (the futex word) at +0, __owner
+// (tid of the holder) at +8.
+#define CT_GLIBC_OWNER_OFFSET 8
+
+#define CT_ENOSYS 38
+
+// ct_wait_op maps a futex(2) command to a wait op, 0 when it is not a wait.
+static __always_inline __u8 ct_wait_op(__u32 cmd)
+{
+	switch (cmd) {
+	case FUTEX_WAIT: return CT_OP_WAIT;
+	case FUTEX_WAIT_BITSET: return CT_OP_WAIT_BITSET;
+	case FUTEX_LOCK_PI: return CT_OP_LOCK_PI;
+	case FUTEX_LOCK_PI2: return CT_OP_LOCK_PI2;
+	case FUTEX_WAIT_REQUEUE_PI: return CT_OP_WAIT_REQUEUE_PI;
+	}
+	return 0;
+}
+
+// ct_wake_op maps a futex(2) command to a wake op, 0 when it is not a wake.
+static __always_inline __u8 ct_wake_op(__u32 cmd)
+{
+	switch (cmd) {
+	case FUTEX_WAKE: return CT_OP_WAKE;
+	case FUTEX_WAKE_BITSET: return CT_OP_WAKE_BITSET;
+	case FUTEX_WAKE_OP: return CT_OP_WAKE_OP;
+	case FUTEX_REQUEUE: return CT_OP_REQUEUE;
+	case FUTEX_CMP_REQUEUE: return CT_OP_CMP_REQUEUE;
+	case FUTEX_CMP_REQUEUE_PI: return CT_OP_CMP_REQUEUE_PI;
+	case FUTEX_UNLOCK_PI: return CT_OP_UNLOCK_PI;
+	}
+	return 0;
+}
+
+// ct_futex_call is a futex-class call decoded from its registers.
+struct ct_futex_call {
+	__u64 addr;
+	__u8 op;      // enum ct_futex_op, 0 for none
+	__u8 shared;  // no private flag: the word may be shared between processes
+};
+
+// ct_decode_futex decodes futex-class syscall nr from the user registers
+// regs (the syscall's arguments); op 0 for anything else. The vector
+// syscalls (futex_waitv, futex_requeue) name their first entry, read from
+// user memory.
+static __always_inline struct ct_futex_call ct_decode_futex(struct pt_regs *regs, long nr)
+{
+	struct ct_futex_call c = {};
+	switch (nr) {
+	case NR_futex: {
+		__u64 arg = BPF_CORE_READ(regs, si);
+		__u32 cmd = arg & FUTEX_CMD_MASK;
+		c.op = ct_wait_op(cmd);
+		if (!c.op)
+			c.op = ct_wake_op(cmd);
+		c.addr = BPF_CORE_READ(regs, di);
+		c.shared = !(arg & FUTEX_PRIVATE_FLAG);
+		break;
+	}
+	case NR_futex_wait:
+		// futex_wait(uaddr, val, mask, flags, timeout, clockid)
+		c.op = CT_OP_FUTEX_WAIT;
+		c.addr = BPF_CORE_READ(regs, di);
+		c.shared = !(BPF_CORE_READ(regs, cx) & FUTEX2_PRIVATE);
+		break;
+	case NR_futex_wake:
+		// futex_wake(uaddr, mask, nr, flags)
+		c.op = CT_OP_FUTEX_WAKE;
+		c.addr = BPF_CORE_READ(regs, di);
+		c.shared = !(BPF_CORE_READ(regs, cx) & FUTEX2_PRIVATE);
+		break;
+	case NR_futex_waitv:
+	case NR_futex_requeue: {
+		// struct futex_waitv { u64 val; u64 uaddr; u32 flags; u32 reserved; }
+		// futex_waitv(waiters, ...) and futex_requeue(waiters[2], ...)
+		// name their first entry.
+		__u64 v[3] = {};
+		bpf_probe_read_user(v, sizeof(v), (void *)BPF_CORE_READ(regs, di));
+		c.op = nr == NR_futex_waitv ? CT_OP_FUTEX_WAITV : CT_OP_FUTEX_REQUEUE;
+		c.addr = v[1];
+		c.shared = !((__u32)v[2] & FUTEX2_PRIVATE);
+		break;
+	}
+	}
+	return c;
+}
+
+// ct_is_futex reports whether nr is a futex-class syscall.
+static __always_inline bool ct_is_futex(long nr)
+{
+	return nr == NR_futex || nr == NR_futex_wait || nr == NR_futex_waitv ||
+	       nr == NR_futex_wake || nr == NR_futex_requeue;
+}
+
+// ct_is_io reports whether nr is one of the I/O syscalls the io family
+// traces.
+static __always_inline bool ct_is_io(long nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_write:
+	case NR_pread64:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_rename:
+	case NR_openat:
+	case NR_renameat:
+	case NR_sync_file_range:
+	case NR_renameat2:
+		return true;
+	}
+	return false;
+}
+
+// ct_call_ended consumes thread pid_tgid's start entry for the syscall nr
+// ending at now and returns it; ts is 0 when the call never left the CPU
+// (no entry, or the entry of another call).
+static __always_inline struct ct_call_start ct_call_ended(__u64 pid_tgid, long nr)
+{
+	struct ct_call_start s = {};
+	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &pid_tgid);
+	if (!sp || !sp->ts)
+		return s;
+	if (sp->nr == nr)
+		s = *sp;
+	ct_start_done(&sp->ts);
+	return s;
+}
+
+#endif

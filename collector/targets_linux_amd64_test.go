@@ -1,0 +1,360 @@
+//go:build linux && amd64
+
+package collector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
+)
+
+// Integration tests of target selection: several processes, processes that
+// come and go, shared futexes, thread churn. They load the probes (root).
+
+// commOf returns the process name the kernel gives an executable: the
+// first 15 bytes of its file name.
+func commOf(bin string) string {
+	c := filepath.Base(bin)
+	if len(c) > commMax {
+		c = c[:commMax]
+	}
+	return c
+}
+
+// processOf returns the recording's entry for pid, or nil.
+func processOf(rec *recording.Recording, pid int) *recording.Process {
+	for i := range rec.Meta.Processes {
+		if rec.Meta.Processes[i].PID == pid {
+			return &rec.Meta.Processes[i]
+		}
+	}
+	return nil
+}
+
+// TestSharedMutexAcrossProcesses records forked processes that contend on
+// one PTHREAD_PROCESS_SHARED mutex, by name: every process is recorded,
+// and their waits on the mutex are one lock, identified by its shared
+// mapping.
+func TestSharedMutexAcrossProcesses(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/shmmutex.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "3", "60")
+	parent := mustPID(t, p)
+	children := mustValues(t, p, "child", 3)
+	lock, err := p.Value("lock", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recordFor(t, Options{Target: Target{Comm: commOf(bin)}, Duration: 2 * time.Second})
+	if len(rec.Meta.Processes) < 4 {
+		t.Fatalf("recorded %d processes, want the parent and its 3 children: %+v", len(rec.Meta.Processes), rec.Meta.Processes)
+	}
+	for _, pid := range append([]string{strconv.Itoa(parent)}, children...) {
+		n, _ := strconv.Atoi(pid)
+		if processOf(rec, n) == nil {
+			t.Errorf("process %d not recorded", n)
+		}
+	}
+	if rec.Meta.Target == nil || rec.Meta.Target.Comm != commOf(bin) {
+		t.Errorf("meta target %+v", rec.Meta.Target)
+	}
+
+	// locks.json: one entry per child, one identity.
+	byKey := map[string][]recording.LockStat{}
+	for _, ls := range rec.Locks {
+		if fmt.Sprintf("0x%x", ls.Addr) == lock && ls.Shared != nil {
+			byKey[ls.Key] = append(byKey[ls.Key], ls)
+		}
+	}
+	if len(byKey) != 1 {
+		t.Fatalf("shared lock %s under %d identities, want 1: %+v", lock, len(byKey), byKey)
+	}
+	for key, stats := range byKey {
+		if !strings.HasPrefix(key, "shared:") || len(stats) < 2 {
+			t.Errorf("identity %q held by %d processes, want a shared identity in several", key, len(stats))
+		}
+		var blocked uint64
+		for _, ls := range stats {
+			blocked += ls.Blocked
+			if ls.Shared.Inode == 0 || !strings.Contains(ls.Name, "+0x") {
+				t.Errorf("lock of pid %d: shared %+v name %q, want its mapping", ls.PID, ls.Shared, ls.Name)
+			}
+		}
+		if blocked == 0 {
+			t.Errorf("no wait on the shared lock blocked: %+v", stats)
+		}
+	}
+
+	// futex-wait samples carry each process's pid and the one identity.
+	pids := map[int64]bool{}
+	keys := map[string]bool{}
+	for _, s := range rec.Profile(recording.ViewFutexWait).Sample {
+		if len(s.Label[recording.LabelLock]) == 0 || s.Label[recording.LabelLock][0] != lock {
+			continue
+		}
+		pids[s.NumLabel[recording.LabelPID][0]] = true
+		keys[s.Label[recording.LabelLockKey][0]] = true
+		if c := callerOf(funcs(s), "pthread_mutex_lock"); c != "update_shared" && c != "" {
+			t.Errorf("wait through %s, want update_shared: %v", c, funcs(s))
+		}
+	}
+	if len(pids) < 2 || len(keys) != 1 {
+		t.Errorf("futex-wait samples of the shared lock: pids %v, lock keys %v; want several pids, one key", pids, keys)
+	}
+}
+
+// TestProcessExitsMidRecording records two processes; one exits halfway:
+// the other goes on, and the recording says when the first left.
+func TestProcessExitsMidRecording(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
+	a := testbin.Start(t, bin, "0")
+	b := testbin.Start(t, bin, "0")
+	pa, pb := mustPID(t, a), mustPID(t, b)
+	s, err := Start(context.Background(), Options{Target: Target{PIDs: []int{pa, pb}}, Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	syscall.Kill(pa, syscall.SIGKILL)
+	<-s.Done()
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRoundTrip(t, rec)
+	if rec.Meta.Partial {
+		t.Errorf("recording partial (%s): one process of two exited, the other ran to the end", rec.Meta.PartialReason)
+	}
+	left := processOf(rec, pa)
+	if left == nil || !left.Exited || left.Left < 500*time.Millisecond || left.Left > rec.Meta.Duration-500*time.Millisecond {
+		t.Errorf("exited process: %+v in a %s recording, want it gone about a second in", left, rec.Meta.Duration)
+	}
+	if stay := processOf(rec, pb); stay == nil || stay.Left != 0 || stay.Exited {
+		t.Errorf("surviving process: %+v", stay)
+	}
+	// The survivor's sleeps are recorded to the end.
+	var sleptB int64
+	for _, smp := range rec.Profile(recording.ViewOffCPU).Sample {
+		if smp.NumLabel[recording.LabelPID][0] == int64(pb) {
+			sleptB += smp.Value[1]
+		}
+	}
+	if time.Duration(sleptB) < rec.Meta.Duration/2 {
+		t.Errorf("surviving process slept %s in a %s recording", time.Duration(sleptB), rec.Meta.Duration)
+	}
+
+	// When every process named is gone, the recording ends, partial.
+	s2, err := Start(context.Background(), Options{Target: Target{PIDs: []int{pb}}, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	syscall.Kill(pb, syscall.SIGKILL)
+	select {
+	case <-s2.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the recording outlived its only process")
+	}
+	rec2, _ := s2.Stop()
+	if !rec2.Meta.Partial || !strings.Contains(rec2.Meta.PartialReason, "exited") {
+		t.Errorf("recording of an exited process: partial %v (%q)", rec2.Meta.Partial, rec2.Meta.PartialReason)
+	}
+}
+
+// TestMissingPIDNothingAttached gives a list with a pid that does not
+// exist: the error names it, and nothing was loaded.
+func TestMissingPIDNothingAttached(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/sleeper.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "0")
+	pid := mustPID(t, p)
+	const missing = 1<<22 - 7 // above any pid_max in use: never a process
+	progs0, links0 := testbin.BPFObjects(t, os.Getpid())
+	_, err := Start(context.Background(), Options{Target: Target{PIDs: []int{pid, missing}}, Duration: time.Second})
+	if !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), strconv.Itoa(missing)) {
+		t.Fatalf("Start with pid %d missing: %v, want ErrNoProcess naming it", missing, err)
+	}
+	progs1, links1 := testbin.BPFObjects(t, os.Getpid())
+	if len(progs1) != len(progs0) || len(links1) != len(links0) {
+		t.Errorf("BPF programs %d -> %d, links %d -> %d after a refused start", len(progs0), len(progs1), len(links0), len(links1))
+	}
+}
+
+// TestCommFollowsNewProcesses starts recording a name before any process
+// has it: the process started afterwards, and its forked children, join.
+func TestCommFollowsNewProcesses(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/shmmutex.c", "-O2", "-g")
+	s, err := Start(context.Background(), Options{Target: Target{Comm: commOf(bin)}, Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	p := testbin.Start(t, bin, "2", "60")
+	parent := mustPID(t, p)
+	children := mustValues(t, p, "child", 2)
+	<-s.Done()
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append([]string{strconv.Itoa(parent)}, children...) {
+		pid, _ := strconv.Atoi(c)
+		pr := processOf(rec, pid)
+		if pr == nil || pr.Joined < 300*time.Millisecond {
+			t.Errorf("process %s: %+v, want it joined after the start", c, pr)
+		}
+	}
+	if rec.Meta.PID != parent && rec.Meta.PID == 0 {
+		t.Errorf("meta pid %d: the first process to join stands for the target", rec.Meta.PID)
+	}
+
+	// A name nobody has: the recording waits its duration and says so.
+	_, err = Record(context.Background(), Options{Target: Target{Comm: "no-such-comm-x"}, Duration: time.Second}, nil)
+	if !errors.Is(err, ErrNoProcess) || !strings.Contains(err.Error(), "no-such-comm-x") {
+		t.Errorf("--comm matching nothing: %v, want ErrNoProcess naming it", err)
+	}
+}
+
+// TestCgroupTarget records the processes of a cgroup v2 directory: one
+// moved in before, and the children it forks while recording.
+func TestCgroupTarget(t *testing.T) {
+	requireRoot(t)
+	mount := cgroupMount()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mount, &st); err != nil || st.Type != 0x63677270 { // CGROUP2_SUPER_MAGIC
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no cgroup v2 hierarchy at %s", mount)
+		}
+		t.Skipf("no cgroup v2 hierarchy at %s", mount)
+	}
+	name := fmt.Sprintf("contend-test-%d", os.Getpid())
+	dir := filepath.Join(mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := testbin.C(t, "testdata/shmmutex.c", "-O2", "-g")
+	var procs []*testbin.Proc
+	t.Cleanup(func() {
+		for _, p := range procs {
+			if pid, err := p.Value("pid", 0); err == nil {
+				n, _ := strconv.Atoi(pid)
+				syscall.Kill(-n, syscall.SIGKILL)
+				syscall.Kill(n, syscall.SIGKILL)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for os.Remove(dir) != nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	// One process moved into the cgroup before the recording (0 children:
+	// it only sleeps).
+	p := testbin.Start(t, bin, "0", "60")
+	procs = append(procs, p)
+	before := mustPID(t, p)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(before)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(context.Background(), Options{Target: Target{Cgroup: name}, Duration: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	// A shell moves itself into the cgroup and execs the helper, which
+	// forks: both arrive while recording.
+	q := testbin.Start(t, "/bin/sh", "-c", fmt.Sprintf("echo $$ > %s/cgroup.procs && exec %s 2 60", dir, bin))
+	procs = append(procs, q)
+	later := mustPID(t, q)
+	kids := mustValues(t, q, "child", 2)
+	<-s.Done()
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Meta.Target == nil || rec.Meta.Target.Cgroup != name {
+		t.Errorf("meta target %+v", rec.Meta.Target)
+	}
+	if pr := processOf(rec, before); pr == nil || pr.Joined != 0 {
+		t.Errorf("process in the cgroup from the start: %+v", pr)
+	}
+	for _, c := range append([]string{strconv.Itoa(later)}, kids...) {
+		pid, _ := strconv.Atoi(c)
+		if pr := processOf(rec, pid); pr == nil || pr.Joined == 0 {
+			t.Errorf("process %s started in the cgroup while recording: %+v", c, pr)
+		}
+	}
+}
+
+// TestChurnNothingLost records a program that starts 3,000 threads, 16 at
+// a time, each making 200 FUTEX_WAKE calls: every call is counted, no
+// counter reports a loss, and the exited threads are folded.
+func TestChurnNothingLost(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/churnwake.c", "-O2", "-g")
+	goFile := filepath.Join(t.TempDir(), "go")
+	p := testbin.Start(t, bin, goFile, "3000", "16", "200")
+	pid := mustPID(t, p)
+	word, err := p.Value("word", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Start(context.Background(), Options{Target: Target{PIDs: []int{pid}}, Probes: []string{ProbeFutex, ProbeSched}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wakes, err := p.Value("wakes", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-s.Done() // the program exits after printing
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRoundTrip(t, rec)
+	want, _ := strconv.ParseInt(wakes, 10, 64)
+	var got, folded int64
+	for _, smp := range rec.Profile(recording.ViewFutexWake).Sample {
+		if smp.Label[recording.LabelLock][0] != word {
+			continue
+		}
+		got += smp.Value[0]
+		if len(smp.NumLabel[recording.LabelThreads]) > 0 {
+			folded += smp.NumLabel[recording.LabelThreads][0]
+		}
+	}
+	if got != want {
+		t.Errorf("recorded %d wakes on %s, the program made %d", got, word, want)
+	}
+	for k, v := range rec.Meta.Counters {
+		if strings.HasPrefix(k, recording.CounterDropPrefix) && v > 0 {
+			t.Errorf("%s = %d", k, v)
+		}
+	}
+	if folded < 2000 {
+		t.Errorf("%d exited threads folded into the wake samples, want most of the 3000", folded)
+	}
+	for _, ls := range rec.Locks {
+		if fmt.Sprintf("0x%x", ls.Addr) == word && (ls.WakersSeen < 2900 || ls.WakersSeen > 3001) {
+			t.Errorf("lock %s: %d distinct wakers seen, want the 3000 threads", word, ls.WakersSeen)
+		}
+	}
+	if tl := rec.Threads; tl == nil || len(tl.Threads) > 2*maxExitedSeries+100 {
+		t.Errorf("timeline of %d threads, want it bounded", len(rec.Threads.Threads))
+	}
+}

@@ -1,0 +1,71 @@
+// churnwake: short-lived threads, each making CALLS FUTEX_WAKE calls on
+// one futex word nobody waits on and then exiting, AT_ONCE at a time,
+// TOTAL in all: the thread churn of a program that starts a thread per
+// task. It starts once the file named by its first argument exists (so
+// that a test can attach first), and at the end prints the number of
+// calls it made and of threads it started, then exits.
+//
+// Prints "pid=P", "word=0x…", then "wakes=N threads=M".
+// Usage: churnwake go-file [total-threads] [at-once] [calls-per-thread]
+#define _GNU_SOURCE
+#include <linux/futex.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int word;
+static long calls = 200;
+static atomic_long wakes;
+static sem_t slots;
+
+__attribute__((noinline)) void wake_nobody(void)
+{
+	for (long i = 0; i < calls; i++)
+		syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	atomic_fetch_add(&wakes, calls);
+}
+
+static void *task(void *arg)
+{
+	(void)arg;
+	wake_nobody();
+	sem_post(&slots);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: churnwake go-file [total] [at-once] [calls]\n");
+		return 2;
+	}
+	long total = argc > 2 ? atol(argv[2]) : 3000;
+	int at_once = argc > 3 ? atoi(argv[3]) : 16;
+	if (argc > 4)
+		calls = atol(argv[4]);
+	printf("pid=%d word=%p\n", getpid(), (void *)&word);
+	fflush(stdout);
+	while (access(argv[1], F_OK) != 0)
+		usleep(10000);
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sem_init(&slots, 0, at_once);
+	for (long i = 0; i < total; i++) {
+		sem_wait(&slots);
+		pthread_t t;
+		if (pthread_create(&t, &attr, task, NULL) != 0) {
+			perror("pthread_create");
+			return 1;
+		}
+	}
+	for (int i = 0; i < at_once; i++)
+		sem_wait(&slots);
+	printf("wakes=%ld threads=%ld\n", atomic_load(&wakes), total);
+	fflush(stdout);
+	return 0;
+}
