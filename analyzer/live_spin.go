@@ -160,6 +160,12 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand, spinning map[int]bool) (
 			spinAddrs = r.busy
 		}
 	}
+	if !disasm && c.module == recording.ModuleJava {
+		if r, ok := jitLoops(ld.rec, c.fn, c.addrs); ok {
+			disasm, rep = true, r
+			spinAddrs = r.busy
+		}
+	}
 	var spinNS int64
 	if disasm {
 		for addr := range spinAddrs {
@@ -303,7 +309,7 @@ func (ld *liveData) judgeSpin(a *analysis, c *spinCand, spinning map[int]bool) (
 		ev = append(ev, fact("sched", EvSpinRunq, "runq_s", seconds(runqNS), "function", shortFunc(c.fn)))
 	}
 	ev = append(ev, fact("futex", EvSpinPark, "park_s", seconds(parkNS), "spin_s", seconds(spinNS), "function", shortFunc(c.fn)))
-	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "", whom: "thread", fn: shortFunc(c.fn),
+	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "" && c.module != recording.ModuleJava, java: c.module == recording.ModuleJava, whom: "thread", fn: shortFunc(c.fn),
 		cpus: ld.cpus(), cpuS: f.CPUSeconds, share: share})
 	f.Evidence = ev
 	f.Confidence = confidenceOf(sources, !disasm)

@@ -57,6 +57,9 @@ type Session struct {
 	// of calls in progress; nil when unreadable.
 	mem     memReader
 	memFile *os.File // closed by Stop
+	// jvm names a Java target's compiled frames and takes its thread
+	// dumps (jvm.go); nil for other targets.
+	jvm *jvmTarget
 
 	// inner is cancelled by Stop, ending every background goroutine.
 	inner      context.Context
@@ -196,6 +199,11 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	}
 	s.meta.Start = s.clk.wall
 	s.launch(ctx, tr, ksym)
+	if s.jvm != nil {
+		s.jvm.startDumps(o.JVMDumps, o.Duration)
+	} else if o.JVMDumps > 0 {
+		s.addWarning(fmt.Sprintf("no Java thread dumps were taken: pid %d is not a Java process (it maps no libjvm.so)", o.PID))
+	}
 	if ps == nil {
 		if ps, err = NewProcSampler(o.ProcRoot, o.PID, o.ProcInterval); err != nil {
 			s.addWarning(fmt.Sprintf("no thread timeline: %v", err))
@@ -257,6 +265,7 @@ func (s *Session) attach() (tracer, kernelSymbols, error) {
 		warnings = append(warnings, fmt.Sprintf("user frames are not symbolized and stack windows not unwound: %v", err))
 	}
 	s.meta = s.baseMeta(warnings)
+	s.jvm = startJVM(o.ProcRoot, o.PID, s.sym)
 
 	tr, err := newTracer(s.cfg)
 	if err != nil {
@@ -692,6 +701,9 @@ func (s *Session) Stop() (*recording.Recording, error) {
 	s.stopOnce.Do(func() {
 		s.end(endStopped, nil)
 		<-s.finished
+		if s.jvm != nil {
+			s.jvm.finish(s.res)
+		}
 		var gp *GoProfiles
 		if s.gofetch != nil {
 			gp = s.gofetch.Stop()
@@ -703,6 +715,12 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		runErr := s.runErr
 		s.mu.Unlock()
 		s.stopRec = s.build(latest, 0, latest.at)
+		if s.jvm != nil {
+			s.jvm.apply(s.stopRec)
+			if s.memFile != nil {
+				s.jvm.copyCode(s.stopRec, s.sym, s.memFile)
+			}
+		}
 		if gp != nil {
 			gp.Apply(s.stopRec)
 		}
@@ -758,6 +776,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 		onCPUHz: s.opts.OnCPUHz,
 		probes:  s.cfg.probes,
 		exe:     filepath.Base(meta.Exe),
+		words:   s.res.wordStacks(raw),
 	}) {
 		rec.SetProfile(v, p)
 	}

@@ -26,8 +26,11 @@ const (
 	ThreadsFile = "threads.json"
 	StacksFile  = "stacks.json"
 	EventsFile  = "events.jsonl.gz"
+	JITCodeFile = "jit-code.json"
 	// goroutine dumps are stored as goroutines-N.txt, N from 0.
 	goroutinePrefix = "goroutines-"
+	// Java thread dumps are stored as java-threads-N.txt, N from 0.
+	javaDumpPrefix = "java-threads-"
 	profileSuffix   = ".pb.gz"
 )
 
@@ -110,6 +113,14 @@ func writeParts(dir string, r *Recording) error {
 			_, err := w.Write(d.Raw)
 			return err
 		}); err != nil {
+			return err
+		}
+	}
+	if err := writeJavaDumps(dir, r.JavaDumps); err != nil {
+		return err
+	}
+	if len(r.JITCode) > 0 {
+		if err := writeJSON(filepath.Join(dir, JITCodeFile), r.JITCode); err != nil {
 			return err
 		}
 	}
@@ -227,6 +238,9 @@ func Read(dir string) (*Recording, error) {
 			dumps = append(dumps, name)
 		}
 	}
+	if r.JavaDumps, err = readJavaDumps(dir, entries); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+	}
 	sort.Slice(dumps, func(i, j int) bool { return dumpIndex(dumps[i]) < dumpIndex(dumps[j]) })
 	for _, name := range dumps {
 		data, err := os.ReadFile(filepath.Join(dir, name))
@@ -238,6 +252,9 @@ func Read(dir string) (*Recording, error) {
 			return nil, fmt.Errorf("read recording %s: %s: %w", dir, name, err)
 		}
 		r.Goroutines = append(r.Goroutines, d)
+	}
+	if err := readJSON(filepath.Join(dir, JITCodeFile), &r.JITCode); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if err := readJSON(filepath.Join(dir, LocksFile), &r.Locks); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)

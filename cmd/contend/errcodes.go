@@ -6,6 +6,7 @@ import (
 
 	"github.com/contend-dev/contend/collector"
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/javadump"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -16,6 +17,7 @@ var sentinels = []struct {
 	code int
 }{
 	{goprof.ErrBadProfile, exitUsage},
+	{javadump.ErrBadDump, exitUsage},
 	{recording.ErrNotRecording, exitUsage},
 	{recording.ErrNoInput, exitUsage},
 	{recording.ErrTwoRecordings, exitUsage},

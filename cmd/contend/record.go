@@ -31,6 +31,7 @@ type recordOptions struct {
 	pprofURL       string
 	format         string
 	failOnFindings bool
+	jvmDumps       int
 }
 
 func newRecordCmd() *cobra.Command {
@@ -56,7 +57,8 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
   contend record -p $(pgrep -n myserver) -d 30s -o before
   go tool pprof -top before/futex-wait.pb.gz
   contend record -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
-  contend record -p 1234 --format json --fail-on-findings > findings.json`,
+  contend record -p 1234 --format json --fail-on-findings > findings.json
+  contend record -p $(pgrep -n java) --jvm-dumps 3     # a JVM: name the monitors and their holders`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runRecord(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
@@ -72,6 +74,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
+	f.IntVar(&o.jvmDumps, "jvm-dumps", 0, "Java targets: take N thread dumps (jcmd Thread.print -l) during the recording")
 	return c
 }
 
@@ -90,6 +93,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return usageErrorf("record: --hz must be between 1 and %d", collector.MaxOnCPUHz)
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
+	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
+		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
 	}
 	if o.output != "" {
 		if _, err := os.Lstat(o.output); err == nil {
@@ -103,6 +108,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		IOThreshold:    o.ioThreshold,
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
+		JVMDumps:       o.jvmDumps,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.
@@ -157,6 +163,11 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	}
 	return nil
 }
+
+// maxJVMDumps bounds --jvm-dumps: each dump stops every Java thread at a
+// safepoint for a few milliseconds and its text is kept in the recording;
+// a few dozen sample a recording well enough.
+const maxJVMDumps = 60
 
 // recordLive records as opts say, with a progress line on stderr when it
 // is a terminal.
