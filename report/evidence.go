@@ -248,10 +248,17 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		if w.i("holders") > 1 {
 			t += fmt.Sprintf(" and %d others", w.i("holders")-1)
 		}
-		if w.i("io") > 0 {
+		one := w.i("held") == 1
+		switch {
+		case w.i("io") > 0 && one:
+			t += fmt.Sprintf(", in I/O (%s) while it holds the lock", w.n("call"))
+		case w.i("io") > 0:
 			t += fmt.Sprintf("; in %d of them the holder is in I/O (%s) while it holds the lock", w.i("io"), w.n("call"))
 		}
-		if w.i("blocked") > 0 {
+		switch {
+		case w.i("blocked") > 0 && one:
+			t += ", itself waiting for another lock"
+		case w.i("blocked") > 0:
 			t += fmt.Sprintf("; in %d the holder itself waits for another lock", w.i("blocked"))
 		}
 		return t
