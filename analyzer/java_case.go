@@ -86,14 +86,8 @@ func (jd *javaData) lockCase(jl *javaLock) (*lockCase, bool) {
 	if !jd.significant(jl) {
 		return nil, false
 	}
-	k, fr := jl.mainPoint()
-	pi := 0
-	for i, f := range fr {
-		if f.Func == k.fn && f.Line == k.line {
-			pi = i
-			break
-		}
-	}
+	k, _ := jl.mainPoint()
+	point, _ := jl.pointAt(k)
 	c := &lockCase{
 		path:         pathJava,
 		id:           LockID{Address: jl.addr, Name: jl.class},
@@ -105,7 +99,7 @@ func (jd *javaData) lockCase(jl *javaLock) (*lockCase, bool) {
 		mean:         jl.meanWaiting(),
 		dumpOnly:     true,
 		points:       len(jl.points),
-		point:        newPoint(fr, pi),
+		point:        point,
 		java:         true,
 		sources:      1,
 		missing:      "A live recording (contend record -p PID --jvm-dumps 3) would measure how long the threads wait and how often the lock changes hands.",
@@ -123,15 +117,9 @@ func (jd *javaData) lockCase(jl *javaLock) (*lockCase, bool) {
 // lockRow is the lock's row for the locks table.
 func (jd *javaData) lockRow(jl *javaLock) LockRow {
 	row := LockRow{Lock: LockID{Address: jl.addr, Name: jl.class}, DistinctWaiters: len(jl.waiters)}
-	if _, fr := jl.mainPoint(); len(fr) > 0 {
-		k, _ := jl.mainPoint()
-		for i, f := range fr {
-			if f.Func == k.fn && f.Line == k.line {
-				p := newPoint(fr, i)
-				row.Waiter = &p
-				break
-			}
-		}
+	k, _ := jl.mainPoint()
+	if p, ok := jl.pointAt(k); ok {
+		row.Waiter = &p
 	}
 	return row
 }

@@ -192,6 +192,18 @@ func waitFrame(t *javadump.Thread, addr string) int {
 	return pointIndex(fr)
 }
 
+// pointAt returns the program point k of the lock's waiters, with the
+// stack of a waiter seen there.
+func (jl *javaLock) pointAt(k pointKey) (ProgramPoint, bool) {
+	fr := jl.stacks[k]
+	for i, f := range fr {
+		if f.Func == k.fn && f.Line == k.line {
+			return newPoint(fr, i), true
+		}
+	}
+	return ProgramPoint{}, false
+}
+
 // mainPoint returns where most of the lock's waiters wait.
 func (jl *javaLock) mainPoint() (pointKey, []recording.Frame) {
 	var best pointKey
@@ -311,14 +323,8 @@ func dumpIO(jl *javaLock, main pointKey) ioFacts {
 	}
 	io.waitersDoIO = io.victims == 0
 	if bestN > 0 && best != main {
-		if fr := jl.stacks[best]; len(fr) > 0 {
-			for i, f := range fr {
-				if f.Func == best.fn && f.Line == best.line {
-					p := newPoint(fr, i)
-					io.victimPoint = &p
-					break
-				}
-			}
+		if p, ok := jl.pointAt(best); ok {
+			io.victimPoint = &p
 		}
 	}
 	// The holder's I/O is in the dump evidence the case states already.

@@ -470,15 +470,10 @@ func (ld *liveData) refinePoint(jl *javaLock, c *lockCase) {
 	}
 	for _, f := range fr {
 		if f.Func == c.point.Function {
-			pi := 0
-			for i := range fr {
-				if fr[i].Func == k.fn && fr[i].Line == k.line {
-					pi = i
-					break
-				}
+			if p, ok := jl.pointAt(k); ok {
+				c.point = p
+				c.what = jl.name() + " in " + pointString(c.point)
 			}
-			c.point = newPoint(fr, pi)
-			c.what = jl.name() + " in " + pointString(c.point)
 			return
 		}
 	}

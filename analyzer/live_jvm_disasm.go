@@ -15,36 +15,14 @@ import (
 // copied code and classifies the loops that hold the sampled addresses;
 // ok is false when no copy of fn holds them.
 func jitLoops(rec *recording.Recording, fn string, addrs map[uint64]int64) (loopReport, bool) {
-	rep := loopReport{busy: map[uint64]bool{}}
 	hot := hottest(addrs)
 	for _, b := range rec.JITCode {
 		if b.Name != fn || hot < b.Start || hot >= b.Start+uint64(len(b.Code)) {
 			continue
 		}
-		insts := decodeAll(b.Code, b.Start)
-		var best *loop
-		var bestW int64
-		for a, w := range addrs {
-			l := innermostLoop(insts, a)
-			if l == nil {
-				continue
-			}
-			l = withoutPolls(l)
-			if !l.busyWait() {
-				continue
-			}
-			rep.busy[a] = true
-			if w > bestW {
-				best, bestW = l, w
-			}
-		}
-		if best != nil {
-			rep.insns, rep.start, rep.pause = len(best.insts), best.insts[0].addr, best.pause()
-			rep.text = best.String()
-		}
-		return rep, true
+		return busyLoops(decodeAll(b.Code, b.Start), addrs, 0, withoutPolls), true
 	}
-	return rep, false
+	return loopReport{}, false
 }
 
 // jvmThreadReg is the register HotSpot's compiled code keeps the current
