@@ -31,7 +31,7 @@ const (
 	goroutinePrefix = "goroutines-"
 	// Java thread dumps are stored as java-threads-N.txt, N from 0.
 	javaDumpPrefix = "java-threads-"
-	profileSuffix   = ".pb.gz"
+	profileSuffix  = ".pb.gz"
 )
 
 // ErrNotRecording is returned by Read for a directory without meta.json.

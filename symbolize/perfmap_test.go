@@ -39,9 +39,9 @@ func TestParsePerfMap(t *testing.T) {
 		t.Errorf("entries (-want +got):\n%s", diff)
 	}
 	for addr, want := range map[uint64]string{
-		0x7eff98ed1aa0: "fixtures.Stripe.onMessage",
-		0x7eff98ed1ef7: "fixtures.Stripe.onMessage",
-		0x7eff98ed1ef8: "",
+		0x7eff98ed1aa0:         "fixtures.Stripe.onMessage",
+		0x7eff98ed1ef7:         "fixtures.Stripe.onMessage",
+		0x7eff98ed1ef8:         "",
 		0x7eff98940b80 + 0x100: "Interpreter",
 	} {
 		e, ok := m.lookup(addr)
