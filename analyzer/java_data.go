@@ -255,29 +255,24 @@ func shortClass(c string) string {
 	return c[strings.LastIndexByte(c, '.')+1:]
 }
 
-// javaHolderIOShare is the share of the dumps naming a holder in which it
-// must be in I/O for the dumps to show I/O under the lock: each dump is
-// an instant, so a holder seen in I/O in half of them spends about half
-// of its holds there, more than the quarter (ioMinExplained) that makes
-// the live verdict; with one dump, the one instant decides.
-const javaHolderIOShare = 0.5
-
-// ioFacts reads what the holders did in I/O from the dumps.
+// dumpIO reads what the holders did in I/O from the dumps. Each dump is
+// an instant at which some threads wait: the waiters of the dumps whose
+// holder is in I/O, over all the dumps' waiters, is the share of the
+// waiting the holder's I/O explains, sampled — the share the live verdict
+// measures from the event log, held to the same quarter
+// (ioMinExplained). With one dump, that one instant decides.
 func dumpIO(jl *javaLock, main pointKey) ioFacts {
 	io := ioFacts{share: -1}
-	held, inIO := 0, 0
+	waited, inIO := 0, 0
 	var calls []Item
 	seen := map[string]bool{}
 	var at *javaHold
-	for _, h := range jl.holds {
-		if h == nil {
+	for di, h := range jl.holds {
+		waited += jl.perDump[di]
+		if h == nil || h.io < 0 {
 			continue
 		}
-		held++
-		if h.io < 0 {
-			continue
-		}
-		inIO++
+		inIO += jl.perDump[di]
 		if at == nil {
 			at = h
 		}
@@ -286,10 +281,11 @@ func dumpIO(jl *javaLock, main pointKey) ioFacts {
 			calls = append(calls, Item{Name: call})
 		}
 	}
-	if held == 0 || float64(inIO) < javaHolderIOShare*float64(held) {
+	if waited == 0 || inIO == 0 || float64(inIO) < ioMinExplained*float64(waited) {
 		return io
 	}
 	io.explains = true
+	io.share = float64(inIO) / float64(waited)
 	io.calls = calls
 	io.call = calls[0].Name
 	io.holders = 1
