@@ -100,11 +100,42 @@ func startJVM(procRoot string, pid int, sym procSymbols) *jvmTarget {
 		j.warn("Java frames compiled by the JIT are not named: no jcmd was found beside the target's java or on PATH. Install a JDK 17 or later (Debian: openjdk-17-jdk-headless), or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits")
 		return j
 	}
-	if j.takePerfMap() {
+	// A map another session took from this very process moments ago (the
+	// agent's previous window) is loaded as it is: the end of this
+	// session takes a fresh one anyway, and a JVM attached to for every
+	// window would pay a jcmd run each time.
+	if st, err := os.Stat(j.mapPath); err == nil && !st.ModTime().Before(j.since) && time.Since(st.ModTime()) < reuseMapAge && j.sym != nil {
+		j.load()
+		if w, ok := noFramePointers.Load(j.key()); ok && w.(bool) {
+			j.warn(noFramePointersWarning)
+		}
+	} else if j.takePerfMap() {
 		j.checkFramePointers()
 	}
 	return j
 }
+
+// noFramePointers remembers, per JVM process (key), whether it runs
+// without -XX:+PreserveFramePointer, for the sessions that reuse its map.
+// It is forgotten whole past maxRemembered processes: an agent that
+// watches JVMs come and go must not grow without bound, and forgetting
+// costs one more jcmd run.
+const maxRemembered = 1024
+
+var (
+	noFramePointers sync.Map
+	rememberedMu    sync.Mutex
+	remembered      int
+)
+
+// key identifies the target process across pid reuse.
+func (j *jvmTarget) key() string { return fmt.Sprintf("%d@%d", j.pid, j.since.Unix()) }
+
+// reuseMapAge is how old a perf map of the same process may be for a
+// session to start from it without asking the JVM again: the methods it
+// names are those compiled by then, and the JIT of a warmed-up service
+// compiles little new within minutes.
+const reuseMapAge = 2 * time.Minute
 
 // mountPoint is the proc mount to read, procfs's default for "".
 func mountPoint(root string) string {
@@ -211,11 +242,23 @@ func (j *jvmTarget) load() bool {
 // stops at the first compiled frame.
 func (j *jvmTarget) checkFramePointers() {
 	out, err := j.run(context.Background(), "VM.flags")
-	if err != nil || strings.Contains(out, "-XX:+PreserveFramePointer") {
+	if err != nil {
 		return
 	}
-	j.warn("the JVM runs without -XX:+PreserveFramePointer: its JIT-compiled code keeps no frame pointer, so Java stacks end at the first compiled frame and callers above it are missing. Restart it with -XX:+PreserveFramePointer (it costs a few percent of speed) for whole Java stacks")
+	missing := !strings.Contains(out, "-XX:+PreserveFramePointer")
+	rememberedMu.Lock()
+	if remembered++; remembered > maxRemembered {
+		noFramePointers.Clear()
+		remembered = 1
+	}
+	rememberedMu.Unlock()
+	noFramePointers.Store(j.key(), missing)
+	if missing {
+		j.warn(noFramePointersWarning)
+	}
 }
+
+const noFramePointersWarning = "the JVM runs without -XX:+PreserveFramePointer: its JIT-compiled code keeps no frame pointer, so Java stacks end at the first compiled frame and callers above it are missing. Restart it with -XX:+PreserveFramePointer (it costs a few percent of speed) for whole Java stacks"
 
 // finish takes the perf map again after the probes have detached (or,
 // when the target has exited, reads the map a JVM started with
