@@ -49,7 +49,7 @@ uninstall:
 FIXTURE_SRCS := $(wildcard fixtures/c/*.c)
 FIXTURE_BINS := $(patsubst fixtures/c/%.c,$(BIN)/fixtures/%,$(FIXTURE_SRCS))
 
-fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture
+fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture $(BIN)/fixtures/java/.built
 
 $(BIN)/fixtures/%: fixtures/c/%.c fixtures/c/common.h
 	@mkdir -p $(@D)
@@ -61,6 +61,14 @@ $(BIN)/fixtures/gofixture: FORCE
 
 FORCE:
 
+# JVM fixtures: fixtures/java/fixtures/*.java compiled by javac (a JDK 17
+# or later) into bin/fixtures/java, run by make validate with java.
+JAVA_SRCS := $(wildcard fixtures/java/fixtures/*.java)
+$(BIN)/fixtures/java/.built: $(JAVA_SRCS)
+	@mkdir -p $(@D)
+	javac -Xlint:all -Werror -d $(@D) $(JAVA_SRCS)
+	@touch $@
+
 # demo: the main job on a built-in example — start a fixture with a spin
 # convoy, attach to it live, print what contend finds (needs root).
 demo: build fixtures
@@ -68,9 +76,10 @@ demo: build fixtures
 
 # deps installs what the tests use beyond Go, gcc and make: tmux drives the
 # TUI end-to-end tests, libc6-dbg lets the unwinding tests check glibc's
-# internal names, prometheus scrapes the agent in its end-to-end test.
-# Installed with apt when missing and running as root.
-TEST_DEBS := tmux libc6-dbg prometheus
+# internal names, prometheus scrapes the agent in its end-to-end test,
+# openjdk-17-jdk-headless builds and runs the JVM fixtures (javac, java,
+# jcmd). Installed with apt when missing and running as root.
+TEST_DEBS := tmux libc6-dbg prometheus openjdk-17-jdk-headless
 deps:
 	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -22,6 +22,7 @@ var detectors = []func(a *analysis){
 	liveTargetStep,
 	liveLocksStep,
 	goLocksStep,
+	javaLocksStep,
 	liveSpinStep,
 	goSpinStep,
 	liveSaturationStep,
@@ -43,6 +44,11 @@ type analysis struct {
 	gd     *goData
 	gdDone bool
 
+	// jd is the recording's Java thread dumps (javaData), read on first
+	// use.
+	jd     *javaData
+	jdDone bool
+
 	// spinning holds the threads a live spin finding accounts for.
 	spinning map[int]bool
 }
@@ -54,7 +60,7 @@ func (a *analysis) live() *liveData {
 		a.ldDone = true
 		if a.rec.IsLive() {
 			a.ld = buildLiveData(a.rec)
-			a.locks = a.ld.lockGroups()
+			a.locks = a.ld.jvmLocks(a.ld.lockGroups(), a.javaData())
 		}
 	}
 	return a.ld

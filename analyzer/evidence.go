@@ -104,6 +104,22 @@ const (
 	EvRuntimeLockUser EvidenceKind = "runtime-lock-user"
 )
 
+// Evidence kinds of Java locks (live_jvm.go, java_case.go).
+const (
+	// EvJVMParkWords — F: threads (whose own park words the lock was
+	// put together from), by_wakes (1 when told by hand-offs, 0 by thread
+	// dumps). N: flavor, lock.
+	EvJVMParkWords EvidenceKind = "jvm-park-words"
+	// EvJavaDumpWaiters — F: waiters (distinct), dumps, mean (waiting per
+	// dump), max, points. N: lock, how ("waited to enter the monitor of",
+	// "parked waiting for"), point.
+	EvJavaDumpWaiters EvidenceKind = "java-dump-waiters"
+	// EvJavaDumpHolder — F: held (dumps naming a holder), dumps, holders
+	// (distinct), io (dumps with the holder in I/O), blocked (dumps with
+	// the holder waiting for another lock). N: holder, at, state, call.
+	EvJavaDumpHolder EvidenceKind = "java-dump-holder"
+)
+
 // Evidence kinds of spin verdicts.
 const (
 	// EvSpinCPU — F: spin_s, total_s, share, threads, cpus, dur_s. N:
@@ -185,6 +201,9 @@ var EvidenceKinds = []EvidenceKind{
 	EvSectionIOCPU,
 	EvRuntimeLock,
 	EvRuntimeLockUser,
+	EvJVMParkWords,
+	EvJavaDumpWaiters,
+	EvJavaDumpHolder,
 	EvSpinCPU,
 	EvSpinLoop,
 	EvTightLoop,

@@ -203,6 +203,9 @@ func isLockMachinery(f recording.Frame) bool {
 	if f.Kernel {
 		return true
 	}
+	if m, ok := jvmMachinery(f); ok {
+		return m
+	}
 	if pkg := goPackage(f.Func); pkg != "" {
 		return isLockPackage(pkg)
 	}
@@ -214,6 +217,9 @@ func isLockMachinery(f recording.Frame) bool {
 // a program point (syscall, internal/poll, C library I/O and waiting
 // wrappers).
 func isPlumbing(f recording.Frame) bool {
+	if isJavaFrame(f) {
+		return javaPlumbing(f)
+	}
 	if pkg := goPackage(f.Func); pkg != "" {
 		return plumbingPackages[pkg]
 	}
@@ -278,12 +284,14 @@ const (
 type lockFlavor uint8
 
 const (
-	flavorNone    lockFlavor = iota
-	flavorMutex              // sync.Mutex
-	flavorRWWrite            // sync.RWMutex.Lock / Unlock
-	flavorRWRead             // sync.RWMutex.RLock / RUnlock
-	flavorNative             // pthread or futex lock
-	flavorRuntime            // Go runtime lock
+	flavorNone     lockFlavor = iota
+	flavorMutex               // sync.Mutex
+	flavorRWWrite             // sync.RWMutex.Lock / Unlock
+	flavorRWRead              // sync.RWMutex.RLock / RUnlock
+	flavorNative              // pthread or futex lock
+	flavorRuntime             // Go runtime lock
+	flavorMonitor             // Java monitor (synchronized)
+	flavorJavaLock            // java.util.concurrent lock (ReentrantLock …)
 )
 
 // String names the flavor as users know it.
@@ -299,6 +307,10 @@ func (f lockFlavor) String() string {
 		return "native lock"
 	case flavorRuntime:
 		return "runtime lock"
+	case flavorMonitor:
+		return "Java monitor (synchronized)"
+	case flavorJavaLock:
+		return "java.util.concurrent lock"
 	}
 	return "lock"
 }
@@ -329,6 +341,20 @@ var lockFuncs = map[string]lockFlavor{
 	"std::__1::mutex::lock":                 flavorNative,
 	"futex_lock_pi":                         flavorNative,
 	"futex_lock_pi64":                       flavorNative,
+	// The JVM: a synchronized block entering a taken monitor, a
+	// java.util.concurrent lock acquiring its synchronizer (also when a
+	// Condition.await takes the lock back).
+	"ObjectMonitor::enter":      flavorMonitor,
+	"ObjectMonitor::EnterI":     flavorMonitor,
+	"ObjectMonitor::ReenterI":   flavorMonitor,
+	"ObjectSynchronizer::enter": flavorMonitor,
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer.acquire":         flavorJavaLock,
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer.acquireShared":   flavorJavaLock,
+	"java.util.concurrent.locks.AbstractQueuedLongSynchronizer.acquire":     flavorJavaLock,
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer.acquireQueued":   flavorJavaLock,
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer.doAcquireShared": flavorJavaLock,
+	"java.util.concurrent.locks.StampedLock.acquireWrite":                   flavorJavaLock,
+	"java.util.concurrent.locks.StampedLock.acquireRead":                    flavorJavaLock,
 }
 
 // unlockFuncs maps lock-release machinery (the leaf of Go mutex-profile
@@ -408,6 +434,49 @@ var idleFuncs = map[string]string{
 	"std::__1::condition_variable::wait": "idle thread parked on a condition variable",
 	"accept":                             "waiting for a connection (accept)",
 	"accept4":                            "waiting for a connection (accept4)",
+	// Java: threads waiting for work, a condition, a timer.
+	"java.util.concurrent.LinkedBlockingQueue.take":                                    "idle pool thread waiting for work (LinkedBlockingQueue.take)",
+	"java.util.concurrent.LinkedBlockingQueue.poll":                                    "idle pool thread waiting for work (LinkedBlockingQueue.poll)",
+	"java.util.concurrent.ArrayBlockingQueue.take":                                     "idle pool thread waiting for work (ArrayBlockingQueue.take)",
+	"java.util.concurrent.ArrayBlockingQueue.poll":                                     "idle pool thread waiting for work (ArrayBlockingQueue.poll)",
+	"java.util.concurrent.SynchronousQueue.take":                                       "idle pool thread waiting for work (SynchronousQueue.take)",
+	"java.util.concurrent.SynchronousQueue.poll":                                       "idle pool thread waiting for work (SynchronousQueue.poll)",
+	"java.util.concurrent.LinkedTransferQueue.take":                                    "idle pool thread waiting for work (LinkedTransferQueue.take)",
+	"java.util.concurrent.ScheduledThreadPoolExecutor$DelayedWorkQueue.take":           "idle pool thread waiting for a scheduled task",
+	"java.util.concurrent.ThreadPoolExecutor.getTask":                                  "idle pool thread waiting for work (ThreadPoolExecutor.getTask)",
+	"java.util.concurrent.ForkJoinPool.awaitWork":                                      "idle fork-join worker waiting for work",
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.await":      "waiting on a condition (Condition.await)",
+	"java.util.concurrent.locks.AbstractQueuedSynchronizer$ConditionObject.awaitNanos": "waiting on a condition (Condition.awaitNanos)",
+	"java.util.concurrent.CountDownLatch.await":                                        "waiting for a latch (CountDownLatch.await)",
+	"java.util.concurrent.CompletableFuture.get":                                       "waiting for a result (CompletableFuture.get)",
+	"java.util.concurrent.FutureTask.get":                                              "waiting for a result (Future.get)",
+	"java.lang.Object.wait":                                                            "waiting on a condition (Object.wait)",
+	"java.lang.Thread.sleep":                                                           "sleeping (Thread.sleep)",
+	"java.lang.Thread.join":                                                            "waiting for a thread to end (Thread.join)",
+	"java.util.concurrent.locks.LockSupport.parkNanos":                                 "sleeping (LockSupport.parkNanos)",
+	"java.util.concurrent.locks.LockSupport.park":                                      "parked (LockSupport.park) on no lock",
+	"java.lang.ref.Reference.waitForReferencePendingList":                              "JVM reference handler waiting for work",
+	"ObjectMonitor::wait":                                                              "waiting on a condition (Object.wait)",
+	"PosixSemaphore::wait":                                                             "JVM worker thread waiting for work (a garbage collector's worker gang)",
+	"JavaThread::sleep":                                                                "sleeping (Thread.sleep)",
+}
+
+// jvmPauseFuncs are frames of a Java thread stopped by the JVM itself: at
+// a safepoint (for a garbage collection or another VM operation) or
+// waiting for a collection it asked for. Such a wait is not a lock of the
+// program; a lock holder stopped there makes the GC the cause of its
+// waiters' wait.
+var jvmPauseFuncs = map[string]string{
+	"SafepointSynchronize::block":                   "stopped at a JVM safepoint (garbage collection or VM operation)",
+	"SafepointMechanism::process":                   "stopped at a JVM safepoint (garbage collection or VM operation)",
+	"SafepointMechanism::process_if_requested_slow": "stopped at a JVM safepoint (garbage collection or VM operation)",
+	"LinuxWaitBarrier::wait":                        "stopped at a JVM safepoint (garbage collection or VM operation)",
+	"GenericWaitBarrier::wait":                      "stopped at a JVM safepoint (garbage collection or VM operation)",
+	"VMThread::execute":                             "waiting for a JVM operation (a garbage collection it asked for)",
+	"VMThread::wait_until_executed":                 "waiting for a JVM operation (a garbage collection it asked for)",
+	"G1CollectedHeap::attempt_allocation_slow":      "waiting for a garbage collection to free memory",
+	"G1CollectedHeap::mem_allocate":                 "waiting for a garbage collection to free memory",
+	"HandshakeState::process_by_self":               "stopped for a JVM handshake (VM operation)",
 }
 
 // idleStates maps Go goroutine wait reasons (the "[...]" of a debug=2 dump)
@@ -528,6 +597,9 @@ func classifyFrames(frames []recording.Frame, pi int) stackClass {
 			if r, ok := idleFuncs[nfn]; ok {
 				idle = stackClass{class: classIdle, reason: r, machinery: fn}
 			}
+		}
+		if r, ok := jvmPauseFuncs[nfn]; ok && idle.class == classNone {
+			idle = stackClass{class: classRuntimeWait, reason: r, machinery: fn}
 		}
 		switch nfn {
 		case "runtime.chansend1", "runtime.chansend":
@@ -691,6 +763,9 @@ func isIOFrame(f recording.Frame) bool {
 			}
 		}
 		return false
+	}
+	if isJavaFrame(f) {
+		return javaIO(f)
 	}
 	if goPackage(f.Func) != "" {
 		return goIOFuncs[f.Func]

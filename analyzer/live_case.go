@@ -74,6 +74,9 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 		}
 	}
 	c.ev = ld.lockEvidence(lf, c)
+	if g.jvm != nil {
+		ld.jvmCase(g, locks, c)
+	}
 	return c
 }
 

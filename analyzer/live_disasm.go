@@ -128,10 +128,21 @@ func (b *binaryCode) loops(fn string, addrs map[uint64]int64, line map[uint64]in
 	if !ok {
 		return rep, false
 	}
+	return busyLoops(insts, addrs, bias, nil), true
+}
+
+// busyLoops classifies the loops of insts that hold the sampled runtime
+// addresses (insts are at runtime address minus bias); prep, when not
+// nil, prepares each loop before it is judged.
+func busyLoops(insts []inst, addrs map[uint64]int64, bias uint64, prep func(*loop) *loop) loopReport {
+	rep := loopReport{busy: map[uint64]bool{}}
 	var best *loop
 	var bestW int64
 	for a, w := range addrs {
 		l := innermostLoop(insts, a-bias)
+		if l != nil && prep != nil {
+			l = prep(l)
+		}
 		if l == nil || !l.busyWait() {
 			continue
 		}
@@ -144,7 +155,7 @@ func (b *binaryCode) loops(fn string, addrs map[uint64]int64, line map[uint64]in
 		rep.insns, rep.start, rep.pause = len(best.insts), best.insts[0].addr, best.pause()
 		rep.text = best.String()
 	}
-	return rep, true
+	return rep
 }
 
 // bias returns the load bias (runtime minus ELF address) that puts the

@@ -324,6 +324,8 @@ type lockGroup struct {
 
 	// facts caches the lock's measured figures (liveData.factsOf).
 	facts *lockFacts
+	// jvm is set for a lock built from a JVM's park words (live_jvm.go).
+	jvm *jvmLock
 }
 
 // addrs returns the group's addresses.
@@ -374,6 +376,9 @@ func (g *lockGroup) name() string {
 
 // id returns the LockID of the group.
 func (g *lockGroup) id(ld *liveData) LockID {
+	if g.jvm != nil {
+		return g.jvm.id()
+	}
 	id := LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
 	if id.Name == id.Address {
 		id.Name = ""

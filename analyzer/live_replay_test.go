@@ -55,6 +55,13 @@ var liveCases = map[string]liveCase{
 	"go-lockedspin-threads-fixed": {fixture: "go/lockedspin", variant: "fixed"},
 	"go-idle-threads-bad":         {fixture: "go/idle", variant: "bad"},
 	"python-gil":                  {kind: analyzer.KindContention, lock: "_PyRuntime+", foldAll: true},
+	// JVM fixtures, recorded with --jvm-dumps 3: the dumps name the lock
+	// objects; the spin recording carries the compiled code of its loop.
+	"jvm-spin-bad":   {fixture: "jvm/spin", variant: "bad"},
+	"jvm-stripe-bad": {fixture: "jvm/stripe", variant: "bad", lock: "java.lang.Object"},
+	"jvm-iolock-bad": {fixture: "jvm/iolock", variant: "bad", lock: "java.lang.Object"},
+	"jvm-writer-bad": {fixture: "jvm/writer", variant: "bad", lock: "java.util.concurrent.locks.ReentrantLock"},
+	"jvm-idle-bad":   {fixture: "jvm/idle", variant: "bad"},
 }
 
 // liveDirs returns the committed recordings by name.

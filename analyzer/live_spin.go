@@ -207,6 +207,17 @@ func (ld *liveData) spinLoop(a *analysis, c *spinCand) (spinShape, bool) {
 			return sh, true
 		}
 	}
+	// JIT-compiled code has no file: its machine code is read from the
+	// process's memory as the recording kept it.
+	if c.module == recording.ModuleJava {
+		if r, ok := jitLoops(ld.rec, c.fn, c.addrs); ok {
+			sh.disasm, sh.rep, sh.addrs = true, r, r.busy
+			for addr := range sh.addrs {
+				sh.spinNS += c.addrs[addr]
+			}
+			return sh, true
+		}
+	}
 	// Without the machine code a tight work loop (a hash, a checksum)
 	// looks the same as a spin loop: few hot addresses. Only an atomic
 	// load, swap or compare-and-swap at one of them, seen in the stacks
@@ -295,7 +306,7 @@ func (ld *liveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bo
 	if ld.rec.Threads != nil {
 		sources++
 	}
-	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "", whom: "thread", fn: shortFunc(c.fn),
+	f.Suggestion = suggestFor(remedyPark, sugg{goLang: goPackage(c.fn) != "" && c.module != recording.ModuleJava, java: c.module == recording.ModuleJava, whom: "thread", fn: shortFunc(c.fn),
 		cpus: ld.cpus(), cpuS: f.CPUSeconds, share: share})
 	f.Confidence = confidenceOf(sources, !loop.disasm)
 	finish(&f, ld.dur, true)

@@ -31,6 +31,7 @@ type dataPath uint8
 const (
 	pathLive dataPath = iota // the eBPF collector: threads and futex words
 	pathGo                   // Go runtime profiles and goroutine dumps
+	pathJava                 // Java thread dumps alone
 )
 
 // lockCase is one lock with every figure the verdicts rest on.
@@ -92,6 +93,9 @@ type lockCase struct {
 	// interp names the interpreter whose global lock this is
 	// (interpPython, interpRuby), "" for any other lock.
 	interp string
+	// java is set for a lock of Java code (a monitor, a
+	// java.util.concurrent lock): the suggestions name Java's locks.
+	java bool
 
 	// io holds what the holders did in I/O while others waited.
 	io ioFacts
@@ -277,7 +281,7 @@ func (c *lockCase) convoy() bool {
 	if !c.dumpOnly && c.mean < convoyMeanWaiting {
 		return false
 	}
-	return c.holdBound == 0 && c.path == pathGo || c.holdBound > 0 && c.holdBound <= maxShortHold
+	return c.holdBound == 0 && c.path != pathLive || c.holdBound > 0 && c.holdBound <= maxShortHold
 }
 
 // judgeLock turns a significant lock case into a finding: the verdict is

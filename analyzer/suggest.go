@@ -34,6 +34,8 @@ const (
 // sugg holds the figures a suggestion is worded from.
 type sugg struct {
 	goLang bool
+	// java words the remedy with Java's locks.
+	java bool
 	// whom is "thread" or "goroutine".
 	whom         string
 	participants int
@@ -169,6 +171,9 @@ func stripe(s sugg) Suggestion {
 	if s.goLang {
 		locks = "mutexes"
 	}
+	if s.java {
+		locks = "lock objects (monitors or ReentrantLocks)"
+	}
 	k := s.participants
 	why := fmt.Sprintf("%d distinct %ss queue on one lock whose holds are short and involve no I/O: the waiting comes from how many %ss share it, not from the work under it. If they touch disjoint keys, one lock per stripe lets them proceed in parallel. ", k, s.whom, s.whom)
 	why += fmt.Sprintf("The array must stay fixed: a lock stored in a map entry that another %s deletes and re-creates no longer excludes anyone.", s.whom)
@@ -201,6 +206,9 @@ func park(s sugg) Suggestion {
 	lock := "a parking lock (pthread_mutex_t, a futex-based lock, std::mutex)"
 	if s.goLang {
 		lock = "a parking lock (sync.Mutex)"
+	}
+	if s.java {
+		lock = "a parking lock (a ReentrantLock, or a synchronized block)"
 	}
 	cpus := "the CPUs"
 	if s.cpus > 0 {
@@ -268,6 +276,7 @@ func stripeGain(k int) string {
 func (c *lockCase) sugg() sugg {
 	s := sugg{
 		goLang:       c.path == pathGo,
+		java:         c.java,
 		whom:         strings.TrimSuffix(c.unit, "s"),
 		participants: c.participants,
 		waitS:        seconds(c.waitNS),
@@ -350,6 +359,9 @@ func headline(c *lockCase, k Kind, r remedy) string {
 			return fmt.Sprintf("%s wait for ONE lock at %d program points: %s", who, c.points, c.what)
 		}
 		return onePoint(who, "wait", c.what)
+	}
+	if c.waitNS == 0 && c.dumpOnly {
+		return fmt.Sprintf("%s wait for ONE lock: %s", who, c.what)
 	}
 	return fmt.Sprintf("%s lost waiting for ONE lock: %s", units.Seconds(seconds(c.waitNS)), c.what)
 }

@@ -91,6 +91,9 @@ type Options struct {
 	// a user without CAP_BPF and CAP_PERFMON may read. The recording has
 	// no probe views, Meta.Probes is empty and Meta.Warnings says why.
 	NoProbes bool
+	// JVMDumps is how many Java thread dumps (jcmd Thread.print -l) to
+	// take, spread over the recording, when the target is a JVM.
+	JVMDumps int
 }
 
 // Stats is the progress of a recording, for the progress line and the TUI

@@ -169,6 +169,21 @@ type targetProc struct {
 	memFile *os.File
 	procs   *ProcSampler
 	cancel  context.CancelFunc
+	// jvm names a Java process's compiled frames and takes its thread
+	// dumps (jvm.go); nil for other processes.
+	jvm *jvmTarget
+}
+
+// jvms returns the processes that are JVMs, by pid. Caller holds s.mu.
+func (s *Session) jvms() []*targetProc {
+	var out []*targetProc
+	for _, p := range s.procs {
+		if p.jvm != nil {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *targetProc) int { return int(a.pid) - int(b.pid) })
+	return out
 }
 
 // withDefaults fills unset options with the package defaults.
@@ -511,6 +526,7 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			s.unnamed++
 			s.mu.Unlock()
 		}
+		p.jvm = startJVM(o.ProcRoot, int(pid), p.sym)
 		// Calls in progress at attach have no start entry (they left
 		// the CPU before); give them one, timed from now.
 		n := seedOpen(s.tr, o.ProcRoot, int(pid), s.clk.at(at))
@@ -548,6 +564,9 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	s.procs[pid] = p
 	s.ever = true
 	s.mu.Unlock()
+	if p.jvm != nil {
+		p.jvm.startDumps(o.JVMDumps, o.Duration)
+	}
 	return nil
 }
 
@@ -1030,6 +1049,12 @@ func (s *Session) Stop() (*recording.Recording, error) {
 	s.stopOnce.Do(func() {
 		s.end(endStopped, nil)
 		<-s.finished
+		s.mu.Lock()
+		jvms := s.jvms()
+		s.mu.Unlock()
+		for _, p := range jvms {
+			p.jvm.finish(s.res)
+		}
 		var gp *GoProfiles
 		if s.gofetch != nil {
 			gp = s.gofetch.Stop()
@@ -1048,6 +1073,15 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		runErr := s.runErr
 		procs := slices.Collect(maps.Values(s.procs))
 		s.mu.Unlock()
+		for _, p := range jvms {
+			p.jvm.apply(s.stopRec)
+			if p.memFile != nil {
+				p.jvm.copyCode(s.stopRec, p.sym, p.memFile)
+			}
+		}
+		if s.opts.JVMDumps > 0 && len(jvms) == 0 {
+			s.stopRec.Meta.Warnings = append(s.stopRec.Meta.Warnings, fmt.Sprintf("no Java thread dumps were taken: no process of the target (%s) is a Java process (none maps libjvm.so)", s.target))
+		}
 		if gp != nil {
 			gp.Apply(s.stopRec)
 		}
@@ -1136,6 +1170,9 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 
 	rec := &recording.Recording{Meta: meta}
 	open := clipOpen(d.open, s.clk.at(from), s.clk.at(to))
+	s.mu.Lock()
+	words := s.res.wordStacks(s.log.each)
+	s.mu.Unlock()
 	for v, p := range buildViews(viewInput{
 		snap:    d,
 		open:    open,
@@ -1145,6 +1182,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 		onCPUHz: s.opts.OnCPUHz,
 		probes:  s.cfg.probes,
 		exe:     filepath.Base(meta.Exe),
+		words:   words,
 	}) {
 		rec.SetProfile(v, p)
 	}

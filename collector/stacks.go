@@ -89,7 +89,10 @@ func (n *stackNamer) add(id uint64, fp, pcs []uint64, complete bool) (markNow bo
 		w.variants[k] = v
 	}
 	v.n++
-	if !w.marked && w.total >= namedAfterWindows {
+	// An id whose windows disagree is never named for good: its waits
+	// are named per thread and word (wordstacks.go), which needs windows
+	// to keep coming for it.
+	if !w.marked && w.total >= namedAfterWindows && len(w.variants) == 1 {
 		w.marked = true
 		return true
 	}

@@ -63,6 +63,9 @@ type viewInput struct {
 	// exe is the base name of the target's executable: its mapping comes
 	// first in every profile, which is what pprof names the profile by.
 	exe string
+	// words names the futex waits of colliding stack ids per thread and
+	// word (wordstacks.go); nil names every wait after its stack id.
+	words map[wordKey]recording.Stack
 }
 
 // userFrames returns the frames of user stack hash, or a synthetic frame:
@@ -133,7 +136,11 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 			if k.Owner != 0 && k.Owner != foldedTID {
 				l.num[recording.LabelOwner] = int64(k.Owner)
 			}
-			b.add(userFrames(src, k.Stack, frameShortWaits), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+			fr := userFrames(src, k.Stack, frameShortWaits)
+			if st, ok := in.words[wordKey{k.TID, k.Addr, k.Stack}]; ok && len(st.Frames) > 0 {
+				fr = st.Frames
+			}
+			b.add(fr, []int64{int64(v.Count), int64(v.TotalNS)}, l)
 		}
 		for _, o := range in.open {
 			if o.io {

@@ -28,9 +28,12 @@ const (
 	ThreadsFile = "threads.json"
 	StacksFile  = "stacks.json"
 	EventsFile  = "events.jsonl.gz"
+	JITCodeFile = "jit-code.json"
 	// goroutine dumps are stored as goroutines-N.txt, N from 0.
 	goroutinePrefix = "goroutines-"
-	profileSuffix   = ".pb.gz"
+	// Java thread dumps are stored as java-threads-N.txt, N from 0.
+	javaDumpPrefix = "java-threads-"
+	profileSuffix  = ".pb.gz"
 )
 
 // ErrNotRecording is returned by Read for a directory without meta.json.
@@ -216,6 +219,14 @@ func writeData(w *dirWriter, r *Recording) error {
 			return err
 		}
 	}
+	if err := writeJavaDumps(w, r.JavaDumps); err != nil {
+		return err
+	}
+	if len(r.JITCode) > 0 {
+		if err := w.writeJSON(JITCodeFile, r.JITCode); err != nil {
+			return err
+		}
+	}
 	if r.Locks != nil {
 		if err := w.writeJSON(LocksFile, r.Locks); err != nil {
 			return err
@@ -354,6 +365,9 @@ func Read(dir string) (*Recording, error) {
 			dumps = append(dumps, name)
 		}
 	}
+	if r.JavaDumps, err = readJavaDumps(dir, entries); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+	}
 	sort.Slice(dumps, func(i, j int) bool { return dumpIndex(dumps[i]) < dumpIndex(dumps[j]) })
 	for _, name := range dumps {
 		data, err := goprof.ReadFile(filepath.Join(dir, name))
@@ -365,6 +379,9 @@ func Read(dir string) (*Recording, error) {
 			return nil, fmt.Errorf("read recording %s: %s: %w", dir, name, err)
 		}
 		r.Goroutines = append(r.Goroutines, d)
+	}
+	if err := readJSON(filepath.Join(dir, JITCodeFile), &r.JITCode); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if err := readJSON(filepath.Join(dir, LocksFile), &r.Locks); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)

@@ -53,6 +53,7 @@ func Open(paths ...string) (*Recording, error) {
 		base    *Recording
 		baseDir string
 		files   []*goprof.File
+		jdumps  []javaInput
 	)
 	for _, path := range paths {
 		st, err := os.Stat(path)
@@ -66,12 +67,19 @@ func Open(paths ...string) (*Recording, error) {
 			}
 			baseDir = path
 		case st.IsDir():
-			dirFiles, err := loadProfileDir(path)
+			dirFiles, dirDumps, err := loadProfileDir(path)
 			if err != nil {
 				return nil, err
 			}
 			files = append(files, dirFiles...)
+			jdumps = append(jdumps, dirDumps...)
 		default:
+			if d, ok, err := loadJavaDump(path); err != nil {
+				return nil, err
+			} else if ok {
+				jdumps = append(jdumps, javaInput{path, d})
+				continue
+			}
 			f, err := goprof.Load(path)
 			if err != nil {
 				return nil, err
@@ -85,7 +93,7 @@ func Open(paths ...string) (*Recording, error) {
 			return nil, err
 		}
 	}
-	if base != nil && len(files) == 0 {
+	if base != nil && len(files) == 0 && len(jdumps) == 0 {
 		return base, nil
 	}
 	r := base
@@ -97,31 +105,40 @@ func Open(paths ...string) (*Recording, error) {
 	if err := addFiles(r, files); err != nil {
 		return nil, err
 	}
+	addJavaDumps(r, jdumps)
 	return r, nil
 }
 
 // loadProfileDir loads every regular, non-hidden file of dir, in name
-// order, as a Go profile input.
-func loadProfileDir(dir string) ([]*goprof.File, error) {
+// order, as a Java thread dump or a Go profile input.
+func loadProfileDir(dir string) ([]*goprof.File, []javaInput, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open: %w", err)
+		return nil, nil, fmt.Errorf("open: %w", err)
 	}
 	var files []*goprof.File
+	var dumps []javaInput
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
 			continue
 		}
-		f, err := goprof.Load(filepath.Join(dir, e.Name()))
+		path := filepath.Join(dir, e.Name())
+		if d, ok, err := loadJavaDump(path); err != nil {
+			return nil, nil, err
+		} else if ok {
+			dumps = append(dumps, javaInput{path, d})
+			continue
+		}
+		f, err := goprof.Load(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files = append(files, f)
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("open %s: no profile files and no %s: %w", dir, MetaFile, ErrNotRecording)
+	if len(files) == 0 && len(dumps) == 0 {
+		return nil, nil, fmt.Errorf("open %s: no profile files and no %s: %w", dir, MetaFile, ErrNotRecording)
 	}
-	return files, nil
+	return files, dumps, nil
 }
 
 // addFiles adds the parsed files to r: profiles to their views (merged with

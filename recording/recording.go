@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/javadump"
 )
 
 // FormatVersion is the version of the on-disk layout written into meta.json.
@@ -162,6 +163,14 @@ type Recording struct {
 	// Goroutines holds goroutine dumps (debug=1 or debug=2 text), oldest
 	// first.
 	Goroutines []*goprof.Dump
+	// JavaDumps holds Java thread dumps (jcmd Thread.print, jstack),
+	// oldest first.
+	JavaDumps []*javadump.Dump
+	// JITCode holds the machine code of the JIT-compiled functions that
+	// took the most on-CPU samples, copied from the target at the end of
+	// the recording: code generated at run time is in no file the
+	// analyzer could read to confirm a busy-wait.
+	JITCode []CodeBlob
 	// Locks holds per-lock statistics aggregated in the kernel over every
 	// wait, including those too short to carry a stack.
 	Locks []LockStat
@@ -485,7 +494,8 @@ type Frame struct {
 	Func string `json:"func"`
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
-	// Module is the base name of the object the address lies in.
+	// Module is the base name of the object the address lies in;
+	// ModuleJava for Java code.
 	Module string `json:"module,omitempty"`
 	Addr   uint64 `json:"addr,omitempty"`
 	// Inlined is true for a frame expanded from inline data (not the
@@ -494,6 +504,22 @@ type Frame struct {
 	// Kernel marks kernel frames.
 	Kernel bool `json:"kernel,omitempty"`
 }
+
+// CodeBlob is the machine code of one JIT-compiled function, as it was
+// in the target's memory.
+type CodeBlob struct {
+	// Name is the function's name (a Java method, "pkg.Class.method").
+	Name string `json:"name"`
+	// Start is the runtime address of Code[0].
+	Start uint64 `json:"start"`
+	Code  []byte `json:"code"`
+}
+
+// ModuleJava is the module of Java frames: methods a JVM compiled, named
+// from its perf map ("pkg.Class.method"), its interpreter ("Interpreter":
+// the method is not named) and stubs, and every frame of a Java thread
+// dump.
+const ModuleJava = "[java]"
 
 // Stack is a symbolized stack, leaf first.
 type Stack struct {

@@ -209,6 +209,13 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 			w.i("locks"), w.n("array"), strings.Join(names, ", "), w.n("point"))
 	},
 	analyzer.EvChain: func(w words) string {
+		if w.f("wait_s") == 0 {
+			t := fmt.Sprintf("the holder itself waited for %s in %s of the thread dumps that name it", w.n("what"), w.pct("share"))
+			if w.on("cycle") {
+				t += "; that lock's holder in turn waits for this one: a deadlock"
+			}
+			return t
+		}
 		t := fmt.Sprintf("while others waited, the holders themselves waited for %s during %s of the logged waiting (%s)", w.n("what"), w.pct("share"), w.sec("wait_s"))
 		if w.on("cycle") {
 			t += "; that lock's holders in turn wait for this one: a cycle, each lock's waiting feeds the other's"
@@ -227,6 +234,45 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	},
 	analyzer.EvRunQueuePoints: func(w words) string {
 		return "the work they were preempted in, by function: " + w.items(units.Seconds)
+	},
+	analyzer.EvJVMParkWords: func(w words) string {
+		if w.on("by_wakes") {
+			return fmt.Sprintf("each of the %d threads parks on a futex word of its own (the JVM's per-thread park event), so the words name the waiters, not the %s: the lock is told by who hands it to whom (a releasing holder wakes the next waiter's word), not by its address; thread dumps (record --jvm-dumps) name the object", w.i("threads"), w.n("flavor"))
+		}
+		return fmt.Sprintf("each of the %d threads parks on a futex word of its own (the JVM's per-thread park event); the thread dumps name the object they wait for, %s", w.i("threads"), w.n("lock"))
+	},
+	analyzer.EvJavaDumpWaiters: func(w words) string {
+		t := fmt.Sprintf("%d %s %s %s at %s in %d Java thread %s", w.i("waiters"), plural(w.i("waiters"), "thread"), w.n("how"), w.n("lock"), w.n("point"), w.i("dumps"), plural(w.i("dumps"), "dump"))
+		if w.i("dumps") > 1 {
+			t += fmt.Sprintf(": %s waiting on average, at most %d", w.num("mean"), w.i("max"))
+		}
+		if w.i("points") > 1 {
+			t += fmt.Sprintf(" (at %d program points)", w.i("points"))
+		}
+		return t
+	},
+	analyzer.EvJavaDumpHolder: func(w words) string {
+		t := fmt.Sprintf("the holder was %q (%s) at %s", w.n("holder"), w.n("state"), w.n("at"))
+		if w.i("held") < w.i("dumps") || w.i("dumps") > 1 {
+			t = fmt.Sprintf("%d of %d dumps name the holder: %q (%s) at %s", w.i("held"), w.i("dumps"), w.n("holder"), w.n("state"), w.n("at"))
+		}
+		if w.i("holders") > 1 {
+			t += fmt.Sprintf(" and %d others", w.i("holders")-1)
+		}
+		one := w.i("held") == 1
+		switch {
+		case w.i("io") > 0 && one:
+			t += fmt.Sprintf(", in I/O (%s) while it holds the lock", w.n("call"))
+		case w.i("io") > 0:
+			t += fmt.Sprintf("; in %d of them the holder is in I/O (%s) while it holds the lock", w.i("io"), w.n("call"))
+		}
+		switch {
+		case w.i("blocked") > 0 && one:
+			t += ", itself waiting for another lock"
+		case w.i("blocked") > 0:
+			t += fmt.Sprintf("; in %d the holder itself waits for another lock", w.i("blocked"))
+		}
+		return t
 	},
 	analyzer.EvDumpWaiters: func(w words) string {
 		return fmt.Sprintf("%d of %d goroutines were waiting for this lock when the %s was taken: %s", w.i("waiters"), w.i("population"), w.n("source"), w.states())

@@ -46,6 +46,8 @@ type process struct {
 	// return addresses. User addresses stay below 2^57 on x86-64, so the
 	// bit is free.
 	cache map[uint64][]recording.Frame
+	// perf names generated code (a JVM's perf map), nil when none.
+	perf *perfMap
 }
 
 // maxCachedAddrs bounds the frame cache: a long recording of a large
@@ -390,6 +392,11 @@ func (p *process) symbolize(pc uint64, exact bool) []recording.Frame {
 		lookup = pc - 1
 	}
 	r := p.regionAt(lookup)
+	if r == nil || r.obj == nil && r.path == "" {
+		if f, ok := p.perfFrame(lookup, pc); ok {
+			return []recording.Frame{f}
+		}
+	}
 	if r == nil {
 		return []recording.Frame{{Func: fmt.Sprintf("0x%x", pc), Addr: pc}}
 	}

@@ -64,6 +64,12 @@ dump how many wait now and in which state, the CPU profile what the holders
 do. Goroutines idle in select, channel receives, netpoll or sync.Cond are
 never reported as contention (--show-idle lists them).
 
+Java thread dumps (jcmd PID Thread.print -l, jstack -l) are recognised
+too: the threads blocked on one monitor or parked on one
+java.util.concurrent lock, where they wait, the thread that holds it and
+what it does (I/O, waiting for another lock). A truncated dump, or one
+with lines no JVM writes, is refused with the line at fault.
+
 Output goes to stdout, or atomically to the file given with -o.`,
 		Example: `  contend analyze mutex.pb.gz block.pb.gz goroutines.txt
   contend analyze profiles/*                        # every file of one run
@@ -72,7 +78,8 @@ Output goes to stdout, or atomically to the file given with -o.`,
   contend analyze m.pb.gz g.txt --show-idle
   contend analyze rec-dir --format json -o findings.json
   contend analyze rec-dir --format pprof -o findings.pb.gz && go tool pprof -top findings.pb.gz
-  contend analyze --fail-on-findings profiles/* || echo "contention found"`,
+  contend analyze --fail-on-findings profiles/* || echo "contention found"
+  jcmd $(pgrep -n java) Thread.print -l > threads.txt && contend analyze threads.txt`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.paths = args

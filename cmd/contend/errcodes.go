@@ -6,6 +6,7 @@ import (
 
 	"github.com/contend-dev/contend/collector"
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/javadump"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -17,6 +18,7 @@ var sentinels = []struct {
 }{
 	{goprof.ErrBadProfile, exitUsage},
 	{goprof.ErrNotRegular, exitUsage},
+	{javadump.ErrBadDump, exitUsage},
 	{recording.ErrNotRecording, exitUsage},
 	{recording.ErrInvalid, exitUsage},
 	{recording.ErrNoInput, exitUsage},

@@ -35,6 +35,7 @@ type recordOptions struct {
 	format         string
 	failOnFindings bool
 	progress       bool
+	jvmDumps       int
 }
 
 func newRecordCmd() *cobra.Command {
@@ -67,7 +68,8 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
   contend record --cgroup system.slice/nginx.service
   go tool pprof -top before/futex-wait.pb.gz
   contend record -p 1234 --pprof http://127.0.0.1:6060  # add a Go target's runtime profiles
-  contend record -p 1234 --format json --fail-on-findings > findings.json`,
+  contend record -p 1234 --format json --fail-on-findings > findings.json
+  contend record -p $(pgrep -n java) --jvm-dumps 3     # a JVM: name the monitors and their holders`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runRecord(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
@@ -84,6 +86,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
 	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
+	f.IntVar(&o.jvmDumps, "jvm-dumps", 0, "Java targets: take N thread dumps (jcmd Thread.print -l) during the recording")
 	return c
 }
 
@@ -104,6 +107,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return usageErrorf("record: --hz must be between 1 and %d", collector.MaxOnCPUHz)
 	case o.format != formatText && o.format != formatJSON:
 		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
+	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
+		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
 	}
 	limitMemory()
 	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
@@ -117,6 +122,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
 		GoFetchCommand: fetchChildCommand(),
+		JVMDumps:       o.jvmDumps,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.
@@ -214,6 +220,10 @@ func checkOutput(cmd, output string, pid int) error {
 	}
 	return usageErrorf("%s: %v", cmd, err)
 }
+// maxJVMDumps bounds --jvm-dumps: each dump stops every Java thread at a
+// safepoint for a few milliseconds and its text is kept in the recording;
+// a few dozen sample a recording well enough.
+const maxJVMDumps = 60
 
 // recordLive records as opts say, with a progress line on stderr when it
 // is a terminal, or one line a second when lines is set.

@@ -1,0 +1,450 @@
+package collector
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/contend-dev/contend/javadump"
+	"github.com/contend-dev/contend/recording"
+	"github.com/contend-dev/contend/symbolize"
+)
+
+// This file is what the collector does for a Java target, a process that
+// maps libjvm.so. Code the JIT compiled has no symbols on disk: the JVM
+// names it in a perf map (/tmp/perf-PID.map) when asked with `jcmd PID
+// Compiler.perfmap` (JDK 17 and later). The map is taken once before the
+// probes attach and once after they detach, so that methods compiled
+// during the recording are named too; stacks named before the second map
+// was read are named again from it. With Options.JVMDumps the collector
+// also takes Java thread dumps (`jcmd PID Thread.print -l`) spread over
+// the recording, which name the monitor or lock each thread waits for and
+// the thread that holds it. Everything here runs jcmd as a child process
+// and reads files; a JVM that refuses to be attached is still recorded by
+// the probes, with a warning saying what is missing and what to run.
+
+// jcmdTimeout bounds one jcmd call. Attaching starts a thread in the
+// target (on the first attach, after the JVM's signal thread has handled
+// SIGQUIT), which on a machine whose CPUs the target saturates takes
+// seconds; jcmd itself gives up after its own attach timeout, raised here
+// to 20 s, and contend kills it 10 s after that.
+const (
+	jcmdTimeout       = 30 * time.Second
+	jcmdAttachTimeout = "-J-Dsun.tools.attach.attachTimeout=20000"
+)
+
+// perfMapLoader is what the JVM support needs of the symbolizer.
+type perfMapLoader interface {
+	LoadPerfMap(path string) (int, error)
+}
+
+// jvmTarget is the JVM support of one session.
+type jvmTarget struct {
+	pid      int
+	procRoot string
+	// jcmd is the jcmd to run, "" when none was found.
+	jcmd string
+	// mapPath is where the target writes its perf map, seen from here.
+	mapPath string
+	// since is when the target started: a perf map older than it is
+	// another process's that had the same pid.
+	since time.Time
+	sym   perfMapLoader
+
+	mu       sync.Mutex
+	warnings []string
+	// entries is how many perf map entries were loaded, per map taken.
+	entries []int
+	dumps   []*javadump.Dump
+	// dumpsDone is closed when the dump taker has finished.
+	dumpsDone chan struct{}
+	stopDumps context.CancelFunc
+}
+
+// isJVM reports whether pid maps a HotSpot JVM (libjvm.so).
+func isJVM(procRoot string, pid int) bool {
+	b, err := os.ReadFile(procPath(procRoot, strconv.Itoa(pid), "maps"))
+	return err == nil && bytes.Contains(b, []byte("/libjvm.so\n"))
+}
+
+// startJVM prepares the JVM support of a session and takes the first
+// perf map; nil when the target is not a JVM.
+func startJVM(procRoot string, pid int, sym procSymbols) *jvmTarget {
+	if !isJVM(procRoot, pid) {
+		return nil
+	}
+	j := &jvmTarget{pid: pid, procRoot: procRoot, mapPath: symbolize.PerfMapPath(procRoot, pid)}
+	j.sym, _ = sym.(perfMapLoader)
+	if fs, err := procfs.NewFS(mountPoint(procRoot)); err == nil {
+		if p, err := fs.Proc(pid); err == nil {
+			if st, err := p.Stat(); err == nil {
+				if s, err := st.StartTime(); err == nil {
+					j.since = time.Unix(int64(s), 0)
+				}
+			}
+		}
+	}
+	j.jcmd = findJcmd(procRoot, pid)
+	if j.jcmd == "" {
+		j.warn("Java frames compiled by the JIT are not named: no jcmd was found beside the target's java or on PATH. Install a JDK 17 or later (Debian: openjdk-17-jdk-headless), or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits")
+		return j
+	}
+	// A map another session took from this very process moments ago (the
+	// agent's previous window) is loaded as it is: the end of this
+	// session takes a fresh one anyway, and a JVM attached to for every
+	// window would pay a jcmd run each time.
+	if st, err := os.Stat(j.mapPath); err == nil && !st.ModTime().Before(j.since) && time.Since(st.ModTime()) < reuseMapAge && j.sym != nil {
+		j.load()
+		if w, ok := noFramePointers.Load(j.key()); ok && w.(bool) {
+			j.warn(noFramePointersWarning)
+		}
+	} else if j.takePerfMap() {
+		j.checkFramePointers()
+	}
+	return j
+}
+
+// noFramePointers remembers, per JVM process (key), whether it runs
+// without -XX:+PreserveFramePointer, for the sessions that reuse its map.
+// It is forgotten whole past maxRemembered processes: an agent that
+// watches JVMs come and go must not grow without bound, and forgetting
+// costs one more jcmd run.
+const maxRemembered = 1024
+
+var (
+	noFramePointers sync.Map
+	rememberedMu    sync.Mutex
+	remembered      int
+)
+
+// key identifies the target process across pid reuse.
+func (j *jvmTarget) key() string { return fmt.Sprintf("%d@%d", j.pid, j.since.Unix()) }
+
+// reuseMapAge is how old a perf map of the same process may be for a
+// session to start from it without asking the JVM again: the methods it
+// names are those compiled by then, and the JIT of a warmed-up service
+// compiles little new within minutes.
+const reuseMapAge = 2 * time.Minute
+
+// mountPoint is the proc mount to read, procfs's default for "".
+func mountPoint(root string) string {
+	if root == "" {
+		return procfs.DefaultMountPoint
+	}
+	return root
+}
+
+// findJcmd returns the jcmd of the target's own JDK (beside its java
+// binary), else the one on PATH, "" when there is none.
+func findJcmd(procRoot string, pid int) string {
+	if exe, err := os.Readlink(procPath(procRoot, strconv.Itoa(pid), "exe")); err == nil {
+		p := filepath.Join(filepath.Dir(strings.TrimSuffix(exe, " (deleted)")), "jcmd")
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("jcmd"); err == nil {
+		return p
+	}
+	return ""
+}
+
+// run runs one jcmd command against the target and returns its output
+// without jcmd's "PID:" line.
+func (j *jvmTarget) run(ctx context.Context, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, jcmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, j.jcmd, append([]string{jcmdAttachTimeout, strconv.Itoa(j.pid)}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	text := strings.TrimPrefix(out.String(), strconv.Itoa(j.pid)+":\n")
+	if err != nil {
+		return text, fmt.Errorf("jcmd %d %s: %w: %s", j.pid, strings.Join(args, " "), err, jcmdReason(text))
+	}
+	// jcmd reports a command the JVM does not know, or an attach that
+	// failed, on stdout with exit status 0 on some versions.
+	if r := jcmdFailure(text); r != "" {
+		return text, fmt.Errorf("jcmd %d %s: %s", j.pid, strings.Join(args, " "), r)
+	}
+	return text, nil
+}
+
+// jcmdFailure returns the reason of a failure jcmd reported in its
+// output, "" when it reported none.
+func jcmdFailure(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "Exception") || strings.Contains(l, "Unknown diagnostic command") {
+			return jcmdReason(out)
+		}
+	}
+	return ""
+}
+
+// jcmdReason picks the line of jcmd's output that says why it failed:
+// the exception, without its stack.
+func jcmdReason(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "at ") {
+			return l
+		}
+	}
+	return "no output"
+}
+
+// takePerfMap asks the JVM for its perf map and loads it; false when it
+// could not be had (a warning says why and what to do).
+func (j *jvmTarget) takePerfMap() bool {
+	if j.jcmd == "" || j.sym == nil {
+		return false
+	}
+	out, err := j.run(context.Background(), "Compiler.perfmap")
+	if err != nil {
+		switch {
+		case strings.Contains(out, "Unknown diagnostic command"):
+			j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: the JVM has no Compiler.perfmap command (JDK 16 or older). On JDK 17 and later contend takes the perf map itself; on older JVMs a perf map agent (perf-map-agent) can write /tmp/perf-%d.map, which contend reads when it is newer than the process", j.pid))
+		default:
+			j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: %v. A JVM of another user, or started with -XX:+DisableAttachMechanism, refuses jcmd: run contend as root, or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits", err))
+		}
+		return false
+	}
+	return j.load()
+}
+
+// load reads the target's perf map into the symbolizer.
+func (j *jvmTarget) load() bool {
+	n, err := j.sym.LoadPerfMap(j.mapPath)
+	if err != nil {
+		j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: %v", err))
+		return false
+	}
+	j.mu.Lock()
+	j.entries = append(j.entries, n)
+	j.mu.Unlock()
+	return true
+}
+
+// checkFramePointers warns when the JVM runs without
+// -XX:+PreserveFramePointer: its compiled code then keeps no frame
+// pointer, and a stack walked from the kernel or from a copied window
+// stops at the first compiled frame.
+func (j *jvmTarget) checkFramePointers() {
+	out, err := j.run(context.Background(), "VM.flags")
+	if err != nil {
+		return
+	}
+	missing := !strings.Contains(out, "-XX:+PreserveFramePointer")
+	rememberedMu.Lock()
+	if remembered++; remembered > maxRemembered {
+		noFramePointers.Clear()
+		remembered = 1
+	}
+	rememberedMu.Unlock()
+	noFramePointers.Store(j.key(), missing)
+	if missing {
+		j.warn(noFramePointersWarning)
+	}
+}
+
+const noFramePointersWarning = "the JVM runs without -XX:+PreserveFramePointer: its JIT-compiled code keeps no frame pointer, so Java stacks end at the first compiled frame and callers above it are missing. Restart it with -XX:+PreserveFramePointer (it costs a few percent of speed) for whole Java stacks"
+
+// finish takes the perf map again after the probes have detached (or,
+// when the target has exited, reads the map a JVM started with
+// -XX:+DumpPerfMapAtExit wrote at exit), waits for the dump taker, and
+// lets res name its stacks again with the map.
+func (j *jvmTarget) finish(res *resolver) {
+	if j.stopDumps != nil {
+		j.stopDumps()
+		<-j.dumpsDone
+	}
+	loaded := false
+	if j.alive() {
+		loaded = j.takePerfMap()
+	} else if st, err := os.Stat(j.mapPath); err == nil && j.sym != nil && !st.ModTime().Before(j.since) {
+		loaded = j.load()
+	}
+	if loaded && res != nil {
+		res.forgetNames()
+	}
+}
+
+// alive reports whether the target still runs.
+func (j *jvmTarget) alive() bool {
+	_, err := os.Stat(procPath(j.procRoot, strconv.Itoa(j.pid), "maps"))
+	return err == nil
+}
+
+// startDumps takes n Java thread dumps spread evenly over a recording of
+// duration d (every dumpEvery when d is 0), in the background until
+// finish.
+func (j *jvmTarget) startDumps(n int, d time.Duration) {
+	j.dumpsDone = make(chan struct{})
+	if n <= 0 || j.jcmd == "" {
+		close(j.dumpsDone)
+		if n > 0 {
+			j.warn("no Java thread dumps were taken: no jcmd was found")
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j.stopDumps = cancel
+	start := time.Now()
+	go func() {
+		defer close(j.dumpsDone)
+		failed := 0
+		var why error
+		for i := 0; i < n; i++ {
+			at := dumpEvery * time.Duration(i+1)
+			if d > 0 {
+				at = d * time.Duration(2*i+1) / time.Duration(2*n)
+			}
+			select {
+			case <-ctx.Done():
+				j.dumpShortfall(n, failed, why)
+				return
+			case <-time.After(time.Until(start.Add(at))):
+			}
+			out, err := j.run(ctx, "Thread.print", "-l")
+			if err == nil {
+				var dump *javadump.Dump
+				if dump, err = javadump.Parse([]byte(out)); err == nil {
+					j.mu.Lock()
+					j.dumps = append(j.dumps, dump)
+					j.mu.Unlock()
+					continue
+				}
+			}
+			if ctx.Err() != nil {
+				j.dumpShortfall(n, failed, why)
+				return
+			}
+			failed++
+			why = err
+		}
+		j.dumpShortfall(n, failed, why)
+	}()
+}
+
+// dumpEvery spaces the Java thread dumps of a recording without a set
+// duration: a dump stops every Java thread at a safepoint for a few
+// milliseconds, so they are kept seconds apart.
+const dumpEvery = 2 * time.Second
+
+// dumpShortfall warns when fewer dumps than asked for were taken.
+func (j *jvmTarget) dumpShortfall(want, failed int, why error) {
+	j.mu.Lock()
+	got := len(j.dumps)
+	j.mu.Unlock()
+	switch {
+	case failed > 0:
+		j.warn(fmt.Sprintf("%d of %d Java thread dumps failed: %v", failed, want, why))
+	case got < want:
+		j.warn(fmt.Sprintf("%d of %d Java thread dumps were taken: the recording ended before the others were due", got, want))
+	}
+}
+
+func (j *jvmTarget) warn(w string) {
+	j.mu.Lock()
+	j.warnings = append(j.warnings, w)
+	j.mu.Unlock()
+}
+
+// apply adds what the JVM support gathered to a recording: its warnings,
+// the thread dumps and how many perf map entries were read.
+func (j *jvmTarget) apply(rec *recording.Recording) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	rec.Meta.Warnings = append(rec.Meta.Warnings, j.warnings...)
+	rec.JavaDumps = append(rec.JavaDumps, j.dumps...)
+	if rec.Meta.Settings == nil {
+		rec.Meta.Settings = map[string]string{}
+	}
+	var maps []string
+	for _, n := range j.entries {
+		maps = append(maps, strconv.Itoa(n))
+	}
+	if len(maps) > 0 {
+		rec.Meta.Settings["jvm_perf_map_entries"] = strings.Join(maps, ",")
+	}
+}
+
+// forgetNames drops the names of stacks made before a perf map was
+// loaded, so that they are named again from it; unwound addresses are
+// kept.
+func (r *resolver) forgetNames() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.symCache = map[symKey]recording.Stack{}
+}
+
+// Bounds of the JIT code copied into a recording: the functions that took
+// the most on-CPU samples, where a busy-wait would burn its CPU. Sixteen
+// cover every function above a few percent of the samples; a compiled
+// method is a few hundred bytes to a few KiB, and one larger than 64 KiB
+// is no tight loop's home.
+const (
+	maxJITFunctions = 16
+	maxJITCode      = 64 << 10
+)
+
+// perfMapRanger is what copyCode needs of the symbolizer.
+type perfMapRanger interface {
+	PerfMapRange(pc uint64) (symbolize.CodeRange, bool)
+}
+
+// copyCode copies into rec the machine code of the JIT-compiled functions
+// that took the most on-CPU samples, read from the target's memory while
+// it still runs.
+func (j *jvmTarget) copyCode(rec *recording.Recording, sym procSymbols, mem io.ReaderAt) {
+	pr, ok := sym.(perfMapRanger)
+	p := rec.Profile(recording.ViewOnCPU)
+	if !ok || mem == nil || p == nil {
+		return
+	}
+	cpu := map[symbolize.CodeRange]int64{}
+	for _, s := range p.Sample {
+		if len(s.Location) == 0 || len(s.Value) < 2 {
+			continue
+		}
+		loc := s.Location[0]
+		if loc.Mapping == nil || loc.Mapping.File != recording.ModuleJava {
+			continue
+		}
+		if r, ok := pr.PerfMapRange(loc.Address); ok {
+			cpu[r] += s.Value[1]
+		}
+	}
+	ranges := make([]symbolize.CodeRange, 0, len(cpu))
+	for r := range cpu {
+		ranges = append(ranges, r)
+	}
+	sort.Slice(ranges, func(a, b int) bool {
+		if cpu[ranges[a]] != cpu[ranges[b]] {
+			return cpu[ranges[a]] > cpu[ranges[b]]
+		}
+		return ranges[a].Start < ranges[b].Start
+	})
+	for _, r := range ranges[:min(len(ranges), maxJITFunctions)] {
+		n := r.End - r.Start
+		if n == 0 || n > maxJITCode {
+			continue
+		}
+		code := make([]byte, n)
+		if _, err := mem.ReadAt(code, int64(r.Start)); err != nil {
+			continue
+		}
+		rec.JITCode = append(rec.JITCode, recording.CodeBlob{Name: r.Name, Start: r.Start, Code: code})
+	}
+}
