@@ -414,7 +414,7 @@ func Read(dir string) (*Recording, error) {
 
 // empty reports whether r holds no data besides its metadata.
 func (r *Recording) empty() bool {
-	return len(r.Profiles) == 0 && len(r.Goroutines) == 0 && r.Locks == nil && r.Threads == nil && r.Events == nil
+	return len(r.Profiles) == 0 && len(r.Goroutines) == 0 && r.Locks == nil && r.Threads == nil && r.Events == nil && len(r.JavaDumps) == 0
 }
 
 // probeFiles lists the files a live recording holds for each probe family

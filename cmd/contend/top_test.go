@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/contend-dev/contend/internal/testbin"
-	"github.com/contend-dev/contend/recording"
 )
 
 // The interactive commands refuse bad arguments, bad inputs and a missing
@@ -52,10 +51,7 @@ func TestInteractiveCommandsNeedTerminal(t *testing.T) {
 	if term.IsTerminal(os.Stderr.Fd()) {
 		testbin.Skip(t, "stderr is a terminal here: the test needs one that is not")
 	}
-	rec := filepath.Join(t.TempDir(), "rec")
-	if err := recording.Write(rec, &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, PID: 1}}); err != nil {
-		t.Fatal(err)
-	}
+	rec := live("c-idle-bad")
 	for _, args := range [][]string{{"top", "-p", "1"}, {"tui", rec}} {
 		_, stderr, code := runCLI(t, args...)
 		if code != exitUsage || !strings.Contains(stderr, "needs a terminal on stderr") {
