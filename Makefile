@@ -93,20 +93,18 @@ deps:
 # RACE_PKGS are the packages whose code runs concurrently — the collector's
 # ring-buffer readers and snapshots, the symbolizer's shared caches, the
 # TUI's live updates, the agent's windows and metrics server, the CLI's
-# signal handling: make race tests them under
-# the race detector, make unit tests every other package. The race run
-# compiles in parallel, then runs one package at a time: their integration
-# tests time real recordings, and the race detector's slowdown on two
-# shared CPUs is enough without a second package competing.
-MODULE    := github.com/contend-dev/contend
+# signal handling. make unit tests every package; make race runs these
+# again under the race detector with -short, which leaves out their
+# integration tests (testbin.Integration: real probes on fixtures, tmux):
+# under the detector those cost minutes on two shared CPUs, and they ran
+# in make unit.
 RACE_PKGS := collector collector/probes symbolize tui agent cmd/contend
 
 unit:
-	$(GO) test $$($(GO) list ./... | grep -vxF $(foreach p,$(RACE_PKGS),-e $(MODULE)/$(p)))
+	$(GO) test ./...
 
 race:
-	$(GO) test -race -run '^$$' $(addprefix ./,$(RACE_PKGS))
-	$(GO) test -race -p 1 $(addprefix ./,$(RACE_PKGS))
+	$(GO) test -race -short $(addprefix ./,$(RACE_PKGS))
 
 test: deps build fixtures unit race fuzz validate
 

@@ -321,6 +321,11 @@ type lockGroup struct {
 	waiters, wakers                 map[int]bool
 	truncated                       bool
 	owners                          map[int]uint64
+	// seen is the most distinct waiters the kernel counted on one of the
+	// group's words (LockStat.WaitersSeen), exited threads included:
+	// their samples are folded without a thread id, so waiters alone
+	// undercounts a program whose threads live milliseconds.
+	seen int
 
 	// facts caches the lock's measured figures (liveData.factsOf).
 	facts *lockFacts
@@ -569,6 +574,17 @@ func (ld *liveData) foldQueues(groups []*lockGroup) []*lockGroup {
 	return append(out, queues...)
 }
 
+// participants counts the distinct threads that waited on the group:
+// those named in its samples (a folded sample of exited threads has no
+// thread id) or, when more, those the kernel counted.
+func (g *lockGroup) participants() int {
+	n := len(g.waiters)
+	if g.waiters[0] {
+		n-- // the folded samples' missing tid
+	}
+	return max(n, g.seen)
+}
+
 // sumGroup adds up a group's figures and judges whether it is idle.
 func (ld *liveData) sumGroup(g *lockGroup) {
 	roles := map[wordRole]int{}
@@ -582,6 +598,7 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		g.waitNS += int64(st.WaitNS)
 		g.maxNS = max(g.maxNS, st.MaxNS)
 		g.truncated = g.truncated || st.WaitersTruncated
+		g.seen = max(g.seen, st.WaitersSeen)
 		for i, n := range st.Hist {
 			for len(g.hist) <= i {
 				g.hist = append(g.hist, 0)

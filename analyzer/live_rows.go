@@ -39,7 +39,7 @@ func liveRows(a *analysis, ld *liveData, locks []*lockGroup) {
 		row := LockRow{
 			Lock:            g.id(ld),
 			Waits:           g.waits,
-			DistinctWaiters: len(g.waiters),
+			DistinctWaiters: g.participants(),
 			WaitSeconds:     seconds(g.waitNS),
 			P50:             lf.p50,
 			P99:             lf.p99,
@@ -62,7 +62,7 @@ func liveRows(a *analysis, ld *liveData, locks []*lockGroup) {
 			a.res.Idle = append(a.res.Idle, IdleGroup{
 				Reason:      g.idleReason,
 				Point:       p.point,
-				Count:       len(g.waiters),
+				Count:       g.participants(),
 				Unit:        "threads",
 				WaitSeconds: seconds(g.waitNS),
 				TIDs:        sortedTIDs(g.waiters),

@@ -28,6 +28,7 @@ const screenTimeout = 90 * time.Second
 // missing.
 func needEnv(t *testing.T, ok bool, reason string) {
 	t.Helper()
+	testbin.Integration(t)
 	if !ok {
 		testbin.Skip(t, reason)
 	}

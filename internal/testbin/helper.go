@@ -160,10 +160,25 @@ func Skip(t testing.TB, reason string) {
 	t.Skip(reason)
 }
 
+// Integration marks an integration test (real probes on fixtures, a
+// terminal in tmux): make unit runs it in every package; the -short pass
+// of make race, which runs the concurrent packages' tests again under the
+// race detector, leaves it out, since the detector's slowdown on real
+// recordings costs minutes and the session's concurrency is exercised by
+// the tests that replay into it.
+func Integration(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: make unit runs it; the -short race pass does not")
+	}
+}
+
 // RequireRoot skips (or, under CI, fails) a test that needs root for what
-// it does, described by what ("loading BPF programs").
+// it does, described by what ("loading BPF programs"). It is an
+// integration test (Integration).
 func RequireRoot(t testing.TB, what string) {
 	t.Helper()
+	Integration(t)
 	if os.Geteuid() != 0 {
 		Skip(t, what+" needs root")
 	}
