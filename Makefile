@@ -5,7 +5,7 @@
 #   make test       unit, replay and integration tests (the concurrent packages
 #                   under the race detector), then make validate
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
-#   make fixtures   build the native fixture programs into bin/fixtures
+#   make fixtures   build the fixture programs (native, Go, JVM) into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
 #   make bench      overhead, loss and memory benchmarks, then bench-agent (SOAK=1h: soak test)
 #   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
@@ -21,7 +21,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build install uninstall demo deps test unit race fuzz validate generate check-generate fixtures bench bench-agent lint capture capture-live clean realworld realworld-ci realworld-truth
+.PHONY: all build install uninstall demo demo-fixtures deps test unit race fuzz validate generate check-generate fixtures bench bench-agent lint capture capture-live clean realworld realworld-ci realworld-truth
 
 all: build
 
@@ -34,7 +34,7 @@ build:
 PREFIX     ?= /usr/local
 BINDIR     ?= $(PREFIX)/bin
 LIBEXECDIR ?= $(PREFIX)/libexec/contend
-install: build fixtures
+install: build demo-fixtures
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/fixtures
 	install -m 0755 $(BIN)/contend $(DESTDIR)$(BINDIR)/contend
 	install -m 0755 $(FIXTURE_BINS) $(BIN)/fixtures/gofixture $(DESTDIR)$(LIBEXECDIR)/fixtures/
@@ -49,7 +49,10 @@ uninstall:
 FIXTURE_SRCS := $(wildcard fixtures/c/*.c)
 FIXTURE_BINS := $(patsubst fixtures/c/%.c,$(BIN)/fixtures/%,$(FIXTURE_SRCS))
 
-fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture $(BIN)/fixtures/java/.built
+# demo-fixtures are what contend demo runs: the native and Go fixtures,
+# nothing beyond Go and gcc. fixtures adds the JVM ones (a JDK).
+demo-fixtures: $(FIXTURE_BINS) $(BIN)/fixtures/gofixture
+fixtures: demo-fixtures $(BIN)/fixtures/java/.built
 
 $(BIN)/fixtures/%: fixtures/c/%.c fixtures/c/common.h
 	@mkdir -p $(@D)
@@ -71,7 +74,7 @@ $(BIN)/fixtures/java/.built: $(JAVA_SRCS)
 
 # demo: the main job on a built-in example — start a fixture with a spin
 # convoy, attach to it live, print what contend finds (needs root).
-demo: build fixtures
+demo: build demo-fixtures
 	$(BIN)/contend demo
 
 # deps installs what the tests use beyond Go, gcc and make: tmux drives the
