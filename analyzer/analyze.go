@@ -21,6 +21,7 @@ type Options struct{}
 var detectors = []func(a *analysis){
 	liveTargetStep,
 	liveLocksStep,
+	liveLatchStep,
 	goLocksStep,
 	javaLocksStep,
 	liveSpinStep,
@@ -84,6 +85,12 @@ func liveTargetStep(a *analysis) {
 func liveLocksStep(a *analysis) {
 	if ld := a.live(); ld != nil {
 		liveLockVerdicts(a, ld, a.locks)
+	}
+}
+
+func liveLatchStep(a *analysis) {
+	if ld := a.live(); ld != nil {
+		liveLatch(a, ld)
 	}
 }
 

@@ -56,6 +56,10 @@ const (
 	EvWaiterCPU EvidenceKind = "waiter-cpu"
 	// EvShortHolds — F: hold_bound_s, waiters, p50_s (optional), holds.
 	EvShortHolds EvidenceKind = "short-holds"
+	// EvLatchWaits — F: threads, waits, wait_s, mean, peer_wakes. N:
+	// call (the sleep), acquire (the acquisition path's outer frame),
+	// point.
+	EvLatchWaits EvidenceKind = "latch-waits"
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.
 	EvHotStripe EvidenceKind = "hot-stripe"
@@ -184,6 +188,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvWaiterCPU,
 	EvShortHolds,
 	EvHotStripe,
+	EvLatchWaits,
 	EvArrayMerge,
 	EvChain,
 	EvChainDump,

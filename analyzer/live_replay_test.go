@@ -45,6 +45,8 @@ var liveCases = map[string]liveCase{
 	"c-writer-bad":                {fixture: "c/writer", variant: "bad", lock: "conn"},
 	"c-writer-fixed":              {fixture: "c/writer", variant: "fixed"},
 	"c-idle-bad":                  {fixture: "c/idle", variant: "bad"},
+	"c-shmlock-processes-bad":     {fixture: "c/shmlock", variant: "bad"},
+	"c-shmlock-processes-fixed":   {fixture: "c/shmlock", variant: "fixed"},
 	"go-spin-bad":                 {fixture: "go/spin", variant: "bad"},
 	"go-spin-fixed":               {fixture: "go/spin", variant: "fixed"},
 	"go-stripe-bad":               {fixture: "go/stripe", variant: "bad"},

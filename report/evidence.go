@@ -200,6 +200,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%s is one of %d locks of the array %s seen in use, and takes %s of the array's %s of waiting (%s): with keys spread by a hash each stripe would take about 1/%d",
 			w.n("lock"), w.i("elements"), w.n("array"), w.pct("share"), w.sec("array_wait_s"), w.sec("wait_s"), w.i("elements"))
 	},
+	analyzer.EvLatchWaits: func(w words) string {
+		return fmt.Sprintf("%d threads slept %s in %s under %s, %s times (%s waiting on average), each on a latch of its own rather than on the lock's word; other threads of the target woke them %s times, about once per wait: the releaser hands the lock to the next waiter",
+			w.i("threads"), w.sec("wait_s"), w.n("call"), w.n("acquire"), units.Count(w.i("waits")), w.num("mean"), units.Count(w.i("peer_wakes")))
+	},
 	analyzer.EvArrayMerge: func(w words) string {
 		names := make([]string, 0, len(w.e.Items))
 		for _, it := range w.e.Items {

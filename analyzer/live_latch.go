@@ -1,0 +1,240 @@
+package analyzer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// The latch-wait detector: a lock whose waiters do not sleep on a futex
+// of the lock but on something of their own. PostgreSQL's heavyweight
+// locks, and servers of one process per connection built like them, queue
+// each waiter in shared memory and wake it by setting its latch: the
+// waiter sleeps in epoll_wait (or poll, select, a semaphore, a signal) on
+// a descriptor nobody else waits on, inside the lock's acquisition path
+// (LockAcquireExtended → ProcSleep → WaitLatch → epoll_wait). The kernel
+// sees each waiter sleeping alone; two facts make it a lock wait:
+//
+//   - the stack: the sleep is called from frames that name a lock or a
+//     latch (lockWordFrame), a few frames above the call;
+//   - who ends it: other threads of the target wake the sleepers (the
+//     releaser sets the next waiter's latch), about once per wait. An idle
+//     server's sleeps in the same calls are ended by its clients, from
+//     outside the target.
+//
+// The program point is the caller of the acquisition path, as for a futex
+// lock it is the caller of pthread_mutex_lock.
+
+// latchWaitCalls are the calls a latch waiter sleeps in.
+var latchWaitCalls = map[string]bool{
+	"epoll_wait": true, "epoll_pwait": true, "epoll_pwait2": true,
+	"poll": true, "ppoll": true, "select": true, "pselect": true, "pselect6": true,
+	"semop": true, "semtimedop": true, "sigtimedwait": true, "sigwaitinfo": true,
+	"read": true, // a latch built on a pipe or an eventfd read without epoll
+}
+
+// latchPathDepth bounds how far above the sleeping call the lock's
+// acquisition path may reach: PostgreSQL's is seven frames (epoll_wait,
+// WaitEventSetWaitBlock, WaitEventSetWait, WaitLatch, ProcSleep,
+// WaitOnLock, LockAcquireExtended, then XactLockTableWait); ten leaves
+// room for a wrapper or two, and stops before the frames of a request's
+// whole path, where a lock-named function may well be an unrelated
+// caller.
+const latchPathDepth = 10
+
+// latchMinPeerWakes is the least number of wake-ups from other threads of
+// the target per latch wait for the sleeps to be a lock's queue: a
+// releaser wakes the next waiter once per hand-off, so a queue that
+// drains is woken about once per wait, by its peers. Half allows for
+// waits still in progress at either end and for wake-ups the kernel
+// folds; an idle server's sleeps are woken by its clients, not by its
+// own threads, and stay far below it.
+const latchMinPeerWakes = 0.5
+
+// lockNameWords are the words of a function name that mark a lock's
+// acquisition path (split at underscores and case changes:
+// "row_lock_acquire", "LockAcquireExtended", "WaitLatch", "LWLockAcquire").
+var lockNameWords = map[string]bool{"lock": true, "locks": true, "latch": true, "mutex": true}
+
+// lockWordFrame reports whether a frame's function name holds one of
+// lockNameWords as a word of its own ("Block" and "clock" do not count).
+func lockWordFrame(f recording.Frame) bool {
+	if f.Kernel || unnamed(f) {
+		return false
+	}
+	for _, w := range nameWords(shortFunc(normNative(f.Func))) {
+		if lockNameWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// nameWords splits a function name into lower-case words at every
+// character that is not a letter and before every upper-case letter that
+// follows a lower-case one ("XactLockTableWait" → xact, lock, table,
+// wait; "LWLockAcquire" → lwlock, acquire; "row_lock" → row, lock).
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	var prev rune
+	for _, r := range name {
+		switch {
+		case !unicode.IsLetter(r):
+			flush()
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+		prev = r
+	}
+	flush()
+	return words
+}
+
+// latchLock is the waiting at one program point that sleeps on latches.
+type latchLock struct {
+	key     pointKey
+	point   ProgramPoint
+	acquire string // the outermost frame of the acquisition path
+	call    string // the call slept in
+	waiters map[int]bool
+	waitNS  int64
+	waits   int64
+	// peerWakes counts the wake-ups of the waiters by other threads of
+	// the target.
+	peerWakes int64
+}
+
+// latchPoint returns, for a sleeping stack, the index of its program
+// point (the caller of the acquisition path), the acquisition path's
+// outermost frame and the call; ok is false when the sleep is not a latch
+// wait.
+func latchPoint(fr []recording.Frame) (pi int, acquire, call string, ok bool) {
+	if len(fr) < 3 || !latchWaitCalls[normNative(fr[0].Func)] {
+		return 0, "", "", false
+	}
+	outer := -1
+	for i := 1; i < len(fr) && i <= latchPathDepth; i++ {
+		if lockWordFrame(fr[i]) {
+			outer = i
+		}
+	}
+	if outer < 0 || outer+1 >= len(fr) || unnamed(fr[outer+1]) || threadEntryFuncs[normNative(fr[outer+1].Func)] {
+		return 0, "", "", false
+	}
+	return outer + 1, fr[outer].Func, normNative(fr[0].Func), true
+}
+
+// latchLocks groups the target's latch sleeps by program point and counts
+// the wake-ups their threads got from other threads of the target.
+func (ld *liveData) latchLocks() []*latchLock {
+	by := map[pointKey]*latchLock{}
+	var out []*latchLock
+	for _, s := range ld.offcpu {
+		if s.state != recording.StateSleeping || s.synthetic() {
+			continue
+		}
+		fr := s.userFrames()
+		pi, acquire, call, ok := latchPoint(fr)
+		if !ok {
+			continue
+		}
+		k := keyOf(fr, pi)
+		k.line = 0 // one lock path may be called from a few lines
+		l := by[k]
+		if l == nil {
+			l = &latchLock{key: k, point: newPoint(fr, pi), acquire: acquire, call: call, waiters: map[int]bool{}}
+			by[k] = l
+			out = append(out, l)
+		}
+		l.waiters[s.tid] = true
+		l.waits += value(s, 0)
+		l.waitNS += value(s, 1)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if p := ld.rec.Profile(recording.ViewWakes); p != nil {
+		for _, s := range p.Sample {
+			wakee, waker := firstNum(s.NumLabel[recording.LabelWakee]), firstNum(s.NumLabel[recording.LabelTID])
+			if wakee == 0 || waker == 0 || wakee == waker || !ld.isTarget(int(waker)) || len(s.Value) == 0 {
+				continue
+			}
+			for _, l := range out {
+				if l.waiters[int(wakee)] {
+					l.peerWakes += s.Value[0]
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].waitNS > out[j].waitNS })
+	return out
+}
+
+// firstNum returns a numeric label's first value, 0 when absent.
+func firstNum(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[0]
+}
+
+// liveLatch reports the latch waits that are a lock's queue.
+func liveLatch(a *analysis, ld *liveData) {
+	if ld.dur <= 0 {
+		return
+	}
+	for _, l := range ld.latchLocks() {
+		n := len(l.waiters)
+		if n < minConvoyParticipants || l.waits == 0 || !significantWait(l.waitNS, ld.dur) {
+			continue
+		}
+		if float64(l.peerWakes) < latchMinPeerWakes*float64(l.waits) {
+			continue
+		}
+		a.res.Findings = append(a.res.Findings, judgeLock(ld.latchCase(l), ld.dur))
+	}
+}
+
+// latchCase builds the lock case of a latch lock: the waits are counted
+// off-CPU sleeps, the hand-offs the peers' wake-ups.
+func (ld *liveData) latchCase(l *latchLock) *lockCase {
+	n := len(l.waiters)
+	name := fmt.Sprintf("the lock taken in %s", shortFunc(normNative(l.acquire)))
+	c := &lockCase{
+		path:         pathLive,
+		id:           LockID{Key: "latch lock waited at " + frameKey(l.point.Stack[l.point.PointIndex]), Name: name},
+		unit:         "threads",
+		population:   max(ld.population, n),
+		cpus:         ld.cpus(),
+		what:         name + " in " + pointString(l.point),
+		point:        l.point,
+		points:       1,
+		participants: n,
+		counted:      true,
+		known:        true,
+		mean:         float64(l.waitNS) / float64(ld.dur),
+		waitNS:       l.waitNS,
+		contentions:  l.waits,
+		handoffRate:  float64(l.peerWakes) / ld.dur.Seconds(),
+		holdBound:    ld.dur / time.Duration(max(l.peerWakes, 1)),
+		sources:      2,
+	}
+	c.ev = []Evidence{fact("sched", EvLatchWaits, "threads", float64(n), "waits", float64(l.waits),
+		"wait_s", seconds(l.waitNS), "mean", c.mean, "peer_wakes", float64(l.peerWakes),
+		"call", l.call, "acquire", shortFunc(normNative(l.acquire)), "point", pointString(l.point))}
+	return c
+}
