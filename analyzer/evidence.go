@@ -60,6 +60,9 @@ const (
 	// call (the sleep), acquire (the acquisition path's outer frame),
 	// point.
 	EvLatchWaits EvidenceKind = "latch-waits"
+	// EvLatchReleaser — F: wakes, share (of the waiters' wake-ups by
+	// their peers). N: releaser (where the wake-ups came from).
+	EvLatchReleaser EvidenceKind = "latch-releaser"
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.
 	EvHotStripe EvidenceKind = "hot-stripe"
@@ -189,6 +192,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvShortHolds,
 	EvHotStripe,
 	EvLatchWaits,
+	EvLatchReleaser,
 	EvArrayMerge,
 	EvChain,
 	EvChainDump,

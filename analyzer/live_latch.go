@@ -26,8 +26,10 @@ import (
 //     server's sleeps in the same calls are ended by its clients, from
 //     outside the target.
 //
-// The program point is the caller of the acquisition path, as for a futex
-// lock it is the caller of pthread_mutex_lock.
+// The program point is the outermost frame of the acquisition path: the
+// program's own lock function (row_lock_acquire, XactLockTableWait),
+// which names the lock as the program's authors and its own wait events
+// do; its caller is the next frame of the stack shown.
 
 // latchWaitCalls are the calls a latch waiter sleeps in.
 var latchWaitCalls = map[string]bool{
@@ -107,24 +109,27 @@ func nameWords(name string) []string {
 // latchLock is the waiting at one program point that sleeps on latches.
 type latchLock struct {
 	key     pointKey
-	point   ProgramPoint
-	acquire string // the outermost frame of the acquisition path
-	call    string // the call slept in
+	point   ProgramPoint // at the acquisition path's outermost frame
+	call    string       // the call slept in
 	waiters map[int]bool
 	waitNS  int64
 	waits   int64
 	// peerWakes counts the wake-ups of the waiters by other threads of
-	// the target.
-	peerWakes int64
+	// the target; releaser is where most of them came from, and
+	// releaserWakes how many.
+	peerWakes     int64
+	releaser      *ProgramPoint
+	releaserWakes int64
 }
 
 // latchPoint returns, for a sleeping stack, the index of its program
-// point (the caller of the acquisition path), the acquisition path's
-// outermost frame and the call; ok is false when the sleep is not a latch
-// wait.
-func latchPoint(fr []recording.Frame) (pi int, acquire, call string, ok bool) {
+// point (the acquisition path's outermost frame) and the call; ok is
+// false when the sleep is not a latch wait: no lock-named frame within
+// latchPathDepth, or one with no caller but the thread's entry (a
+// program's main loop named for a lock names no lock).
+func latchPoint(fr []recording.Frame) (pi int, call string, ok bool) {
 	if len(fr) < 3 || !latchWaitCalls[normNative(fr[0].Func)] {
-		return 0, "", "", false
+		return 0, "", false
 	}
 	outer := -1
 	for i := 1; i < len(fr) && i <= latchPathDepth; i++ {
@@ -132,10 +137,10 @@ func latchPoint(fr []recording.Frame) (pi int, acquire, call string, ok bool) {
 			outer = i
 		}
 	}
-	if outer < 0 || outer+1 >= len(fr) || unnamed(fr[outer+1]) || threadEntryFuncs[normNative(fr[outer+1].Func)] {
-		return 0, "", "", false
+	if outer < 0 || outer+1 >= len(fr) || threadEntryFuncs[normNative(fr[outer+1].Func)] {
+		return 0, "", false
 	}
-	return outer + 1, fr[outer].Func, normNative(fr[0].Func), true
+	return outer, normNative(fr[0].Func), true
 }
 
 // latchLocks groups the target's latch sleeps by program point and counts
@@ -148,7 +153,7 @@ func (ld *liveData) latchLocks() []*latchLock {
 			continue
 		}
 		fr := s.userFrames()
-		pi, acquire, call, ok := latchPoint(fr)
+		pi, call, ok := latchPoint(fr)
 		if !ok {
 			continue
 		}
@@ -156,7 +161,7 @@ func (ld *liveData) latchLocks() []*latchLock {
 		k.line = 0 // one lock path may be called from a few lines
 		l := by[k]
 		if l == nil {
-			l = &latchLock{key: k, point: newPoint(fr, pi), acquire: acquire, call: call, waiters: map[int]bool{}}
+			l = &latchLock{key: k, point: newPoint(fr, pi), call: call, waiters: map[int]bool{}}
 			by[k] = l
 			out = append(out, l)
 		}
@@ -168,14 +173,32 @@ func (ld *liveData) latchLocks() []*latchLock {
 		return nil
 	}
 	if p := ld.rec.Profile(recording.ViewWakes); p != nil {
-		for _, s := range p.Sample {
+		samples := readLiveView(p, newProfStacks())
+		wakers := map[*latchLock]map[pointKey]int64{}
+		for i, s := range p.Sample {
 			wakee, waker := firstNum(s.NumLabel[recording.LabelWakee]), firstNum(s.NumLabel[recording.LabelTID])
 			if wakee == 0 || waker == 0 || wakee == waker || !ld.isTarget(int(waker)) || len(s.Value) == 0 {
 				continue
 			}
+			fr := samples[i].userFrames()
+			wpi := livePointIndex(fr)
 			for _, l := range out {
-				if l.waiters[int(wakee)] {
-					l.peerWakes += s.Value[0]
+				if !l.waiters[int(wakee)] {
+					continue
+				}
+				l.peerWakes += s.Value[0]
+				if wpi < 0 {
+					continue
+				}
+				if wakers[l] == nil {
+					wakers[l] = map[pointKey]int64{}
+				}
+				k := keyOf(fr, wpi)
+				k.line = 0
+				wakers[l][k] += s.Value[0]
+				if n := wakers[l][k]; n > l.releaserWakes {
+					p := newPoint(fr, wpi)
+					l.releaser, l.releaserWakes = &p, n
 				}
 			}
 		}
@@ -213,14 +236,14 @@ func liveLatch(a *analysis, ld *liveData) {
 // off-CPU sleeps, the hand-offs the peers' wake-ups.
 func (ld *liveData) latchCase(l *latchLock) *lockCase {
 	n := len(l.waiters)
-	name := fmt.Sprintf("the lock taken in %s", shortFunc(normNative(l.acquire)))
+	fn := shortFunc(normNative(l.point.Function))
 	c := &lockCase{
 		path:         pathLive,
-		id:           LockID{Key: "latch lock waited at " + frameKey(l.point.Stack[l.point.PointIndex]), Name: name},
+		id:           LockID{Key: "latch lock waited at " + frameKey(l.point.Stack[l.point.PointIndex]), Name: fmt.Sprintf("the lock %s waits for (its waiters sleep in %s)", fn, l.call)},
 		unit:         "threads",
 		population:   max(ld.population, n),
 		cpus:         ld.cpus(),
-		what:         name + " in " + pointString(l.point),
+		what:         fmt.Sprintf("the lock waited for in %s, each waiter asleep in %s", pointString(l.point), l.call),
 		point:        l.point,
 		points:       1,
 		participants: n,
@@ -231,10 +254,15 @@ func (ld *liveData) latchCase(l *latchLock) *lockCase {
 		contentions:  l.waits,
 		handoffRate:  float64(l.peerWakes) / ld.dur.Seconds(),
 		holdBound:    ld.dur / time.Duration(max(l.peerWakes, 1)),
+		releaser:     l.releaser,
 		sources:      2,
 	}
 	c.ev = []Evidence{fact("sched", EvLatchWaits, "threads", float64(n), "waits", float64(l.waits),
 		"wait_s", seconds(l.waitNS), "mean", c.mean, "peer_wakes", float64(l.peerWakes),
-		"call", l.call, "acquire", shortFunc(normNative(l.acquire)), "point", pointString(l.point))}
+		"call", l.call, "acquire", fn, "point", pointString(l.point))}
+	if l.releaser != nil {
+		c.ev = append(c.ev, fact("sched", EvLatchReleaser, "wakes", float64(l.releaserWakes),
+			"share", float64(l.releaserWakes)/float64(max(l.peerWakes, 1)), "releaser", pointString(*l.releaser)))
+	}
 	return c
 }

@@ -204,6 +204,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%d threads slept %s in %s under %s, %s times (%s waiting on average), each on a latch of its own rather than on the lock's word; other threads of the target woke them %s times, about once per wait: the releaser hands the lock to the next waiter",
 			w.i("threads"), w.sec("wait_s"), w.n("call"), w.n("acquire"), units.Count(w.i("waits")), w.num("mean"), units.Count(w.i("peer_wakes")))
 	},
+	analyzer.EvLatchReleaser: func(w words) string {
+		return fmt.Sprintf("%s of those wake-ups (%s) came from %s: where the holder releases the lock and sets the next waiter's latch",
+			units.Count(w.i("wakes")), w.pct("share"), w.n("releaser"))
+	},
 	analyzer.EvArrayMerge: func(w words) string {
 		names := make([]string, 0, len(w.e.Items))
 		for _, it := range w.e.Items {
