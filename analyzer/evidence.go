@@ -63,6 +63,11 @@ const (
 	// EvLatchReleaser — F: wakes, share (of the waiters' wake-ups by
 	// their peers). N: releaser (where the wake-ups came from).
 	EvLatchReleaser EvidenceKind = "latch-releaser"
+	// EvLatchHolderIO — F: io_s, hold_s, share (of the holds spent in
+	// I/O), holders (threads seen holding), in_io (of them, those in I/O
+	// while holding), all (1 when every holder did). I: system call →
+	// seconds.
+	EvLatchHolderIO EvidenceKind = "latch-holder-io"
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.
 	EvHotStripe EvidenceKind = "hot-stripe"
@@ -193,6 +198,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvHotStripe,
 	EvLatchWaits,
 	EvLatchReleaser,
+	EvLatchHolderIO,
 	EvArrayMerge,
 	EvChain,
 	EvChainDump,

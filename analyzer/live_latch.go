@@ -260,9 +260,100 @@ func (ld *liveData) latchCase(l *latchLock) *lockCase {
 	c.ev = []Evidence{fact("sched", EvLatchWaits, "threads", float64(n), "waits", float64(l.waits),
 		"wait_s", seconds(l.waitNS), "mean", c.mean, "peer_wakes", float64(l.peerWakes),
 		"call", l.call, "acquire", fn, "point", pointString(l.point))}
+	c.io = ld.latchIO(l)
 	if l.releaser != nil {
 		c.ev = append(c.ev, fact("sched", EvLatchReleaser, "wakes", float64(l.releaserWakes),
 			"share", float64(l.releaserWakes)/float64(max(l.peerWakes, 1)), "releaser", pointString(*l.releaser)))
 	}
 	return c
+}
+
+// latchIO measures the holders' I/O under a latch lock from the event
+// log. A waiter that is woken by a peer holds the lock from that wake-up
+// until it wakes the next waiter (the releaser sets the next latch once
+// the lock is handed over), so each thread's holds run from a wake-up by
+// a participant to its own next wake-up of one; its I/O system calls and
+// uninterruptible sleep inside them are I/O under the lock.
+func (ld *liveData) latchIO(l *latchLock) ioFacts {
+	io := ioFacts{share: -1}
+	x := ld.ev
+	if x == nil {
+		return io
+	}
+	type hold struct{ from, to int64 }
+	var wakeups []recording.Event
+	for tid := range l.waiters {
+		te := x.thread(tid)
+		if te == nil {
+			continue
+		}
+		for _, e := range te.wokenAt {
+			if l.waiters[e.TID] && e.TID != tid {
+				wakeups = append(wakeups, e)
+			}
+		}
+	}
+	sort.Slice(wakeups, func(i, j int) bool { return wakeups[i].T < wakeups[j].T })
+	start := map[int]int64{}
+	holds := map[int][]hold{}
+	for _, e := range wakeups {
+		if from, ok := start[e.TID]; ok {
+			holds[e.TID] = append(holds[e.TID], hold{from, e.T})
+			delete(start, e.TID)
+		}
+		start[e.Peer] = e.T
+	}
+	var holdNS, ioNS int64
+	bySys := map[string]int64{}
+	doers := map[int]bool{}
+	for tid, hs := range holds {
+		te := x.thread(tid)
+		for _, h := range hs {
+			holdNS += h.to - h.from
+			if te == nil {
+				continue
+			}
+			te.io.each(h.from, h.to, func(e recording.Event, ov int64) {
+				ioNS += ov
+				bySys[e.Syscall] += ov
+				doers[tid] = true
+			})
+			te.dsleep.each(h.from, h.to, func(e recording.Event, ov int64) {
+				ioNS += ov
+				bySys["uninterruptible sleep"] += ov
+				doers[tid] = true
+			})
+		}
+	}
+	if holdNS <= 0 {
+		return io
+	}
+	io.share = float64(ioNS) / float64(holdNS)
+	if io.share < ioMinExplained {
+		return io
+	}
+	io.explains = true
+	io.holders = len(doers)
+	for t := range l.waiters {
+		if !doers[t] {
+			io.victims++
+		}
+	}
+	// Every participant that held the lock did I/O in its holds: the lock
+	// orders their I/O. Threads never seen holding are not counted
+	// against it: the log is rate-limited.
+	io.waitersDoIO = io.victims <= len(l.waiters)-len(holds)
+	for _, k := range byCount(bySys) {
+		io.calls = append(io.calls, Item{Name: k, Value: seconds(bySys[k])})
+	}
+	if len(io.calls) > 0 {
+		io.call = io.calls[0].Name
+	}
+	all := 0.0
+	if io.waitersDoIO {
+		all = 1
+	}
+	io.ev = []Evidence{fact("events", EvLatchHolderIO, "io_s", seconds(ioNS), "hold_s", seconds(holdNS),
+		"share", io.share, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all, "calls", io.calls)}
+	return io
 }

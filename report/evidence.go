@@ -208,6 +208,17 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%s of those wake-ups (%s) came from %s: where the holder releases the lock and sets the next waiter's latch",
 			units.Count(w.i("wakes")), w.pct("share"), w.n("releaser"))
 	},
+	analyzer.EvLatchHolderIO: func(w words) string {
+		t := fmt.Sprintf("from the event log, the holders (each from the wake-up that handed it the lock to its own wake-up of the next waiter) spent %s of %s held in I/O (%s)",
+			w.sec("io_s"), w.sec("hold_s"), w.pct("share"))
+		if len(w.e.Items) > 0 {
+			t += ": " + w.items(units.Seconds)
+		}
+		if w.on("all") {
+			return t + fmt.Sprintf("; every one of the %d threads seen holding it did that I/O while holding, so the lock orders their I/O", w.i("holders"))
+		}
+		return t + fmt.Sprintf("; %d of the %d threads seen holding it did", w.i("in_io"), w.i("holders"))
+	},
 	analyzer.EvArrayMerge: func(w words) string {
 		names := make([]string, 0, len(w.e.Items))
 		for _, it := range w.e.Items {
