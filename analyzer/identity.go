@@ -29,6 +29,10 @@ import (
 //     by its lowest mutex word.
 //   - A lock without a symbol (heap, stack, anonymous mappings): the
 //     program point that waits for it, module-relative.
+//   - A lock in memory several processes share (a futex without
+//     FUTEX_PRIVATE_FLAG): the mapping's path and the offset in it of its
+//     lowest word ("shared /dev/shm/pool+0x40"), never the device and
+//     inode, which a file re-created at every start changes.
 //   - A Go lock: its flavor and the function that waits for it (else the
 //     one that releases it).
 //
@@ -61,6 +65,9 @@ func frameKey(f recording.Frame) string {
 
 // liveLockKey returns the key of a live lock group.
 func (ld *liveData) liveLockKey(g *lockGroup) string {
+	if k := sharedKey(g); k != "" {
+		return k
+	}
 	var best string
 	bestOff := int64(-1)
 	bestCond := false
@@ -94,6 +101,21 @@ func (ld *liveData) liveLockKey(g *lockGroup) string {
 		return "released at " + lf.wakePoints[0].point.Key
 	}
 	return ""
+}
+
+// sharedKey returns the key of a lock in shared memory from its lowest
+// word's mapping, "" when no word of g is shared.
+func sharedKey(g *lockGroup) string {
+	var low *recording.SharedLock
+	for _, w := range g.words {
+		if sh := w.stat.Shared; sh != nil && (low == nil || sh.Path < low.Path || sh.Path == low.Path && sh.Offset < low.Offset) {
+			low = sh
+		}
+	}
+	if low == nil {
+		return ""
+	}
+	return "shared " + low.Name()
 }
 
 // wordBase returns the offset of the base of the lock structure a futex
