@@ -152,7 +152,11 @@ func (g *goData) lockCase(l *goLock, totalWait int64) (*lockCase, bool) {
 	}
 	c.io = g.ioFacts(l, h, totalWait)
 	c.chain = h.chain()
-	if share, runnable := g.cpuQueue(); share >= chainMinShare && runnable >= l.waiters {
+	// The dump is one instant: the queue for a CPU it shows must outnumber
+	// both the lock's waiters in that dump and the waiting the profiles
+	// average over the interval (Little's law), or one unlucky instant
+	// would turn a standing convoy into a CPU problem.
+	if share, runnable := g.cpuQueue(); share >= chainMinShare && runnable >= l.waiters && float64(runnable) >= c.mean {
 		c.preempt = share
 		c.chain = append(c.chain, chainLink{what: fmt.Sprintf("a CPU: %d goroutines were runnable without one", runnable), share: share})
 	}
