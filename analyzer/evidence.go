@@ -63,10 +63,11 @@ const (
 	// EvLatchReleaser — F: wakes, share (of the waiters' wake-ups by
 	// their peers). N: releaser (where the wake-ups came from).
 	EvLatchReleaser EvidenceKind = "latch-releaser"
-	// EvLatchHolderIO — F: io_s, hold_s, share (of the holds spent in
-	// I/O), holders (threads seen holding), in_io (of them, those in I/O
-	// while holding), all (1 when every holder did). I: system call →
-	// seconds.
+	// EvLatchHolderIO — F: io_s (logged), hold_s, share (of the holds
+	// spent in I/O, the logged I/O scaled by kept), kept (share of the
+	// I/O time the log kept, 0 when unknown), holders (threads seen
+	// holding), in_io (of them, those in I/O while holding), all (1 when
+	// every holder did). I: system call → logged seconds.
 	EvLatchHolderIO EvidenceKind = "latch-holder-io"
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.

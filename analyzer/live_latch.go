@@ -182,6 +182,9 @@ func (ld *liveData) latchLocks() []*latchLock {
 			}
 			fr := samples[i].userFrames()
 			wpi := livePointIndex(fr)
+			for wpi >= 0 && wpi+1 < len(fr) && libcFrame(fr[wpi]) {
+				wpi++ // the system call's wrapper (kill, write) is not where the program releases
+			}
 			for _, l := range out {
 				if !l.waiters[int(wakee)] {
 					continue
@@ -269,11 +272,14 @@ func (ld *liveData) latchCase(l *latchLock) *lockCase {
 }
 
 // latchIO measures the holders' I/O under a latch lock from the event
-// log. A waiter that is woken by a peer holds the lock from that wake-up
-// until it wakes the next waiter (the releaser sets the next latch once
-// the lock is handed over), so each thread's holds run from a wake-up by
-// a participant to its own next wake-up of one; its I/O system calls and
-// uninterruptible sleep inside them are I/O under the lock.
+// log. A waiter that is woken by a peer releasing the lock holds it from
+// that wake-up until it releases it in turn (the releaser sets the next
+// latch once the lock is handed over), so each thread's holds run from a
+// release wake-up it got to its own next release wake-up of a peer; its
+// I/O system calls and uninterruptible sleep inside them are I/O under
+// the lock. Only wake-ups from a release path count (releaseWake): the
+// same processes wake each other for other reasons too (PostgreSQL's
+// LWLock semaphores), which would cut the holds short.
 func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	io := ioFacts{share: -1}
 	x := ld.ev
@@ -288,7 +294,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 			continue
 		}
 		for _, e := range te.wokenAt {
-			if l.waiters[e.TID] && e.TID != tid {
+			if l.waiters[e.TID] && e.TID != tid && ld.releaseWake(e) {
 				wakeups = append(wakeups, e)
 			}
 		}
@@ -303,7 +309,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		}
 		start[e.Peer] = e.T
 	}
-	var holdNS, ioNS int64
+	var holdNS, sysNS, dNS int64
 	bySys := map[string]int64{}
 	doers := map[int]bool{}
 	for tid, hs := range holds {
@@ -314,12 +320,12 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 				continue
 			}
 			te.io.each(h.from, h.to, func(e recording.Event, ov int64) {
-				ioNS += ov
+				sysNS += ov
 				bySys[e.Syscall] += ov
 				doers[tid] = true
 			})
 			te.dsleep.each(h.from, h.to, func(e recording.Event, ov int64) {
-				ioNS += ov
+				dNS += ov
 				bySys["uninterruptible sleep"] += ov
 				doers[tid] = true
 			})
@@ -328,7 +334,17 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	if holdNS <= 0 {
 		return io
 	}
-	io.share = float64(ioNS) / float64(holdNS)
+	// The log keeps a rate-limited sample of the I/O calls, and the I/O
+	// view counts them all: scale the logged I/O by the share of the
+	// waiters' I/O time the log kept, as if the calls it dropped fell in
+	// the holds as often as those it kept.
+	ioNS := sysNS
+	kept := ld.loggedIOShare(l.waiters)
+	if kept > 0 {
+		ioNS = int64(float64(sysNS) / kept)
+	}
+	ioNS += dNS
+	io.share = min(float64(ioNS)/float64(holdNS), 1)
 	if io.share < ioMinExplained {
 		return io
 	}
@@ -353,7 +369,76 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	if io.waitersDoIO {
 		all = 1
 	}
-	io.ev = []Evidence{fact("events", EvLatchHolderIO, "io_s", seconds(ioNS), "hold_s", seconds(holdNS),
-		"share", io.share, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all, "calls", io.calls)}
+	io.ev = []Evidence{fact("events", EvLatchHolderIO, "io_s", seconds(sysNS+dNS), "hold_s", seconds(holdNS),
+		"share", io.share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all, "calls", io.calls)}
 	return io
+}
+
+// releaseWake reports whether a logged wake-up came from a latch lock's
+// release path: its waker's stack holds a lock-named frame within
+// latchPathDepth of the wake (kill ← ProcLockWakeup ← LockReleaseAll,
+// write ← latch_set ← row_lock_release), and the wake is not a futex
+// wake (sem_post, pthread_cond_signal): those wake a futex sleeper, the
+// waiter of another lock (PostgreSQL's LWLocks, on per-process
+// semaphores), which the futex locks count.
+func (ld *liveData) releaseWake(e recording.Event) bool {
+	if e.Stack < 0 || e.Stack >= len(ld.rec.Stacks) {
+		return false
+	}
+	fr := ld.rec.Stacks[e.Stack].Frames
+	n := 0
+	for _, f := range fr {
+		if f.Kernel {
+			continue
+		}
+		if n == 0 && futexWakeFrame(f) {
+			return false
+		}
+		if n++; n > latchPathDepth {
+			break
+		}
+		if lockWordFrame(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// futexWakeFrame reports whether a wake's leaf frame wakes a futex
+// waiter.
+func futexWakeFrame(f recording.Frame) bool {
+	n := normNative(f.Func)
+	return strings.Contains(n, "futex") || strings.HasPrefix(n, "sem_post") || strings.HasPrefix(n, "pthread_") || strings.HasPrefix(n, "lll_")
+}
+
+// loggedIOShare returns the share of the I/O time of threads that the
+// event log kept (its I/O events against the I/O view's totals), 0 when
+// either is missing.
+func (ld *liveData) loggedIOShare(tids map[int]bool) float64 {
+	p := ld.rec.Profile(recording.ViewIO)
+	if p == nil || ld.ev == nil {
+		return 0
+	}
+	var all, logged int64
+	for _, s := range p.Sample {
+		if tids[int(firstNum(s.NumLabel[recording.LabelTID]))] && len(s.Value) > 1 {
+			all += s.Value[1]
+		}
+	}
+	for tid := range tids {
+		if te := ld.ev.thread(tid); te != nil {
+			for _, e := range te.io.ev {
+				logged += e.Dur
+			}
+		}
+	}
+	if all <= 0 || logged <= 0 {
+		return 0
+	}
+	return min(float64(logged)/float64(all), 1)
+}
+
+// libcFrame reports whether f is in the C library.
+func libcFrame(f recording.Frame) bool {
+	return strings.HasPrefix(f.Module, "libc.so") || strings.HasPrefix(f.Module, "libc-") || strings.HasPrefix(f.Module, "libpthread")
 }

@@ -209,8 +209,13 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 			units.Count(w.i("wakes")), w.pct("share"), w.n("releaser"))
 	},
 	analyzer.EvLatchHolderIO: func(w words) string {
-		t := fmt.Sprintf("from the event log, the holders (each from the wake-up that handed it the lock to its own wake-up of the next waiter) spent %s of %s held in I/O (%s)",
-			w.sec("io_s"), w.sec("hold_s"), w.pct("share"))
+		t := fmt.Sprintf("from the event log, the holders (each from the wake-up that handed it the lock to its own wake-up of the next waiter) spent %s of the %s held in I/O in the log",
+			w.sec("io_s"), w.sec("hold_s"))
+		if w.on("kept") {
+			t += fmt.Sprintf(", which kept %s of their I/O time: about %s of the holds", w.pct("kept"), w.pct("share"))
+		} else {
+			t += fmt.Sprintf(" (%s)", w.pct("share"))
+		}
 		if len(w.e.Items) > 0 {
 			t += ": " + w.items(units.Seconds)
 		}
