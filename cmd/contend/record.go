@@ -122,6 +122,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
 		GoFetchCommand: fetchChildCommand(),
+		DiscoverPprof:  true,
+		OnNote:         stderrNote(stderr),
 		JVMDumps:       o.jvmDumps,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
@@ -190,6 +192,14 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// stderrNote returns a collector.Options.OnNote that prints each note on
+// stderr.
+func stderrNote(stderr io.Writer) func(string) {
+	return func(note string) {
+		fmt.Fprintln(stderr, "contend: "+termsafe.String(note))
+	}
 }
 
 // firstPID is the target's first process id, 0 when it names processes

@@ -83,7 +83,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	}
 	// The session and the view stay root (see privileges.go); the pprof
 	// fetches run as the user, and exports belong to the user.
-	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand()}
+	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do
