@@ -165,8 +165,8 @@ type GoFetch struct {
 	unreachable bool
 	// why says, per recording.GoKind, why a fetch of it failed (the
 	// first failure), for Meta.GoData.
-	why map[string]string
-	cpuWarned   bool
+	why       map[string]string
+	cpuWarned bool
 	// stopping is set by Stop before it waits: Live starts nothing then.
 	stopping bool
 	baseProf map[recording.View]*profile.Profile

@@ -230,6 +230,7 @@ func checkOutput(cmd, output string, pid int) error {
 	}
 	return usageErrorf("%s: %v", cmd, err)
 }
+
 // maxJVMDumps bounds --jvm-dumps: each dump stops every Java thread at a
 // safepoint for a few milliseconds and its text is kept in the recording;
 // a few dozen sample a recording well enough.
