@@ -123,19 +123,12 @@ var goKindMissing = map[string]Missing{
 }
 
 // liveGoMissing lists the kinds of Go runtime data a live recording of a
-// Go target lacks, each with why (no endpoint, a failed fetch), and how
-// to get them when no endpoint was found.
+// Go target lacks, each with why (no endpoint, a failed fetch).
 func liveGoMissing(a *analysis, gd *recording.GoData) {
 	for _, k := range gd.Absent() {
-		m, ok := goKindMissing[k.Kind]
-		if !ok {
-			continue
+		if m, ok := goKindMissing[k.Kind]; ok {
+			a.missing(m.What, m.Decides+". Not recorded: "+k.Why)
 		}
-		decides := m.Decides + ". Not recorded: " + k.Why
-		if gd.Endpoint == "" {
-			decides += "; record again with --pprof http://HOST:PORT where the program serves net/http/pprof"
-		}
-		a.missing(m.What, decides)
 	}
 }
 

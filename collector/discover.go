@@ -34,8 +34,9 @@ const (
 type pprofDiscovery struct {
 	// url is the endpoint's /debug/pprof base, "" when none was found.
 	url string
-	// why says, when url is "", why none was found.
-	why string
+	// why says, when url is "", why none was found; short says it in
+	// a few words, for each kind of data Meta.GoData lists absent.
+	why, short string
 	// skipped lists listening addresses not probed (not loopback or
 	// wildcard, or past maxProbes), for the note.
 	skipped []string
@@ -46,7 +47,7 @@ func (d pprofDiscovery) note() string {
 	if d.url != "" {
 		return fmt.Sprintf("Go runtime profiles fetched from %s/, found among the process's listening sockets", d.url)
 	}
-	return "no Go runtime profiles: " + d.why
+	return "no Go runtime profiles: " + d.why + "; give --pprof http://HOST:PORT where the program serves net/http/pprof"
 }
 
 // probeFunc checks that u answers as net/http/pprof's index page.
@@ -75,7 +76,10 @@ func indexProbe(child func(ctx context.Context, args ...string) *exec.Cmd) probe
 func discoverPprof(ctx context.Context, procRoot string, pid int, probe probeFunc) pprofDiscovery {
 	addrs, err := listeningSockets(procRoot, pid)
 	if err != nil {
-		return pprofDiscovery{why: fmt.Sprintf("no --pprof was given, and the listening sockets of pid %d could not be read: %v", pid, err)}
+		return pprofDiscovery{
+			why:   fmt.Sprintf("no --pprof was given, and the listening sockets of pid %d could not be read: %v", pid, err),
+			short: "its listening sockets could not be read",
+		}
 	}
 	return probeListeners(ctx, addrs, probe)
 }
@@ -86,6 +90,7 @@ func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc
 	var d pprofDiscovery
 	if len(addrs) == 0 {
 		d.why = "no --pprof was given, and the process listens on no TCP socket that could serve net/http/pprof"
+		d.short = "the process listens on no TCP socket"
 		return d
 	}
 	var tried []string
@@ -110,7 +115,9 @@ func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc
 	switch {
 	case len(tried) == 0:
 		d.why = fmt.Sprintf("no --pprof was given, and the process listens only on addresses contend does not connect to (%s): it probes loopback and wildcard listeners only", strings.Join(d.skipped, ", "))
+		d.short = "the process listens on no loopback or wildcard address"
 	default:
+		d.short = "none of the process's listening sockets serves /debug/pprof/"
 		d.why = fmt.Sprintf("no --pprof was given, and none of the process's listening sockets serves /debug/pprof/ (probed %s; last: %v)", strings.Join(tried, ", "), lastErr)
 		if len(d.skipped) > 0 {
 			d.why += fmt.Sprintf("; not probed: %s", strings.Join(d.skipped, ", "))

@@ -167,17 +167,20 @@ func TestProbeListeners(t *testing.T) {
 	if d.url != "" || len(probed) != maxProbes {
 		t.Errorf("found %q after %d probes, want none after %d", d.url, len(probed), maxProbes)
 	}
-	for _, want := range []string{"none of the process's listening sockets serves /debug/pprof/", "127.0.0.1:100", errNotIndex.Error(), "not probed: 127.0.0.1:108", "192.168.1.5:6060"} {
+	for _, want := range []string{"none of the process's listening sockets serves /debug/pprof/", "127.0.0.1:100", errNotIndex.Error(), "not probed: 127.0.0.1:108", "192.168.1.5:6060", "; give --pprof http://HOST:PORT"} {
 		if !strings.Contains(d.note(), want) {
 			t.Errorf("note %q lacks %q", d.note(), want)
 		}
 	}
 
+	if d.short != "none of the process's listening sockets serves /debug/pprof/" {
+		t.Errorf("short %q", d.short)
+	}
 	probed = nil
-	if d := probeListeners(t.Context(), ls[:1], probe); d.url != "" || len(probed) != 0 || !strings.Contains(d.why, "loopback and wildcard listeners only") {
+	if d := probeListeners(t.Context(), ls[:1], probe); d.url != "" || len(probed) != 0 || !strings.Contains(d.why, "loopback and wildcard listeners only") || d.short != "the process listens on no loopback or wildcard address" {
 		t.Errorf("a non-loopback listener alone: %+v, probed %q", d, probed)
 	}
-	if d := probeListeners(t.Context(), nil, probe); !strings.Contains(d.why, "listens on no TCP socket") {
+	if d := probeListeners(t.Context(), nil, probe); !strings.Contains(d.why, "listens on no TCP socket") || d.short != "the process listens on no TCP socket" {
 		t.Errorf("no listener: %q", d.why)
 	}
 }

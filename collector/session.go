@@ -327,7 +327,7 @@ type goSource struct {
 	// discovered is set when endpoint was found among the target's
 	// listening sockets.
 	discovered bool
-	// why says why there is no endpoint.
+	// why says in a few words why there is no endpoint.
 	why string
 }
 
@@ -349,7 +349,7 @@ func (s *Session) findGoSource(ctx context.Context, pids []int) goSource {
 	if o.OnNote != nil {
 		o.OnNote(d.note())
 	}
-	return goSource{endpoint: d.url, discovered: d.url != "", why: d.why}
+	return goSource{endpoint: d.url, discovered: d.url != "", why: d.short}
 }
 
 // goData says, for a Go target, where rec's Go runtime data came from and

@@ -79,7 +79,7 @@ func TestRecordGoWithoutEndpoint(t *testing.T) {
 	if code := exitCodeOf(t, cmd.Run()); code != 0 {
 		t.Fatalf("contend record exited %d\nstderr: %s", code, errb)
 	}
-	const why = "no --pprof was given, and the process listens on no TCP socket that could serve net/http/pprof"
+	const why = "no --pprof was given, and the process listens on no TCP socket that could serve net/http/pprof; give --pprof http://HOST:PORT"
 	if !strings.Contains(errb.String(), "contend: no Go runtime profiles: "+why) {
 		t.Errorf("stderr does not say no endpoint was found:\n%s", errb)
 	}
@@ -98,7 +98,7 @@ func TestRecordGoWithoutEndpoint(t *testing.T) {
 		found := false
 		for _, m := range res.Missing {
 			if m.What == what {
-				found = strings.Contains(m.Decides, "Not recorded: no pprof endpoint: "+why)
+				found = strings.HasSuffix(m.Decides, "Not recorded: no pprof endpoint: the process listens on no TCP socket")
 			}
 		}
 		if !found {
