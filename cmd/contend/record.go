@@ -82,7 +82,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.DurationVar(&o.stackThreshold, "stack-threshold", collector.DefaultStackThreshold, "futex waits at least this long carry a stack")
 	f.DurationVar(&o.ioThreshold, "io-threshold", collector.DefaultIOThreshold, "I/O syscalls at least this long carry a stack")
 	f.IntVar(&o.hz, "hz", collector.DefaultOnCPUHz, "on-CPU sampling frequency per CPU")
-	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060 (default: one the target serves on its own loopback or wildcard listening sockets, if any)")
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
 	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")

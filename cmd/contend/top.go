@@ -57,7 +57,7 @@ The view is drawn on stderr, which must be a terminal.
 	f := c.Flags()
 	o.targets.register(f)
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop recording after this long (0: until you quit or the target exits)")
-	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060 (default: one the target serves on its own loopback or wildcard listening sockets, if any)")
 	f.StringVar(&o.exportDir, "export-dir", ".", "directory the e key writes recordings into")
 	return c
 }
