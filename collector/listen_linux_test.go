@@ -3,10 +3,8 @@
 package collector
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"os/exec"
 	"strings"
 	"testing"
@@ -25,21 +23,7 @@ func TestDiscoverPprofOtherNetns(t *testing.T) {
 	}
 	fx := testbin.Go(t, "fixtures/cmd/gofixture")
 	cmd := exec.Command(unshare, "--net", "--", "sh", "-c", "ip link set lo up 2>/dev/null; exec "+fx+" stripe -duration 30s -pprof 127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() && !strings.Contains(lines.Text(), "pprof: ") {
-	}
-	go io.Copy(io.Discard, stderr)
+	testbin.StartForLine(t, cmd, "pprof: ")
 	if _, err := listeningSockets("", cmd.Process.Pid); !errors.Is(err, errOtherNetns) {
 		t.Errorf("listening sockets of a process in another network namespace: %v, want %v", err, errOtherNetns)
 	}
