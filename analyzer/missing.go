@@ -23,17 +23,22 @@ func missingDataStep(a *analysis) {
 	}
 }
 
-// goMissing lists what Go inputs lack.
+// goMissing lists what Go inputs lack. Kinds a live recording's
+// Meta.GoData names as absent are listed by liveGoMissing already.
 func goMissing(a *analysis, g *goData) {
-	if len(g.groups) == 0 || g.stateInferred {
+	absent := map[string]bool{}
+	for _, k := range a.rec.Meta.GoData.Absent() {
+		absent[k.Kind] = true
+	}
+	if (len(g.groups) == 0 || g.stateInferred) && !absent[recording.GoKindGoroutine] {
 		a.missing("a goroutine dump with wait states (debug=2)",
 			"who waits right now and on which mutex, and what the goroutine holding it does (a system call, another lock): I/O under a lock is seen then even without a mutex profile. Fetch /debug/pprof/goroutine?debug=2")
 	}
-	if !g.blockSamples && !g.mutexSamples {
+	if !g.blockSamples && !g.mutexSamples && !(absent[recording.GoKindMutex] && absent[recording.GoKindBlock]) {
 		a.missing("a block or mutex profile with samples",
 			"how long goroutines waited for each lock, so locks are ranked by time lost and the number waiting on average is known; a single dump is one instant. Call runtime.SetBlockProfileRate and runtime.SetMutexProfileFraction, then fetch /debug/pprof/block and /debug/pprof/mutex")
 	}
-	if !g.cpuGiven {
+	if !g.cpuGiven && !absent[recording.GoKindCPU] {
 		a.missing("a CPU profile", "busy-waits (spinning goroutines) and what runs inside critical sections; fetch /debug/pprof/profile?seconds=10")
 	}
 }
@@ -83,7 +88,10 @@ func liveMissing(a *analysis, rec *recording.Recording) {
 		a.note(n)
 	}
 	probe := func(p string) bool { return slices.Contains(m.Probes, p) }
-	if m.GoVersion != "" && !hasGoData(rec) {
+	if m.GoData != nil {
+		liveGoMissing(a, m.GoData)
+	} else if m.GoVersion != "" && !hasGoData(rec) {
+		// A recording made before Meta.GoData existed.
 		a.missing("the Go runtime's lock data (mutex and block profiles, a goroutine dump)",
 			"the target is a Go program ("+m.GoVersion+"): goroutines that wait on a sync.Mutex or sync.RWMutex park inside the Go runtime and never reach a futex, so a convoy between goroutines is invisible to the kernel probes; record again with --pprof http://HOST:PORT where the program serves net/http/pprof")
 	}
@@ -98,6 +106,29 @@ func liveMissing(a *analysis, rec *recording.Recording) {
 	}
 	if rec.Threads == nil {
 		a.missing("the /proc thread timeline", "thread states and CPU times: runnable and running threads cannot be told apart")
+	}
+}
+
+// goKindMissing names each kind of a Go target's runtime data
+// (recording.GoKinds) and what it decides, for the Missing list.
+var goKindMissing = map[string]Missing{
+	recording.GoKindMutex: {What: "the Go mutex profile",
+		Decides: "which sync.Mutex and sync.RWMutex unlock sites made goroutines wait, and for how long: goroutines that wait on a Go mutex park inside the Go runtime and never reach a futex, so a convoy between goroutines is invisible to the kernel probes"},
+	recording.GoKindBlock: {What: "the Go block profile",
+		Decides: "where goroutines waited (Lock calls, channel operations, select) and for how long, so locks are ranked by time lost"},
+	recording.GoKindGoroutine: {What: "a goroutine dump with wait states (debug=2)",
+		Decides: "who waits right now and on which mutex, and what the goroutine holding it does (a system call, another lock)"},
+	recording.GoKindCPU: {What: "the Go CPU profile",
+		Decides: "busy-waits between goroutines and what runs inside critical sections, in the runtime's own stacks"},
+}
+
+// liveGoMissing lists the kinds of Go runtime data a live recording of a
+// Go target lacks, each with why (no endpoint, a failed fetch).
+func liveGoMissing(a *analysis, gd *recording.GoData) {
+	for _, k := range gd.Absent() {
+		if m, ok := goKindMissing[k.Kind]; ok {
+			a.missing(m.What, m.Decides+". Not recorded: "+k.Why)
+		}
 	}
 }
 

@@ -76,6 +76,16 @@ type Options struct {
 	// process (see GoFetchOptions.Command): how a recording made as root
 	// fetches and parses the endpoint's answers without root.
 	GoFetchCommand func(ctx context.Context, args ...string) *exec.Cmd
+	// DiscoverPprof, for a Go target (its first process) without
+	// PprofURL, looks for a net/http/pprof endpoint among the process's
+	// own listening sockets (loopback and wildcard addresses only),
+	// probing through GoFetchCommand when set, and fetches from the first
+	// that answers as if PprofURL had named it. Meta.Warnings and
+	// Meta.GoData say what it found.
+	DiscoverPprof bool
+	// OnNote, when set, receives notes for the user as they arise (the
+	// pprof endpoint found, or why none was), besides Meta.Warnings.
+	OnNote func(string)
 	// Probes selects probe families (futex, sched, oncpu, io); nil means
 	// all.
 	Probes []string

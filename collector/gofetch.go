@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -162,7 +163,10 @@ type GoFetch struct {
 	mu          sync.Mutex
 	warnings    []string
 	unreachable bool
-	cpuWarned   bool
+	// why says, per recording.GoKind, why a fetch of it failed (the
+	// first failure), for Meta.GoData.
+	why       map[string]string
+	cpuWarned bool
 	// stopping is set by Stop before it waits: Live starts nothing then.
 	stopping bool
 	baseProf map[recording.View]*profile.Profile
@@ -231,6 +235,7 @@ func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 		delta:           map[recording.View]*profile.Profile{},
 		hist:            map[recording.View][]cumProfile{},
 		liveWarned:      map[recording.View]bool{},
+		why:             map[string]string{},
 	}
 	return g, nil
 }
@@ -337,7 +342,11 @@ func (g *GoFetch) finish(elapsed time.Duration) {
 		res.Profiles[recording.ViewGoCPU] = g.cpuAll
 	}
 	if res.Profiles[recording.ViewGoCPU] == nil && !g.unreachable && !g.cpuWarned && elapsed >= time.Second {
-		g.warnf("pprof endpoint: cpu profile: the recording ended after %s, before the first %s part completed", elapsed.Round(100*time.Millisecond), g.firstChunk())
+		why := fmt.Sprintf("the recording ended after %s, before the first %s part completed", elapsed.Round(100*time.Millisecond), g.firstChunk())
+		g.warnf("pprof endpoint: cpu profile: %s", why)
+		g.mu.Lock()
+		g.why[recording.GoKindCPU] = why
+		g.mu.Unlock()
 	}
 	res.Goroutines = g.dumps
 	res.Warnings = g.warnings
@@ -885,6 +894,11 @@ func timeoutOr(ctx context.Context, err error) error {
 // warn records a failed fetch. A failure to reach the endpoint is
 // reported once, not once per profile.
 func (g *GoFetch) warn(what string, err error) {
+	g.mu.Lock()
+	if k := goKindOf(what); k != "" && g.why[k] == "" {
+		g.why[k] = err.Error()
+	}
+	g.mu.Unlock()
 	var te *transportError
 	if errors.As(err, &te) {
 		g.mu.Lock()
@@ -897,6 +911,30 @@ func (g *GoFetch) warn(what string, err error) {
 		return
 	}
 	g.warnf("pprof endpoint: %s: %v", what, err)
+}
+
+// goKindOf returns the recording.GoKind a fetch's name in warnings
+// stands for ("mutex profile (live)" is GoKindMutex), "" for none.
+func goKindOf(what string) string {
+	switch strings.TrimSuffix(what, " (live)") {
+	case goProfileNames[recording.ViewGoMutex][1]:
+		return recording.GoKindMutex
+	case goProfileNames[recording.ViewGoBlock][1]:
+		return recording.GoKindBlock
+	case goProfileNames[recording.ViewGoCPU][1]:
+		return recording.GoKindCPU
+	case "goroutine dump":
+		return recording.GoKindGoroutine
+	}
+	return ""
+}
+
+// failures returns why each kind of Go data failed to be fetched so far,
+// by recording.GoKind.
+func (g *GoFetch) failures() map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return maps.Clone(g.why)
 }
 
 func (g *GoFetch) warnf(format string, args ...any) {

@@ -39,6 +39,9 @@ const (
 const (
 	childKindProfile = "profile"
 	childKindDump    = "dump"
+	// childKindIndex checks that the answer is net/http/pprof's index
+	// page; the child writes nothing.
+	childKindIndex = "index"
 )
 
 // maxChildError bounds the error message read from a child.
@@ -46,9 +49,9 @@ const maxChildError = 4 << 10
 
 // ServeGoFetch is the body of a fetch child: args are -budget=N (the
 // parent's goprof budget, in bytes), then the kind of answer ("profile"
-// or "dump"), the URL and the largest body to read, in bytes. It writes
+// "dump" or "index"), the URL and the largest body to read, in bytes. It writes
 // the result to stdout (a profile in uncompressed protobuf, a dump as
-// JSON) and returns the process exit code; a failure is one line on
+// JSON, nothing for an index that is one) and returns the process exit code; a failure is one line on
 // stderr.
 func ServeGoFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gofetch", flag.ContinueOnError)
@@ -83,6 +86,10 @@ func ServeGoFetch(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := p.WriteUncompressed(stdout); err != nil {
 			return fail(err)
 		}
+	case childKindIndex:
+		if err := getIndex(ctx, client, u, limit); err != nil {
+			return fail(err)
+		}
 	case childKindDump:
 		a, err := getDump(ctx, client, u, limit)
 		if err != nil {
@@ -107,7 +114,14 @@ func oneLineMsg(s string) string {
 // runChild runs one fetch in a child, which reads at most bodyLimit bytes
 // of the answer, and returns what the child wrote, at most limit bytes.
 func (g *GoFetch) runChild(ctx context.Context, kind, u string, bodyLimit, limit int64) ([]byte, error) {
-	cmd := g.child(ctx, "-budget="+strconv.FormatInt(goprof.MaxDecoded(), 10), kind, u, strconv.FormatInt(bodyLimit, 10))
+	return runFetchChild(ctx, g.child, kind, u, bodyLimit, limit)
+}
+
+// runFetchChild runs one fetch of kind in a child made by child, which
+// reads at most bodyLimit bytes of the answer, and returns what the child
+// wrote, at most limit bytes.
+func runFetchChild(ctx context.Context, child func(ctx context.Context, args ...string) *exec.Cmd, kind, u string, bodyLimit, limit int64) ([]byte, error) {
+	cmd := child(ctx, "-budget="+strconv.FormatInt(goprof.MaxDecoded(), 10), kind, u, strconv.FormatInt(bodyLimit, 10))
 	out := &cappedBuffer{limit: limit}
 	errb := &cappedBuffer{limit: maxChildError}
 	cmd.Stdout, cmd.Stderr = out, errb

@@ -91,6 +91,8 @@ type Session struct {
 	meta   recording.Meta
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *GoFetch
+	// goSrc says where a Go target's runtime profiles come from.
+	goSrc goSource
 
 	// inner is cancelled by Stop, ending every background goroutine.
 	inner      context.Context
@@ -299,8 +301,15 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 			return nil, err
 		}
 	}
-	if o.PprofURL != "" {
-		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: o.PprofURL, Duration: o.Duration, Command: o.GoFetchCommand})
+	s.goSrc = s.findGoSource(ctx, pids)
+	if s.goSrc.endpoint != "" {
+		dur := o.Duration
+		if dur > 0 && s.goSrc.discovered {
+			// Probing took part of the recording: fetch over what is
+			// left of it, at least the endpoint's one-second unit.
+			dur = max(dur-s.elapsed(), time.Second)
+		}
+		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: s.goSrc.endpoint, Duration: dur, Command: o.GoFetchCommand})
 		if err != nil {
 			s.end(endError, nil)
 			s.Stop()
@@ -309,6 +318,86 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		s.gofetch = g
 	}
 	return s, nil
+}
+
+// goSource says where a Go target's runtime profiles come from.
+type goSource struct {
+	// endpoint is the pprof URL fetched from, "" for none.
+	endpoint string
+	// discovered is set when endpoint was found among the target's
+	// listening sockets.
+	discovered bool
+	// why says in a few words why there is no endpoint.
+	why string
+}
+
+// findGoSource returns the pprof endpoint to fetch from: --pprof, else,
+// for a Go target with Options.DiscoverPprof, one its first process
+// serves; what it found is noted in the warnings and through OnNote.
+func (s *Session) findGoSource(ctx context.Context, pids []int) goSource {
+	o := s.opts
+	switch {
+	case o.PprofURL != "":
+		return goSource{endpoint: o.PprofURL}
+	case s.meta.GoVersion == "" || len(pids) == 0:
+		return goSource{}
+	case !o.DiscoverPprof:
+		return goSource{why: "no --pprof was given"}
+	}
+	d := discoverPprof(ctx, o.ProcRoot, pids[0], indexProbe(o.GoFetchCommand))
+	s.addWarning(d.note())
+	if o.OnNote != nil {
+		o.OnNote(d.note())
+	}
+	return goSource{endpoint: d.url, discovered: d.url != "", why: d.short}
+}
+
+// goData says, for a Go target, where rec's Go runtime data came from and
+// which kinds it holds, with why each absent one is; nil for other
+// targets.
+func (s *Session) goData(rec *recording.Recording) *recording.GoData {
+	if rec.Meta.GoVersion == "" {
+		return nil
+	}
+	var failed map[string]string
+	if s.gofetch != nil {
+		failed = s.gofetch.failures()
+	}
+	return goDataOf(rec, s.goSrc, failed)
+}
+
+// goDataOf says which kinds of Go runtime data rec holds, from source src;
+// failed says why fetches of a kind failed.
+func goDataOf(rec *recording.Recording, src goSource, failed map[string]string) *recording.GoData {
+	views := map[string]recording.View{
+		recording.GoKindMutex: recording.ViewGoMutex,
+		recording.GoKindBlock: recording.ViewGoBlock,
+		recording.GoKindCPU:   recording.ViewGoCPU,
+	}
+	gd := &recording.GoData{Discovered: src.discovered}
+	if src.endpoint != "" {
+		if base, err := pprofBase(src.endpoint); err == nil {
+			gd.Endpoint = base
+		}
+	}
+	for _, k := range recording.GoKinds {
+		have := len(rec.Goroutines) > 0
+		if v, ok := views[k]; ok {
+			have = rec.Profile(v) != nil
+		}
+		e := recording.GoDataKind{Kind: k, Have: have}
+		switch {
+		case have:
+		case src.endpoint == "":
+			e.Why = "no pprof endpoint: " + src.why
+		case failed[k] != "":
+			e.Why = "the fetch from " + gd.Endpoint + " failed: " + failed[k]
+		default:
+			e.Why = "not fetched from " + gd.Endpoint + " before the recording ended"
+		}
+		gd.Kinds = append(gd.Kinds, e)
+	}
+	return gd
 }
 
 // attach checks the privileges and the kernel, opens the kernel's symbols,
@@ -1018,6 +1107,7 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 		s.gofetch.Live()
 		applyGoWindow(rec, s.gofetch.Window(rec.Meta.Start, rec.Meta.Start.Add(rec.Meta.Duration)))
 	}
+	rec.Meta.GoData = s.goData(rec)
 	return rec
 }
 
@@ -1085,6 +1175,7 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		if gp != nil {
 			gp.Apply(s.stopRec)
 		}
+		s.stopRec.Meta.GoData = s.goData(s.stopRec)
 		s.stopErr = runErr
 		for _, p := range procs {
 			if p.procs != nil {

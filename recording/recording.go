@@ -209,6 +209,10 @@ type Meta struct {
 	CPUsAllowed int `json:"cpus_allowed,omitempty"`
 	// GoVersion of the target when known (from its build info).
 	GoVersion string `json:"go_version,omitempty"`
+	// GoData says, for a live recording of a Go target, where its runtime
+	// profiles came from and which of them the recording holds; nil for
+	// other targets and in recordings made before it existed.
+	GoData *GoData `json:"go_data,omitempty"`
 	// Target says how the processes were selected; absent in recordings
 	// of one process by pid made before it existed.
 	Target *Target `json:"target,omitempty"`
@@ -553,3 +557,51 @@ const (
 	SourceLive  = "live"
 	SourceFiles = "files"
 )
+
+// Kinds of Go runtime data in GoData.Kinds, in the order they are listed.
+const (
+	GoKindMutex     = "mutex"
+	GoKindBlock     = "block"
+	GoKindGoroutine = "goroutine"
+	GoKindCPU       = "cpu"
+)
+
+// GoKinds lists every kind of Go runtime data a live recording may hold.
+var GoKinds = []string{GoKindMutex, GoKindBlock, GoKindGoroutine, GoKindCPU}
+
+// GoData says where a live Go target's runtime profiles came from and
+// which kinds the recording holds (the mutex and block profiles, a
+// goroutine dump, the CPU profile), with why each absent one is.
+type GoData struct {
+	// Endpoint is the net/http/pprof base the profiles were fetched from,
+	// "" when there was none.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Discovered is set when Endpoint was found among the process's
+	// listening sockets rather than given with --pprof.
+	Discovered bool `json:"discovered,omitempty"`
+	// Kinds has one entry per GoKinds kind, in that order.
+	Kinds []GoDataKind `json:"kinds"`
+}
+
+// GoDataKind says whether one kind of Go runtime data was recorded.
+type GoDataKind struct {
+	Kind string `json:"kind"`
+	Have bool   `json:"have"`
+	// Why says why it is absent ("no pprof endpoint: …", "404 Not Found
+	// — is net/http/pprof imported?"); "" when Have.
+	Why string `json:"why,omitempty"`
+}
+
+// Absent returns the kinds the recording lacks.
+func (g *GoData) Absent() []GoDataKind {
+	if g == nil {
+		return nil
+	}
+	var out []GoDataKind
+	for _, k := range g.Kinds {
+		if !k.Have {
+			out = append(out, k)
+		}
+	}
+	return out
+}

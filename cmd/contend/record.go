@@ -82,7 +82,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.DurationVar(&o.stackThreshold, "stack-threshold", collector.DefaultStackThreshold, "futex waits at least this long carry a stack")
 	f.DurationVar(&o.ioThreshold, "io-threshold", collector.DefaultIOThreshold, "I/O syscalls at least this long carry a stack")
 	f.IntVar(&o.hz, "hz", collector.DefaultOnCPUHz, "on-CPU sampling frequency per CPU")
-	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060 (default: one the target serves on its own loopback or wildcard listening sockets, if any)")
 	f.StringVar(&o.format, "format", formatText, "findings format: text or json")
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
 	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
@@ -122,6 +122,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		OnCPUHz:        o.hz,
 		PprofURL:       o.pprofURL,
 		GoFetchCommand: fetchChildCommand(),
+		DiscoverPprof:  true,
+		OnNote:         stderrNote(stderr),
 		JVMDumps:       o.jvmDumps,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
@@ -190,6 +192,14 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// stderrNote returns a collector.Options.OnNote that prints each note on
+// stderr.
+func stderrNote(stderr io.Writer) func(string) {
+	return func(note string) {
+		fmt.Fprintln(stderr, "contend: "+termsafe.String(note))
+	}
 }
 
 // firstPID is the target's first process id, 0 when it names processes

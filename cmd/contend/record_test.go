@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -203,26 +201,8 @@ func TestRecordErrors(t *testing.T) {
 func startGoFixture(t *testing.T) (int, string) {
 	t.Helper()
 	cmd := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s", "-pprof", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(stderr)
-	for lines.Scan() {
-		if _, url, ok := strings.Cut(lines.Text(), "pprof: "); ok {
-			go io.Copy(io.Discard, stderr)
-			return cmd.Process.Pid, strings.TrimSpace(url)
-		}
-	}
-	t.Fatal("gofixture did not print its pprof URL")
-	return 0, ""
+	url := testbin.StartForLine(t, cmd, "pprof: ")
+	return cmd.Process.Pid, url
 }
 
 // TestRecordWithoutPrivileges runs contend record as user nobody, without

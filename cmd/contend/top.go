@@ -57,7 +57,7 @@ The view is drawn on stderr, which must be a terminal.
 	f := c.Flags()
 	o.targets.register(f)
 	f.DurationVarP(&o.duration, "duration", "d", 0, "stop recording after this long (0: until you quit or the target exits)")
-	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060")
+	f.StringVar(&o.pprofURL, "pprof", "", "a Go target's net/http/pprof base URL, e.g. http://127.0.0.1:6060 (default: one the target serves on its own loopback or wildcard listening sockets, if any)")
 	f.StringVar(&o.exportDir, "export-dir", ".", "directory the e key writes recordings into")
 	return c
 }
@@ -83,7 +83,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	}
 	// The session and the view stay root (see privileges.go); the pprof
 	// fetches run as the user, and exports belong to the user.
-	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand()}
+	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do

@@ -305,3 +305,32 @@ func (p *Proc) Running() bool {
 	}
 	return true
 }
+
+// StartForLine starts cmd, which is killed and reaped when the test ends,
+// and returns what follows marker in the first line of its standard
+// error that holds it (trimmed), such as the URL after "pprof: "; the
+// rest of its standard error is discarded. The test fails when the
+// process's standard error ends without such a line.
+func StartForLine(t testing.TB, cmd *exec.Cmd, marker string) string {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatalf("testbin: %v", err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testbin: start %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(stderr)
+	for lines.Scan() {
+		if _, rest, ok := strings.Cut(lines.Text(), marker); ok {
+			go io.Copy(io.Discard, stderr)
+			return strings.TrimSpace(rest)
+		}
+	}
+	t.Fatalf("testbin: %s printed no line with %q", cmd.Path, marker)
+	return ""
+}
