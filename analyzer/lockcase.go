@@ -236,8 +236,15 @@ const (
 // again, so on a machine with more runnable threads than CPUs every wait
 // carries a queue for a CPU that says nothing of how many holds it spans;
 // taken out, the count of holds means the same at 2 or 64 threads per CPU.
+// The latency is a mean over every sleep of the waiters and the wait a
+// median: when the mean reaches the median, a few long delays dominate it
+// (64 threads woken in bursts on 2 CPUs) and it says nothing of a typical
+// wait, so the median stands as it is.
 func (c *lockCase) lockWait() time.Duration {
-	return max(c.p50-c.wakeLatency, 0)
+	if c.wakeLatency >= c.p50 {
+		return c.p50
+	}
+	return c.p50 - c.wakeLatency
 }
 
 // hotStripe reports whether the lock is the hot element of an array: it
@@ -247,8 +254,7 @@ func (c *lockCase) lockWait() time.Duration {
 
 // handoffBound reports whether a lock's cost is its hand-offs: many
 // producers, short holds, a very high hand-off rate, waits that last about
-// one hand-off (writerMaxQueue) with most producers not queued at any
-// moment (writerMaxCrowd), and a measurable cost of the hand-offs in
+// one hand-off (writerMaxQueue), and a measurable cost of the hand-offs in
 // the producers' CPU or in their waiting. Live data only: Go profiles do
 // not time single waits.
 func (c *lockCase) handoffBound() bool {
@@ -256,9 +262,8 @@ func (c *lockCase) handoffBound() bool {
 		c.holdBound > 0 && c.holdBound <= maxShortHold &&
 		c.handoffRate >= writerMinHandoffRate &&
 		c.p50 > 0 && c.lockWait() <= writerMaxQueue*c.holdBound &&
-		c.mean < writerMaxCrowd*float64(c.participants) &&
 		(c.cpuNS > 0 && float64(c.machNS) >= writerMinHandoffCPU*float64(c.cpuNS) ||
-			c.handoffRate*c.p50.Seconds() >= writerMinHandoffWaiting)
+			c.mean >= writerMinHandoffWaiting)
 }
 
 func (c *lockCase) hotStripe() bool {
