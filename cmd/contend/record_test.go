@@ -4,7 +4,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -273,5 +276,82 @@ func TestRecordHiddenProc(t *testing.T) {
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Errorf("took %v to refuse: want at once, not after recording", el)
+	}
+}
+
+// TestRecordDiskFull: a recording that does not fit on its file system is
+// an error naming the path given, and leaves nothing behind: no
+// half-written directory under the final name, no temporary directory.
+func TestRecordDiskFull(t *testing.T) {
+	requireRoot(t)
+	small := filepath.Join(t.TempDir(), "small")
+	if err := os.Mkdir(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// 64 KiB hold meta.json but not the views of a contended target.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small).CombinedOutput(); err != nil {
+		testbin.Skip(t, fmt.Sprintf("mount a small tmpfs: %v: %s", err, out))
+	}
+	defer exec.Command("umount", small).Run()
+	_, pid := startTarget(t)
+	dir := filepath.Join(small, "rec")
+	cmd, _, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "2s", "-o", dir)
+	code := exitCodeOf(t, cmd.Run())
+	if code == 0 {
+		t.Fatalf("record into a full file system exited 0: %s", errb)
+	}
+	if !strings.Contains(errb.String(), dir) || !strings.Contains(errb.String(), "no space left") {
+		t.Errorf("exit %d, %q: want the error to name %s and say no space is left", code, errb, dir)
+	}
+	left, err := os.ReadDir(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("left behind in the full file system: %s", e.Name())
+	}
+}
+
+// TestRecordAcrossThreadExitsAndExec: half the target's threads exit at
+// once, then the target exec()s another program under the same pid. The
+// recording completes, and the convoy recorded before the exec is named
+// from the first image's symbols.
+func TestRecordAcrossThreadExitsAndExec(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "../../collector/testdata/execmid.c", "-O2", "-g")
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := testbin.Start(t, bin, "8", "1500", "1000", sleep, "30")
+	v, err := p.Value("pid", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	cmd, out, errb := contendCmd(t, "record", "-p", v, "-d", "4s", "-o", dir, "--format", "json")
+	if code := exitCodeOf(t, cmd.Run()); code != 0 && code != exitFindings {
+		t.Fatalf("record across exits and exec: exit %d: %s", code, errb)
+	}
+	var res struct {
+		Findings []struct {
+			Kind  string `json:"kind"`
+			Point struct {
+				Function string `json:"function"`
+			} `json:"point"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("record output: %v\n%s", err, out)
+	}
+	if len(res.Findings) == 0 || res.Findings[0].Point.Function != "update_shared_state" {
+		t.Errorf("findings %+v: want the convoy at update_shared_state, named from the image before the exec", res.Findings)
+	}
+	rec, err := recording.Read(dir)
+	if err != nil {
+		t.Fatalf("read the recording: %v", err)
+	}
+	if rec.Meta.Duration < 3*time.Second {
+		t.Errorf("recording of %s, want the whole 4 s: the exec kept the pid", rec.Meta.Duration)
 	}
 }
