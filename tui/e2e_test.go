@@ -201,7 +201,7 @@ func stripeBadDir(t *testing.T, dir string) string {
 // `contend tui DIR` in tmux: the lock convoy is named, opens, every view
 // shows, q restores the terminal.
 func TestEndToEndTUI(t *testing.T) {
-	needEnv(t, !testing.Short(), "builds contend and a fixture (-short)")
+	testbin.Integration(t)
 	dir := t.TempDir()
 	bin := goBuild(t, "cmd/contend", dir)
 	p := newTmux(t, 80, 24, fmt.Sprintf("%s tui %s; echo EXIT=$?", bin, stripeBadDir(t, dir)))
@@ -215,7 +215,7 @@ func TestEndToEndTUI(t *testing.T) {
 // It is killed when the test ends.
 func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 	t.Helper()
-	needEnv(t, !testing.Short(), "builds contend and a fixture (-short)")
+	testbin.Integration(t)
 	needEnv(t, os.Geteuid() == 0, "contend top needs root for its BPF probes")
 	_, err := exec.LookPath("gcc")
 	needEnv(t, err == nil, "gcc is not installed (it builds the native fixture)")

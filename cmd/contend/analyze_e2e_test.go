@@ -27,9 +27,7 @@ const e2eDuration = 4 * time.Second
 // variant keeps neither the bad variant's kind at that point nor more than
 // its share of the bad variant's cost per second.
 func TestAnalyzeFixturesEndToEnd(t *testing.T) {
-	if testing.Short() {
-		testbin.Skip(t, "runs every fixture for several seconds (-short)")
-	}
+	testbin.Integration(t)
 	bin := filepath.Join(t.TempDir(), "gofixture")
 	build := exec.Command("go", "build", "-o", bin, "./fixtures/cmd/gofixture")
 	build.Dir = filepath.Join("..", "..")

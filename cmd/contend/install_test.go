@@ -20,9 +20,7 @@ func TestMakeInstall(t *testing.T) {
 		}
 		t.Skip("make is not installed")
 	}
-	if testing.Short() {
-		t.Skip("builds contend and the fixtures")
-	}
+	testbin.Integration(t)
 	stage := t.TempDir()
 	cmd := exec.Command("make", "-s", "install", "DESTDIR="+stage, "PREFIX=/opt/contend")
 	cmd.Dir = testbin.ModuleRoot(t)
