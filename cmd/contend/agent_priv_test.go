@@ -220,6 +220,48 @@ func TestAgentFollowsRestartAndStopsClean(t *testing.T) {
 	a.stop(syscall.SIGTERM)
 }
 
+// TestAgentCommOneSession watches two processes of one name from the
+// start and a third that starts later: one collector session records
+// them all (the agent's BPF programs stay the same as the third joins),
+// and each is exported under its own pid with its own lock series.
+func TestAgentCommOneSession(t *testing.T) {
+	requireRoot(t)
+	path, comm := stripeCopy(t)
+	// Eight threads each: three convoys on two cores are load enough.
+	start := func() *testbin.Proc {
+		return testbin.Start(t, path, "-variant", "bad", "-threads", "8", "-duration", "120")
+	}
+	procs := []*testbin.Proc{start(), start()}
+	a := startAgent(t, "--comm", comm, "--window", "1s")
+	lockSeries := func(p *testbin.Proc) {
+		t.Helper()
+		a.waitMetric("contend_lock_wait_seconds_total", `pid="`+strconv.Itoa(p.PID)+`"`, `lock="`+comm+`:table_lock"`, `comm="`+comm+`"`)
+	}
+	for _, p := range procs {
+		lockSeries(p)
+	}
+	progs, _ := testbin.BPFObjects(t, a.cmd.Process.Pid)
+	slices.Sort(progs)
+	if len(progs) == 0 {
+		t.Fatalf("the agent holds no BPF program while recording:\n%s", a.log())
+	}
+	procs = append(procs, start())
+	lockSeries(procs[2])
+	later, _ := testbin.BPFObjects(t, a.cmd.Process.Pid)
+	if slices.Sort(later); !slices.Equal(later, progs) {
+		t.Errorf("BPF programs %v after a third process joined, %v before: want the same session", later, progs)
+	}
+	for _, p := range procs {
+		if !strings.Contains(a.log(), fmt.Sprintf("attaching to pid %d (%s)", p.PID, comm)) {
+			t.Errorf("no attach line for pid %d:\n%s", p.PID, a.log())
+		}
+	}
+	if m := a.metrics(); !hasMetric(m, "contend_agent_targets 3") {
+		t.Errorf("want 3 targets:\n%s", metricLine(m, "contend_agent_targets"))
+	}
+	a.stop(syscall.SIGTERM)
+}
+
 // promQuery asks Prometheus' HTTP API for an instant vector.
 func promQuery(t *testing.T, addr, q string) []struct {
 	Metric map[string]string `json:"metric"`
