@@ -105,8 +105,10 @@ type Agent struct {
 	known map[int]Process
 	more  int
 	// waiting is set while no process of the target runs, so that it is
-	// logged once.
+	// logged once; lastErr is the latest error looking for it, logged
+	// when it changes.
 	waiting bool
+	lastErr string
 }
 
 // New prepares an agent; Run starts it.
@@ -193,9 +195,12 @@ func (a *Agent) Run(ctx context.Context) error {
 // until it ends; with none running it waits a window.
 func (a *Agent) step(ctx context.Context) error {
 	t, ok, err := a.res.session()
-	if err != nil {
+	if msg := fmt.Sprint(err); err != nil && msg != a.lastErr {
+		// Once per distinct error: a --cgroup that is gone stays gone
+		// for every window until the service starts again.
 		a.log("%v", err)
 	}
+	a.lastErr = fmt.Sprint(err)
 	if !ok {
 		if !a.waiting {
 			a.log("no process of %s runs; watching for one", a.opts.Target)
@@ -222,12 +227,18 @@ func (a *Agent) step(ctx context.Context) error {
 		a.idle(ctx)
 		return nil
 	}
+	began := time.Now()
 	replaced := a.follow(ctx, s)
 	if _, err := s.Stop(); err != nil && ctx.Err() == nil {
 		a.log("%s: session ended: %v", t, err)
 	}
 	if !replaced && ctx.Err() == nil {
 		a.forget(map[int]bool{})
+		if time.Since(began) < a.opts.Window {
+			// Ended at once (a failure, or processes that exit as soon
+			// as they start): not another session at once.
+			wait(ctx, a.opts.Window)
+		}
 	}
 	return nil
 }
