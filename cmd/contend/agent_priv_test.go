@@ -48,7 +48,9 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 	}
 	a := &agentProc{t: t, cmd: cmd, waited: make(chan struct{})}
 	ready := make(chan string, 1)
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -62,6 +64,9 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 		io.Copy(io.Discard, stderr)
 	}()
 	go func() {
+		// Every line read before Wait closes the pipe: the last one
+		// says whether the agent detached.
+		<-read
 		cmd.Wait()
 		close(a.waited)
 	}()
