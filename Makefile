@@ -170,10 +170,13 @@ endif
 
 # bench-agent: contend agent's own CPU and RSS over time while it watches
 # a lock convoy, against the target's CPU in the same run and the budget
-# of an always-on recorder (needs root). AGENT_BENCH=1h for a soak.
+# of an always-on recorder (needs root). AGENT_BENCH=1h for a soak;
+# AGENT_BASELINE=path/to/contend runs an earlier build's agent beside it on
+# the same target and prints the ratios of the two.
 AGENT_BENCH ?= 90s
+AGENT_BASELINE ?=
 bench-agent: build fixtures
-	$(GO) run ./fixtures/cmd/agentbench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -duration $(AGENT_BENCH)
+	$(GO) run ./fixtures/cmd/agentbench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -duration $(AGENT_BENCH) $(if $(AGENT_BASELINE),-baseline $(AGENT_BASELINE))
 
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:

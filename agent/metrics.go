@@ -172,6 +172,11 @@ func (m *Metrics) observe(w int, p Process, rec *recording.Recording, res *analy
 	m.addLocks(w, ps, res)
 	m.setFindings(ps, res)
 	m.setThreads(ps, rec)
+}
+
+// addLost adds a window's drop counters, once for all its processes: the
+// probes and maps are shared by the processes of a session.
+func (m *Metrics) addLost(rec *recording.Recording) {
 	for k, v := range rec.Meta.Counters {
 		if reason, ok := strings.CutPrefix(k, recording.CounterDropPrefix); ok && v > 0 {
 			m.lost.WithLabelValues(reason).Add(float64(v))

@@ -1,9 +1,9 @@
 package collector
 
 import (
-	"fmt"
+	"hash/maphash"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/contend-dev/contend/recording"
@@ -110,7 +110,7 @@ func (c clock) wallAt(d time.Duration) time.Time {
 // allocated once, not grown by doubling (which would hold the old and new
 // arrays at once).
 func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
-	t := &stackTable{index: map[string]int{}}
+	t := newStackTable()
 	out := make([]recording.Event, 0, n)
 	each(func(r *rawEvent) {
 		if r.TS < from || r.TS >= to {
@@ -150,23 +150,46 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 	return out, t.stacks
 }
 
-// stackTable deduplicates stacks referred to by index.
+// stackTable deduplicates stacks referred to by index. It is keyed by a
+// hash of the frames' identity (function, module, address, inlined,
+// kernel), computed without allocating: a window's event log names a
+// stack for each of up to maxEvents events, most of them the same few.
 type stackTable struct {
 	stacks []recording.Stack
-	index  map[string]int
+	// index maps a hash to the stacks that have it.
+	index map[uint64][]int
+	seed  maphash.Seed
+}
+
+func newStackTable() *stackTable {
+	return &stackTable{index: map[uint64][]int{}, seed: maphash.MakeSeed()}
 }
 
 func (t *stackTable) add(st recording.Stack) int {
-	var b strings.Builder
+	var h maphash.Hash
+	h.SetSeed(t.seed)
 	for _, f := range st.Frames {
-		fmt.Fprintf(&b, "%s|%s|%x|%t|%t;", f.Func, f.Module, f.Addr, f.Inlined, f.Kernel)
+		maphash.WriteComparable(&h, stackFrameKey(f))
 	}
-	fmt.Fprintf(&b, "%t", st.Truncated)
-	k := b.String()
-	if i, ok := t.index[k]; ok {
-		return i
+	maphash.WriteComparable(&h, st.Truncated)
+	k := h.Sum64()
+	for _, i := range t.index[k] {
+		if o := t.stacks[i]; o.Truncated == st.Truncated && slices.EqualFunc(o.Frames, st.Frames, func(a, b recording.Frame) bool { return stackFrameKey(a) == stackFrameKey(b) }) {
+			return i
+		}
 	}
-	t.index[k] = len(t.stacks)
+	t.index[k] = append(t.index[k], len(t.stacks))
 	t.stacks = append(t.stacks, st)
 	return len(t.stacks) - 1
+}
+
+// frameKey is what tells two frames of an event stack apart.
+type frameKey struct {
+	fn, module      string
+	addr            uint64
+	inlined, kernel bool
+}
+
+func stackFrameKey(f recording.Frame) frameKey {
+	return frameKey{f.Func, f.Module, f.Addr, f.Inlined, f.Kernel}
 }

@@ -1103,11 +1103,7 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	}
 	rec := s.build(snap, from, s.at)
 	s.aggMu.Unlock()
-	if s.gofetch != nil {
-		s.gofetch.Live()
-		applyGoWindow(rec, s.gofetch.Window(rec.Meta.Start, rec.Meta.Start.Add(rec.Meta.Duration)))
-	}
-	rec.Meta.GoData = s.goData(rec)
+	s.goWindow(rec)
 	return rec
 }
 

@@ -48,7 +48,9 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 	}
 	a := &agentProc{t: t, cmd: cmd, waited: make(chan struct{})}
 	ready := make(chan string, 1)
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -62,6 +64,9 @@ func startAgent(t *testing.T, args ...string) *agentProc {
 		io.Copy(io.Discard, stderr)
 	}()
 	go func() {
+		// Every line read before Wait closes the pipe: the last one
+		// says whether the agent detached.
+		<-read
 		cmd.Wait()
 		close(a.waited)
 	}()
@@ -216,6 +221,48 @@ func TestAgentFollowsRestartAndStopsClean(t *testing.T) {
 	a.waitMetric("contend_finding", pid2, `point="`+comm+`!conn_on_message"`)
 	if !strings.Contains(a.log(), fmt.Sprintf("attaching to pid %d (%s)", second.PID, comm)) {
 		t.Errorf("agent did not say it attached to the restarted process:\n%s", a.log())
+	}
+	a.stop(syscall.SIGTERM)
+}
+
+// TestAgentCommOneSession watches two processes of one name from the
+// start and a third that starts later: one collector session records
+// them all (the agent's BPF programs stay the same as the third joins),
+// and each is exported under its own pid with its own lock series.
+func TestAgentCommOneSession(t *testing.T) {
+	requireRoot(t)
+	path, comm := stripeCopy(t)
+	// Eight threads each: three convoys on two cores are load enough.
+	start := func() *testbin.Proc {
+		return testbin.Start(t, path, "-variant", "bad", "-threads", "8", "-duration", "120")
+	}
+	procs := []*testbin.Proc{start(), start()}
+	a := startAgent(t, "--comm", comm, "--window", "1s")
+	lockSeries := func(p *testbin.Proc) {
+		t.Helper()
+		a.waitMetric("contend_lock_wait_seconds_total", `pid="`+strconv.Itoa(p.PID)+`"`, `lock="`+comm+`:table_lock"`, `comm="`+comm+`"`)
+	}
+	for _, p := range procs {
+		lockSeries(p)
+	}
+	progs, _ := testbin.BPFObjects(t, a.cmd.Process.Pid)
+	slices.Sort(progs)
+	if len(progs) == 0 {
+		t.Fatalf("the agent holds no BPF program while recording:\n%s", a.log())
+	}
+	procs = append(procs, start())
+	lockSeries(procs[2])
+	later, _ := testbin.BPFObjects(t, a.cmd.Process.Pid)
+	if slices.Sort(later); !slices.Equal(later, progs) {
+		t.Errorf("BPF programs %v after a third process joined, %v before: want the same session", later, progs)
+	}
+	for _, p := range procs {
+		if !strings.Contains(a.log(), fmt.Sprintf("attaching to pid %d (%s)", p.PID, comm)) {
+			t.Errorf("no attach line for pid %d:\n%s", p.PID, a.log())
+		}
+	}
+	if m := a.metrics(); !hasMetric(m, "contend_agent_targets 3") {
+		t.Errorf("want 3 targets:\n%s", metricLine(m, "contend_agent_targets"))
 	}
 	a.stop(syscall.SIGTERM)
 }
