@@ -626,3 +626,54 @@ func TestNarrowHeaderDropsWholeFigures(t *testing.T) {
 		t.Errorf("at 50 columns whole figures should go, the target and state stay: %q", line)
 	}
 }
+
+func TestLiveLoadsArePaced(t *testing.T) {
+	src := liveSource()
+	h := newHarness(t, src, hmResult(), 80, 24)
+	now := fixedNow
+	h.m.opts.Now = func() time.Time { return now }
+	h.m.opts.AnalyzeEvery = 2 * time.Second
+	h.m.lastLoad = now // Init's load
+	h.m.lastTook = 0
+	tick := func(after time.Duration) {
+		now = now.Add(after)
+		h.send(tickMsg{})
+	}
+	tick(time.Second)
+	if h.an.calls != 1 {
+		t.Errorf("a tick 1 s after a load analyzed again (%d analyses), want none before 2 s", h.an.calls)
+	}
+	tick(time.Second)
+	if h.an.calls != 2 {
+		t.Errorf("%d analyses 2 s after the first, want 2", h.an.calls)
+	}
+	// A load that took 300 ms is followed by 6 s (300 ms / loadShare)
+	// without one, however often the screen refreshes.
+	h.m.lastTook = 300 * time.Millisecond
+	for range 5 {
+		tick(time.Second)
+	}
+	if h.an.calls != 2 {
+		t.Errorf("%d analyses within 5 s of a 300 ms load, want 2", h.an.calls)
+	}
+	tick(time.Second)
+	if h.an.calls != 3 {
+		t.Errorf("%d analyses 6 s after a 300 ms load, want 3", h.an.calls)
+	}
+	// However slow, a load never keeps the lists more than maxAnalyzeGap
+	// behind.
+	h.m.lastTook = time.Hour
+	now = now.Add(maxAnalyzeGap - time.Second)
+	h.send(tickMsg{})
+	if h.an.calls != 3 {
+		t.Errorf("%d analyses before maxAnalyzeGap, want 3", h.an.calls)
+	}
+	tick(time.Second)
+	if h.an.calls != 4 {
+		t.Errorf("%d analyses at maxAnalyzeGap after a slow load, want 4", h.an.calls)
+	}
+	// The header's figures follow every tick meanwhile.
+	if n := strings.Count(strings.Join(h.waiting, " "), "tick"); n < 10 {
+		t.Errorf("%d ticks scheduled, want one per tick", n)
+	}
+}

@@ -103,7 +103,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
-	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", ExportDir: o.exportDir, ExportOwner: recordingOwner()})
+	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", AnalyzeEvery: tui.DefaultAnalyzeEvery, ExportDir: o.exportDir, ExportOwner: recordingOwner()})
 	_, stopErr := sess.Stop()
 	if runErr != nil {
 		return runErr
