@@ -69,7 +69,7 @@ func (f *fakeSession) Snapshot(window time.Duration) *recording.Recording {
 	return rec
 }
 
-func (f *fakeSession) Done() <-chan struct{} { return f.done }
+func (f *fakeSession) Done() <-chan struct{}  { return f.done }
 func (f *fakeSession) Stats() collector.Stats { return collector.Stats{} }
 
 // logEvent appends a wait at t (since origin) with the stack named fn
@@ -91,6 +91,16 @@ func (f *fakeSession) evict(n int) {
 	defer f.mu.Unlock()
 	f.log = f.log[n:]
 	f.oldest += uint64(n)
+}
+
+// snap takes a snapshot of window from src, failing the test on an error.
+func snap(t *testing.T, src *SessionSource, window time.Duration) *recording.Recording {
+	t.Helper()
+	rec, err := src.Snapshot(window)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // shown returns each event of rec as "T tid func".
@@ -116,10 +126,7 @@ func TestSessionSourceConvertsEachEventOnce(t *testing.T) {
 	f.logEvent(500*time.Millisecond, 1, "lock_a")
 	f.logEvent(1500*time.Millisecond, 2, "")
 	f.at = 2 * time.Second
-	rec, err := src.Snapshot(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := snap(t, src, 0)
 	if got, want := shown(t, rec), []string{"500ms 1 lock_a", "1.5s 2 -"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("first snapshot %v, want %v", got, want)
 	}
@@ -130,18 +137,12 @@ func TestSessionSourceConvertsEachEventOnce(t *testing.T) {
 	f.logEvent(1800*time.Millisecond, 4, "lock_a")
 	f.logEvent(2900*time.Millisecond, 5, "lock_a")
 	f.at = 3 * time.Second
-	rec, err = src.Snapshot(time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec = snap(t, src, time.Second)
 	// [2s, 3s): timed from 2s, in time order.
 	if got, want := shown(t, rec), []string{"500ms 3 lock_b", "900ms 5 lock_a"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("one-second window %v, want %v", got, want)
 	}
-	rec, err = src.Snapshot(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec = snap(t, src, 0)
 	if got, want := shown(t, rec), []string{"500ms 1 lock_a", "1.5s 2 -", "1.8s 4 lock_a", "2.5s 3 lock_b", "2.9s 5 lock_a"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("whole run %v, want %v", got, want)
 	}
@@ -169,32 +170,22 @@ func TestSessionSourceFollowsEvictionAndEnd(t *testing.T) {
 	f.logEvent(100*time.Millisecond, 1, "a")
 	f.logEvent(200*time.Millisecond, 2, "b")
 	f.at = time.Second
-	if _, err := src.Snapshot(0); err != nil {
-		t.Fatal(err)
-	}
+	snap(t, src, 0)
 	f.logEvent(1100*time.Millisecond, 3, "c")
 	f.at = 2 * time.Second
-	if _, err := src.Snapshot(0); err != nil {
-		t.Fatal(err)
-	}
+	snap(t, src, 0)
 	// The log lets go of its first two events (the whole first batch)
 	// and keeps the third.
 	f.evict(2)
 	f.logEvent(2100*time.Millisecond, 4, "d")
 	f.at = 3 * time.Second
-	rec, err := src.Snapshot(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := snap(t, src, 0)
 	if got, want := shown(t, rec), []string{"1.1s 3 c", "2.1s 4 d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after eviction %v, want %v", got, want)
 	}
 	// Once the session has ended its own recording is returned.
 	close(f.done)
-	rec, err = src.Snapshot(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec = snap(t, src, 0)
 	if f.full != 1 || len(rec.Events) != 1 {
 		t.Errorf("after the end: %d whole builds, %d events; want the session's own recording", f.full, len(rec.Events))
 	}
@@ -209,21 +200,14 @@ func TestSessionSourceCompactsStacks(t *testing.T) {
 		f.logEvent(time.Duration(i)*time.Microsecond, 1, "f"+time.Duration(i).String())
 	}
 	f.at = time.Second
-	if _, err := src.Snapshot(0); err != nil {
-		t.Fatal(err)
-	}
+	snap(t, src, 0)
 	f.logEvent(time.Second, 2, "kept")
 	f.at = 2 * time.Second
-	if _, err := src.Snapshot(0); err != nil {
-		t.Fatal(err)
-	}
+	snap(t, src, 0)
 	f.evict(maxStacks)
 	f.logEvent(1500*time.Millisecond, 3, "new")
 	f.at = 3 * time.Second
-	rec, err := src.Snapshot(0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := snap(t, src, 0)
 	if got, want := shown(t, rec), []string{"1s 2 kept", "1.5s 3 new"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after compaction %v, want %v", got, want)
 	}

@@ -634,46 +634,31 @@ func TestLiveLoadsArePaced(t *testing.T) {
 	h.m.opts.Now = func() time.Time { return now }
 	h.m.opts.AnalyzeEvery = 2 * time.Second
 	h.m.lastLoad = now // Init's load
-	h.m.lastTook = 0
-	tick := func(after time.Duration) {
+	// step moves the clock by after (took, if not zero, is how long the
+	// last load took), delivers a tick and checks the analyses so far.
+	step := func(after, took time.Duration, want int, what string) {
+		t.Helper()
+		if took > 0 {
+			h.m.lastTook = took
+		}
 		now = now.Add(after)
 		h.send(tickMsg{})
+		if h.an.calls != want {
+			t.Errorf("%s: %d analyses, want %d", what, h.an.calls, want)
+		}
 	}
-	tick(time.Second)
-	if h.an.calls != 1 {
-		t.Errorf("a tick 1 s after a load analyzed again (%d analyses), want none before 2 s", h.an.calls)
-	}
-	tick(time.Second)
-	if h.an.calls != 2 {
-		t.Errorf("%d analyses 2 s after the first, want 2", h.an.calls)
-	}
+	step(time.Second, 0, 1, "1 s after a load")
+	step(time.Second, 0, 2, "2 s after it")
 	// A load that took 300 ms is followed by 6 s (300 ms / loadShare)
 	// without one, however often the screen refreshes.
-	h.m.lastTook = 300 * time.Millisecond
-	for range 5 {
-		tick(time.Second)
-	}
-	if h.an.calls != 2 {
-		t.Errorf("%d analyses within 5 s of a 300 ms load, want 2", h.an.calls)
-	}
-	tick(time.Second)
-	if h.an.calls != 3 {
-		t.Errorf("%d analyses 6 s after a 300 ms load, want 3", h.an.calls)
-	}
+	step(5*time.Second, 300*time.Millisecond, 2, "5 s after a 300 ms load")
+	step(time.Second, 0, 3, "6 s after a 300 ms load")
 	// However slow, a load never keeps the lists more than maxAnalyzeGap
 	// behind.
-	h.m.lastTook = time.Hour
-	now = now.Add(maxAnalyzeGap - time.Second)
-	h.send(tickMsg{})
-	if h.an.calls != 3 {
-		t.Errorf("%d analyses before maxAnalyzeGap, want 3", h.an.calls)
-	}
-	tick(time.Second)
-	if h.an.calls != 4 {
-		t.Errorf("%d analyses at maxAnalyzeGap after a slow load, want 4", h.an.calls)
-	}
+	step(maxAnalyzeGap-time.Second, time.Hour, 3, "before maxAnalyzeGap after a slow load")
+	step(time.Second, 0, 4, "maxAnalyzeGap after a slow load")
 	// The header's figures follow every tick meanwhile.
-	if n := strings.Count(strings.Join(h.waiting, " "), "tick"); n < 10 {
-		t.Errorf("%d ticks scheduled, want one per tick", n)
+	if n := strings.Count(strings.Join(h.waiting, " "), "tick"); n != 7 {
+		t.Errorf("%d ticks scheduled, want 7 (Init's and one per tick)", n)
 	}
 }
