@@ -127,7 +127,7 @@ test: deps build fixtures unit race fuzz validate
 # 1.27): that stop, with no failing input written, is not a failure.
 FUZZTIME      ?= 20s
 FUZZMINIMIZE  ?= 2s
-TEST_FUZZTIME ?= 6s
+TEST_FUZZTIME ?= 3s
 test: FUZZTIME = $(TEST_FUZZTIME)
 fuzz:
 	@set -e; for pkg in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
