@@ -231,21 +231,15 @@ const (
 	minArrayElements = 2
 )
 
-// lockWait is the typical wait for the lock itself: the median wait less
-// the waiters' wake-up latency. A futex wait ends when its thread runs
-// again, so on a machine with more runnable threads than CPUs every wait
-// carries a queue for a CPU that says nothing of how many holds it spans;
-// taken out, the count of holds means the same at 2 or 64 threads per CPU.
-// The latency is a mean over every sleep of the waiters and the wait a
-// median: when the mean reaches the median, a few long delays dominate it
-// (64 threads woken in bursts on 2 CPUs) and it says nothing of a typical
-// wait, so the median stands as it is.
-func (c *lockCase) lockWait() time.Duration {
-	if c.wakeLatency >= c.p50 {
-		return c.p50
-	}
-	return c.p50 - c.wakeLatency
-}
+// lockWait is the typical wait for the lock: the median wait, run-queue
+// delay after the wake-up included. Taking the waiters' mean wake-up
+// latency out of it was tried and is not robust: on an oversubscribed
+// machine that mean comes close to the median (64 threads woken in bursts
+// on 2 CPUs), so the difference swings from one run to the next between a
+// fraction of a hold and dozens. Left in, it makes a writer on a machine
+// with far more runnable threads than CPUs read as a queue, which it then
+// is.
+func (c *lockCase) lockWait() time.Duration { return c.p50 }
 
 // hotStripe reports whether the lock is the hot element of an array: it
 // takes at least hotStripeShare of the array's waiting and at least twice
