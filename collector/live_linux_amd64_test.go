@@ -380,7 +380,10 @@ func TestStopDetachesAndIsIdempotent(t *testing.T) {
 	p := testbin.Start(t, bin, "2")
 	pid := mustPID(t, p)
 	progs0, links0 := testbin.BPFObjects(t, os.Getpid())
-	s, err := Start(context.Background(), Options{PID: pid})
+	// A window needs history to reach back (Options.History); without
+	// it a Snapshot holds only the second under way, empty right after
+	// it rolls over.
+	s, err := Start(context.Background(), Options{PID: pid, History: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
