@@ -398,11 +398,11 @@ func TestStopDetachesAndIsIdempotent(t *testing.T) {
 	// history snapshots come once a second after that.
 	time.Sleep(3 * time.Second)
 	win := s.Snapshot(time.Second)
-	// A window starts at the last history snapshot a full window before
-	// its end, and history snapshots are a poll period apart, plus however
-	// late a poll runs: at most a window and a poll period and a half,
-	// well short of the whole session (over 3 s by now).
-	if most := time.Second + drainEvery*3/2; win.Meta.Duration <= 0 || win.Meta.Duration > most {
+	// A window starts at the last history step (deltaEvery apart) a full
+	// window before its end, plus however late a drain runs: at most a
+	// window, a step and a drain period and a half, well short of the
+	// whole session (over 3 s by now).
+	if most := time.Second + s.deltaEvery + drainEvery*3/2; win.Meta.Duration <= 0 || win.Meta.Duration > most {
 		t.Errorf("1s window covers %s, want at most %s", win.Meta.Duration, most)
 	}
 	rec, err := s.Stop()
