@@ -106,10 +106,12 @@ RACE_PKGS := collector collector/probes symbolize tui agent cmd/contend
 # unit builds every test binary in parallel, then runs one package at a
 # time: the integration tests record real fixtures and time them, and two
 # packages' fixtures competing for the two CPUs would change what they
-# measure (a spin convoy starved by another package's convoy).
+# measure (a spin convoy starved by another package's convoy). The TUI's
+# live tests run first, on a machine no earlier test has loaded.
 unit:
 	$(GO) test -run '^$$' ./... >/dev/null
-	$(GO) test -p 1 ./...
+	$(GO) test -p 1 ./tui
+	$(GO) test -p 1 $$($(GO) list ./... | grep -v '/tui$$')
 
 race:
 	$(GO) test -race -short $(addprefix ./,$(RACE_PKGS))
