@@ -251,6 +251,11 @@ func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 func startTop(t *testing.T, secs int, flags string) (*tmuxPane, int) {
 	t.Helper()
 	bin, pid := liveFixture(t, secs)
+	// A top that outlives its pane (the tmux server gone, top slow to
+	// exit on the hang-up) would hold its probes and a CPU into the next
+	// test and starve that test's fixture: it is killed when the test
+	// ends, after the pane (cleanups run last first).
+	t.Cleanup(func() { _ = exec.Command("pkill", "-KILL", "-f", bin+" top -p "+strconv.Itoa(pid)).Run() })
 	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d %s; echo EXIT=$?", bin, pid, flags))
 	p.waitFor("contend top", fmt.Sprintf("pid %d spin", pid), "LIVE")
 	return p, pid
