@@ -8,6 +8,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/contend-dev/contend/internal/testbin"
 )
 
 // find returns the program named name among Find's, or nil.
@@ -30,12 +32,7 @@ func findNamed(t *testing.T, name string) *Program {
 // a BPF file system and closed, no process holds it and it is an orphan;
 // unpinned, it is gone.
 func TestFindHoldersAndOrphans(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("loading a BPF program needs root, and CI runs as root")
-		}
-		t.Skip("loading a BPF program needs root")
-	}
+	testbin.RequireRoot(t, "loading a BPF program")
 	const name = Prefix + "left_test"
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: name, Type: ebpf.SocketFilter, License: "GPL",

@@ -31,12 +31,7 @@ func TestMain(m *testing.M) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs root, and CI runs as root")
-		}
-		t.Skip("needs root")
-	}
+	testbin.RequireRoot(t, "switching users")
 }
 
 // TestTarget: the user to drop to comes from --user, else sudo's
