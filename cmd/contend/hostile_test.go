@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -43,16 +44,66 @@ type measured struct {
 
 // runMeasured runs the contend binary with args (and extra environment)
 // and returns its exit code, output and peak resident memory.
+//
+// The run goes through a small helper process (measureChild) instead of
+// being started from the test binary itself: Go starts children with
+// vfork, the child shares its parent's memory until exec, and Linux
+// carries that memory's high-water mark into the child's ru_maxrss. A
+// test binary grown to 650 MiB by earlier tests (with -race) made every
+// contend it started read as 650 MiB. The helper is small, so the figure
+// is contend's own.
 func runMeasured(t *testing.T, env []string, args ...string) measured {
 	t.Helper()
-	cmd, out, errb := contendCmd(t, args...)
-	cmd.Env = append(os.Environ(), env...)
-	err := cmd.Run()
-	m := measured{code: exitCodeOf(t, err), stdout: out.String(), stderr: errb.String()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.maxRSSBytes = ru.Maxrss << 10
+	probe, _, _ := contendCmd(t)
+	report := filepath.Join(t.TempDir(), "measured")
+	cmd := testbin.HelperCmd("measure", append(env, measureOutEnv+"="+report)...)
+	cmd.Args = append(cmd.Args, append([]string{probe.Path}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("measuring helper: %v\n%s", err, errb.String())
+	}
+	m := measured{stdout: out.String(), stderr: errb.String()}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("measuring helper wrote no report: %v\n%s", err, errb.String())
+	}
+	if _, err := fmt.Sscan(string(data), &m.code, &m.maxRSSBytes); err != nil {
+		t.Fatalf("measuring helper report %q: %v", data, err)
 	}
 	return m
+}
+
+// measureOutEnv names the file measureChild writes its report to.
+const measureOutEnv = "CONTEND_TEST_MEASURE_OUT"
+
+// measureChild is the helper behind runMeasured: it runs os.Args[1:]
+// with this process's standard streams and writes "<exit code> <peak
+// resident bytes>" to $CONTEND_TEST_MEASURE_OUT. A child killed by a
+// signal reports exit code -1, as exec.ExitError does.
+func measureChild() int {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "measure: no command")
+		return 2
+	}
+	cmd := exec.Command(os.Args[1], os.Args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		fmt.Fprintln(os.Stderr, "measure:", err)
+		return 2
+	}
+	var maxRSS int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		maxRSS = ru.Maxrss << 10
+	}
+	report := fmt.Sprintf("%d %d\n", cmd.ProcessState.ExitCode(), maxRSS)
+	if err := os.WriteFile(os.Getenv(measureOutEnv), []byte(report), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "measure:", err)
+		return 2
+	}
+	return 0
 }
 
 // checkNoCrash fails when a run panicked or was killed: Go's panic exit

@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 		// doctor runs `contend doctor` in-process, for
 		// TestDoctorWithoutPrivileges to run as nobody.
 		"doctor": func() int { return run([]string{"doctor"}) },
+		// measure runs its arguments as a command and reports the
+		// command's exit code and peak memory (runMeasured).
+		"measure": measureChild,
 	})
 	os.Exit(m.Run())
 }
