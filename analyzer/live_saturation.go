@@ -170,11 +170,18 @@ const satCommonShare = 0.8
 // threads leave their CPU wherever they happen to be, so the leaf frames
 // scatter over every function the work calls; what they share is the code
 // that does the work. The first point is the most specific function that
-// at least half of the run-queue time passes through (walking each stack
+// satCommonShare of the run-queue time passes through (walking each stack
 // from its leaf, once per function); the others are the heaviest leaf
-// functions, for the evidence.
+// functions, for the evidence. "Most specific" is read from the stacks,
+// not from the weights: of the functions that qualify, the one found
+// below (nearer the leaf than) the others on the stacks they share. The
+// weights cannot order them: a stack cut short at its root end keeps the
+// callee and loses the caller, so a caller can weigh less than its callee
+// (RocksDB: DBImpl::Get on 83.4 % of the time, the GetImpl it calls on
+// 83.6 %).
 func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
 	var samples []*liveSample
+	var depths []map[string]int // per sample, each function's first index from the leaf
 	var total int64
 	through := map[string]int64{}
 	best := map[string]*liveSample{}
@@ -185,31 +192,31 @@ func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
 		}
 		samples = append(samples, &liveSample{tid: s.tid, frames: s.frames, values: []int64{0, v}})
 		total += v
-		seen := map[string]bool{}
-		for _, f := range s.userFrames() {
-			if seen[f.Func] || liveMachinery(f) || unnamed(f) || threadEntryFuncs[normNative(f.Func)] {
+		seen := map[string]int{}
+		for i, f := range s.userFrames() {
+			if _, dup := seen[f.Func]; dup || liveMachinery(f) || unnamed(f) || threadEntryFuncs[normNative(f.Func)] {
 				continue
 			}
-			seen[f.Func] = true
+			seen[f.Func] = i
 			through[f.Func] += v
 			if b := best[f.Func]; b == nil || v > runqOf(b) {
 				best[f.Func] = s
 			}
 		}
+		depths = append(depths, seen)
 	}
 	leaves := byFunction(pointsOf(samples, 1))
-	common, weight := "", int64(0)
+	var shared []string
 	for fn, w := range through {
-		if float64(w) < satCommonShare*float64(total) {
-			continue
-		}
-		if common == "" || w < weight || w == weight && fn < common {
-			common, weight = fn, w
+		if float64(w) >= satCommonShare*float64(total) {
+			shared = append(shared, fn)
 		}
 	}
+	common := innermost(shared, samples, depths)
 	if common == "" {
 		return leaves
 	}
+	weight := through[common]
 	fr := best[common].userFrames()
 	pi := 0
 	for i, f := range fr {
@@ -227,6 +234,49 @@ func (ld *liveData) runqPoints(busy map[int]bool) []*pointAgg {
 		}
 	}
 	return out
+}
+
+// innermost returns the function of fns found nearer the leaf than the
+// others on the samples' stacks: for each pair, the one below the other
+// on more of the run-queue time they share wins; the function with the
+// most wins is the innermost (recursion can make the order cyclic, and
+// then the most wins still names the deepest function in most stacks).
+// Ties go to the name first in order, so the choice does not depend on
+// map order. depths[i] maps each function on samples[i]'s stack to its
+// first index from the leaf.
+func innermost(fns []string, samples []*liveSample, depths []map[string]int) string {
+	sort.Strings(fns)
+	below := make([][]int64, len(fns)) // below[a][b]: time fns[a] sits below fns[b]
+	for a := range below {
+		below[a] = make([]int64, len(fns))
+	}
+	for i, d := range depths {
+		v := samples[i].values[1]
+		for a, fa := range fns {
+			da, ok := d[fa]
+			if !ok {
+				continue
+			}
+			for b, fb := range fns {
+				if db, ok := d[fb]; ok && da < db {
+					below[a][b] += v
+				}
+			}
+		}
+	}
+	best, bestWins := "", -1
+	for a, fa := range fns {
+		wins := 0
+		for b := range fns {
+			if a != b && below[a][b] > below[b][a] {
+				wins++
+			}
+		}
+		if wins > bestWins {
+			best, bestWins = fa, wins
+		}
+	}
+	return best
 }
 
 // byFunction merges points of one function (a thread is preempted at any
