@@ -15,7 +15,7 @@ do_setup() {
 do_start() {
 	exec setpriv --reuid=postgres --regid=postgres --init-groups -- "$PGBIN/postgres" -D "$WORK/pgdata" \
 		-c listen_addresses=127.0.0.1 -p "$PORT" -c unix_socket_directories="$WORK/sock" \
-		-c max_connections=100 -c shared_buffers=128MB -c synchronous_commit=on -c fsync=on \
+		-c max_connections=200 -c shared_buffers=128MB -c synchronous_commit=on -c fsync=on \
 		-c track_io_timing=on
 }
 do_ready() { "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT"; }
