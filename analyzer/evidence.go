@@ -51,6 +51,10 @@ const (
 	// EvWriterQueue — F: p50_s, holds, hold_bound_s, p99_s, tail,
 	// wake_latency_s.
 	EvWriterQueue EvidenceKind = "writer-queue"
+	// EvWriterGroups — F: passed, woken, share (passed / woken), group
+	// (woken / passed: waiters per group), p50_s, holds (how many holds a
+	// typical wait spans).
+	EvWriterGroups EvidenceKind = "writer-groups"
 	// EvWaiterCPU — F: cpu_s, machinery_share, section_share,
 	// outside_share. N: function.
 	EvWaiterCPU EvidenceKind = "waiter-cpu"
@@ -194,6 +198,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvTurnsDemand,
 	EvTurnsTimeouts,
 	EvWriterQueue,
+	EvWriterGroups,
 	EvWaiterCPU,
 	EvShortHolds,
 	EvHotStripe,

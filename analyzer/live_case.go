@@ -30,6 +30,8 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 		contentions:  int64(g.blocked),
 		handoffRate:  lf.handoffRate,
 		holdBound:    lf.holdBound,
+		passOn:       lf.passOn,
+		passOnOf:     lf.passOnOf,
 		p50:          lf.p50,
 		p99:          lf.p99,
 		wakeLatency:  lf.wakeLatency,

@@ -96,6 +96,10 @@ type lockFacts struct {
 	// thread was blocked on the lock.
 	contended float64
 
+	// passOn of passOnOf logged waits that ended with others queued were
+	// followed by their thread handing the lock on (ld.passOn).
+	passOn, passOnOf int
+
 	// wakeLatency is how long the waiters sat runnable after being woken,
 	// on average per sleep: the wait a futex call measures ends when the
 	// waiter runs again, so each wait includes one of these.
@@ -223,6 +227,7 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 		}
 	}
 	lf.evWaits = len(durs)
+	lf.passOn, lf.passOnOf = ld.passOn(g, own)
 	if span := x.last - x.first; span > 0 && len(spans) > 0 {
 		lf.contended = float64(unionLength(spans)) / float64(span)
 	}
@@ -236,6 +241,62 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 	lf.p50 = time.Duration(histQuantile(g.hist, 0.5))
 	lf.p99 = time.Duration(histQuantile(g.hist, 0.99))
 	lf.quantFrom = "histogram"
+}
+
+// passOn counts, of the logged waits that ended while another thread
+// still waited on the lock, how many were followed by the woken thread
+// waking a waiter of the lock itself before it waited on the lock again
+// (passed), out of how many such waits had a next wait in the log (of).
+// A thread woken to take a mutex, a row lock or an interpreter lock holds
+// it and, with a queue behind it, wakes the next when it lets go: passed
+// is nearly all of them. A thread whose work a releaser did for it (a
+// group commit's followers, woken as done) goes back without handing
+// anything over: passed falls to about one in a group.
+func (ld *liveData) passOn(g *lockGroup, own map[uint64]bool) (passed, of int) {
+	x := ld.ev
+	var waits []recording.Event
+	for _, w := range g.words {
+		waits = append(waits, x.waits[w.addr]...)
+	}
+	sort.Slice(waits, func(i, j int) bool { return waits[i].T < waits[j].T })
+	// maxEnd[i] is the latest end of waits[:i+1]: a wait that began before
+	// e ended and ends after it is a thread still queued when e's thread
+	// was woken.
+	maxEnd := make([]int64, len(waits))
+	for i, w := range waits {
+		maxEnd[i] = w.End()
+		if i > 0 {
+			maxEnd[i] = max(maxEnd[i], maxEnd[i-1])
+		}
+	}
+	addrs := g.addrs()
+	for _, e := range waits {
+		end := e.End()
+		i := sort.Search(len(waits), func(i int) bool { return waits[i].T >= end }) - 1
+		if i < 0 || maxEnd[i] <= end {
+			continue // nobody queued behind: nothing to hand over
+		}
+		te := x.thread(e.TID)
+		if te == nil {
+			continue
+		}
+		next := int64(-1)
+		tw := te.waits.ev
+		for j := sort.Search(len(tw), func(j int) bool { return tw[j].T >= end }); j < len(tw); j++ {
+			if own[tw[j].Addr] {
+				next = tw[j].T
+				break
+			}
+		}
+		if next < 0 {
+			continue // the log ends before the thread waits again
+		}
+		of++
+		if x.releasedAt(addrs, e.TID, end, next) < next {
+			passed++
+		}
+	}
+	return passed, of
 }
 
 // holderPreempted adds the time the owner of a wait sat runnable without a

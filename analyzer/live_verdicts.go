@@ -89,6 +89,22 @@ const (
 	// undercounts them (RocksDB's writers: 3.8 waiting on average, 0.39 by
 	// rate × median).
 	writerMinHandoffWaiting = 0.5
+
+	// writerMaxPassOn is the share of woken waiters, woken while others
+	// still queued, that hand the lock on themselves, at or below which
+	// the releasers finish the waiters' work for them (combined): a
+	// thread woken to take a mutex, a row lock or an interpreter lock
+	// holds it and wakes the next when it lets go, and the log shows
+	// 0.52–0.66 of them doing so (MariaDB's row locks 0.66, Ruby's GVL
+	// 0.52–0.65 at 4 to 64 threads; the rest lost the lock to a barging
+	// thread and waited again, or their next wait was too short to log).
+	// A group commit's followers are woken as done and never hand
+	// anything on, so only one waiter per group does: RocksDB's writers
+	// 0.46 at 4 threads, 0.32 at 6, 0.07 at 128 on 2 CPUs. One in four
+	// means groups of four or more, half the lowest mutex-like share;
+	// where groups are smaller, the producers' waits are short and the
+	// queue-length rule (writerMaxQueue) already decides.
+	writerMaxPassOn = 0.25
 )
 
 func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {

@@ -8,8 +8,14 @@ func ioEvidence(c *lockCase) []Evidence { return c.io.ev }
 // writerEvidence shows that each producer waits for one hand-off, not
 // behind a crowd.
 func writerEvidence(c *lockCase) []Evidence {
-	ev := []Evidence{fact("events", EvWriterQueue, "p50_s", c.p50, "holds", float64(c.lockWait())/float64(c.holdBound),
-		"hold_bound_s", c.holdBound, "p99_s", c.p99, "tail", float64(c.p99)/max(1, float64(c.p50)), "wake_latency_s", c.wakeLatency)}
+	var ev []Evidence
+	if c.lockWait() > writerMaxQueue*c.holdBound && c.combined() {
+		ev = append(ev, fact("events", EvWriterGroups, "passed", c.passOn, "woken", c.passOnOf,
+			"share", float64(c.passOn)/float64(c.passOnOf), "group", float64(c.passOnOf)/float64(max(1, c.passOn)), "p50_s", c.p50, "holds", float64(c.lockWait())/float64(c.holdBound)))
+	} else {
+		ev = append(ev, fact("events", EvWriterQueue, "p50_s", c.p50, "holds", float64(c.lockWait())/float64(c.holdBound),
+			"hold_bound_s", c.holdBound, "p99_s", c.p99, "tail", float64(c.p99)/max(1, float64(c.p50)), "wake_latency_s", c.wakeLatency))
+	}
 	return append(ev, waiterCPUEvidence(c)...)
 }
 

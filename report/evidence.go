@@ -185,6 +185,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("a typical wait (%s) spans about %s holds of at most %s: each producer waits for the hand-off itself, not behind a crowd; the tail (p99 %s, %s× the median) is the producers that queued behind several hand-offs in a row",
 			p50, w.num("holds"), w.sec("hold_bound_s"), w.sec("p99_s"), w.num("tail"))
 	},
+	analyzer.EvWriterGroups: func(w words) string {
+		return fmt.Sprintf("of %s waiters woken while others still queued, only %s (%s) then handed the lock on: the rest were woken with their work done by the releaser, which serves the queue a group at a time (about %s per group); a typical wait (p50 %s) spans about %s holds because the producers queue behind whole groups",
+			w.cnt("woken"), w.cnt("passed"), w.pct("share"), w.num("group"), w.sec("p50_s"), w.num("holds"))
+	},
 	analyzer.EvWaiterCPU: func(w words) string {
 		return fmt.Sprintf("of the waiters' %s of sampled CPU, %s is in lock machinery (the futex calls and context switches of hand-offs, or spinning in the lock), %s in %s, which takes the lock (the critical section and more), and %s elsewhere",
 			w.sec("cpu_s"), w.pct("machinery_share"), w.pct("section_share"), w.n("function"), w.pct("outside_share"))
