@@ -87,8 +87,11 @@ type Session struct {
 	tr     tracer
 	res    *resolver
 	ksym   kernelSymbols
-	clk    clock
-	meta   recording.Meta
+	// objs shares the target processes' mapped objects and their tables
+	// (a server's processes map the same files).
+	objs *symbolize.ObjectCache
+	clk  clock
+	meta recording.Meta
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *GoFetch
 	// goSrc says where a Go target's runtime profiles come from.
@@ -475,6 +478,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		opts:       o,
 		target:     o.Target,
 		cfg:        cfg,
+		objs:       symbolize.NewObjectCache(),
 		drainEvery: drainEvery,
 		deltaEvery: deltaEvery,
 		done:       make(chan struct{}),
@@ -592,7 +596,7 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	}
 	p.sym = rawSymbols{}
 	if !o.NoProbes {
-		sym, err := symbolize.Open(int(pid), symbolize.Options{ProcRoot: o.ProcRoot})
+		sym, err := symbolize.Open(int(pid), symbolize.Options{ProcRoot: o.ProcRoot, Objects: s.objs})
 		switch {
 		case err == nil:
 			p.sym = sym
@@ -634,8 +638,11 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			// The sampler ends by itself when the process exits.
-			ps.Run(ctx, s.clk.wall)
+			// The sampler ends by itself when the process exits; any
+			// other end leaves the process's timeline short, and says so.
+			if err := ps.Run(ctx, s.clk.wall); err != nil {
+				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
+			}
 		}()
 	case errors.Is(err, ErrNoProcess):
 		s.tr.setTarget(int(pid), false)

@@ -31,7 +31,10 @@ type region struct {
 
 // process is the implementation behind Process.
 type process struct {
-	mu        sync.Mutex
+	// mu serializes the process's methods: its own lock, or the lock of
+	// the ObjectCache it shares objects through.
+	mu        *sync.Mutex
+	shared    *ObjectCache
 	pid       int
 	procDir   string // <proc root>/<pid>
 	debugDirs []string
@@ -68,12 +71,17 @@ func openProcess(pid int, o Options) (*process, error) {
 		dirs = []string{defaultDebugDir}
 	}
 	p := &process{
+		mu:        &sync.Mutex{},
+		shared:    o.Objects,
 		pid:       pid,
 		procDir:   filepath.Join(root, strconv.Itoa(pid)),
 		debugDirs: dirs,
 		objects:   map[string]*object{},
 		cache:     map[uint64][]recording.Frame{},
 		lim:       newLimits(),
+	}
+	if o.Objects != nil {
+		p.mu = &o.Objects.mu
 	}
 	if exe, err := os.Readlink(filepath.Join(p.procDir, "exe")); err == nil {
 		p.exePath = strings.TrimSuffix(exe, " (deleted)")
@@ -88,8 +96,8 @@ func openProcess(pid int, o Options) (*process, error) {
 func (p *process) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, o := range p.objects {
-		if o != nil {
+	for key, o := range p.objects {
+		if o != nil && (p.shared == nil || !p.shared.release(key)) {
 			o.close()
 		}
 	}
@@ -221,9 +229,18 @@ func (p *process) object(key string, m *mapping) *object {
 		return o
 	}
 	var o *object
-	if key == "[vdso]" {
+	switch {
+	case key == "[vdso]":
 		o = p.openVDSO(m)
-	} else {
+	case p.shared != nil:
+		// The same device and inode is the same file in every process
+		// (whatever its path there), so its tables are the same.
+		if o = p.shared.take(key); o == nil {
+			if o = p.openMapped(m); o != nil {
+				p.shared.put(key, o)
+			}
+		}
+	default:
 		o = p.openMapped(m)
 	}
 	p.objects[key] = o

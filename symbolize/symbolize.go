@@ -42,6 +42,7 @@ package symbolize
 import (
 	"errors"
 	"runtime"
+	"sync"
 
 	"github.com/contend-dev/contend/recording"
 )
@@ -58,6 +59,64 @@ type Options struct {
 	// and by .gnu_debuglink; nil means /usr/lib/debug. An empty non-nil
 	// slice disables the search.
 	DebugDirs []string
+	// Objects, when set, shares the objects (mapped files and the tables
+	// parsed from them) of every Process opened with it: the processes of
+	// one server map the same executable and libraries, and without it
+	// each process maps and parses its own copy (128 PostgreSQL backends
+	// held 128 copies of postgres's and libc's tables). Processes opened
+	// with one ObjectCache also share one lock, so that the lazily parsed
+	// tables are never parsed by two at once.
+	Objects *ObjectCache
+}
+
+// ObjectCache shares objects between the Processes opened with it (see
+// Options.Objects). The zero value is not usable; call NewObjectCache.
+type ObjectCache struct {
+	// mu serializes every Process opened with the cache.
+	mu   sync.Mutex
+	objs map[string]*sharedObject
+}
+
+// sharedObject is an object and how many open Processes map it.
+type sharedObject struct {
+	o    *object
+	refs int
+}
+
+// NewObjectCache returns an empty cache. An object leaves it, and is
+// unmapped, when the last Process that maps it is closed.
+func NewObjectCache() *ObjectCache {
+	return &ObjectCache{objs: map[string]*sharedObject{}}
+}
+
+// take returns the object cached under key and counts one more user, or
+// nil. Caller holds c.mu.
+func (c *ObjectCache) take(key string) *object {
+	if so := c.objs[key]; so != nil {
+		so.refs++
+		return so.o
+	}
+	return nil
+}
+
+// put caches o under key for its first user. Caller holds c.mu.
+func (c *ObjectCache) put(key string, o *object) {
+	c.objs[key] = &sharedObject{o: o, refs: 1}
+}
+
+// release counts one user fewer of the object under key and unmaps it
+// when none is left. It reports whether the cache held the key. Caller
+// holds c.mu.
+func (c *ObjectCache) release(key string) bool {
+	so := c.objs[key]
+	if so == nil {
+		return false
+	}
+	if so.refs--; so.refs == 0 {
+		so.o.close()
+		delete(c.objs, key)
+	}
+	return true
 }
 
 // Regs is the user register state a stack walk starts from: instruction

@@ -527,3 +527,52 @@ func TestOpenFile(t *testing.T) {
 		t.Errorf("OpenFile(C source) succeeded")
 	}
 }
+
+// TestSharedObjects opens two processes of one program through one
+// ObjectCache: they share the program's object (one mapping, one set of
+// tables), each still resolves its own addresses (PIE loads them at
+// different bases), and the object stays usable until the last process
+// that maps it is closed.
+func TestSharedObjects(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g")
+	cache := NewObjectCache()
+	var procs []*Process
+	var tellers []uint64
+	for range 2 {
+		tg := startTarget(t, bin, "1")
+		p, err := Open(tg.pid(), Options{Objects: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+		tellers = append(tellers, tg.fields(t)["teller"])
+	}
+	a, b := procs[0].impl, procs[1].impl
+	if a.exeObj == nil || a.exeObj != b.exeObj {
+		t.Fatalf("the two processes' executables are %p and %p, want one shared object", a.exeObj, b.exeObj)
+	}
+	if a.mu != b.mu {
+		t.Fatal("processes sharing objects do not share their lock")
+	}
+	shared := len(cache.objs)
+	if shared == 0 {
+		t.Fatal("the cache holds no object")
+	}
+	for i, p := range procs {
+		if fr := p.Frames(tellers[i], true); fr[0].Func != "teller" {
+			t.Errorf("process %d: Frames(teller) = %q, want teller", i, fr[0].Func)
+		}
+	}
+	procs[0].Close()
+	if fr := procs[1].Frames(tellers[1], true); fr[0].Func != "teller" {
+		t.Errorf("after the first process closed: Frames(teller) = %q, want teller", fr[0].Func)
+	}
+	if len(cache.objs) != shared {
+		t.Errorf("closing one of two processes left %d objects of %d", len(cache.objs), shared)
+	}
+	procs[1].Close()
+	if len(cache.objs) != 0 {
+		t.Errorf("%d objects left in the cache after every process closed", len(cache.objs))
+	}
+}
