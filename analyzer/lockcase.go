@@ -276,6 +276,13 @@ func (c *lockCase) combined() bool {
 	return c.passOnOf >= minLoggedWaits && float64(c.passOn) <= writerMaxPassOn*float64(c.passOnOf)
 }
 
+// groupsOnly reports whether the writer verdict rests on the groups
+// alone: the waits span more holds than a hand-off, and the releasers
+// already combine.
+func (c *lockCase) groupsOnly() bool {
+	return c.lockWait() > writerMaxQueue*c.holdBound && c.combined()
+}
+
 func (c *lockCase) hotStripe() bool {
 	a := c.array
 	return a != nil && a.elements >= minArrayElements && a.hotShare >= hotStripeShare &&
@@ -342,6 +349,9 @@ func judgeLock(c *lockCase, dur time.Duration) Finding {
 		ev = append(ev, hotStripeEvidence(c))
 	case c.handoffBound():
 		f.Kind, r = KindSerializedWriter, remedyCombine
+		if c.groupsOnly() {
+			r = remedyBiggerGroups
+		}
 		ev = append(ev, writerEvidence(c)...)
 	case c.turns:
 		f.Kind, r = KindContention, remedyTurns

@@ -9,7 +9,7 @@ func ioEvidence(c *lockCase) []Evidence { return c.io.ev }
 // behind a crowd.
 func writerEvidence(c *lockCase) []Evidence {
 	var ev []Evidence
-	if c.lockWait() > writerMaxQueue*c.holdBound && c.combined() {
+	if c.groupsOnly() {
 		ev = append(ev, fact("events", EvWriterGroups, "passed", c.passOn, "woken", c.passOnOf,
 			"share", float64(c.passOn)/float64(c.passOnOf), "group", float64(c.passOnOf)/float64(max(1, c.passOn)), "p50_s", c.p50, "holds", float64(c.lockWait())/float64(c.holdBound)))
 	} else {

@@ -23,6 +23,7 @@ const (
 	remedyGIL                        // CPython's global interpreter lock
 	remedyGVL                        // Ruby's global VM lock
 	remedyCombine                    // a serialized writer: tryLock + queue drained by the holder
+	remedyBiggerGroups               // a writer that already combines: bigger batches, fewer producers
 	remedyHotKey                     // one hot key in a striped lock
 	remedyStripe                     // a lock shared over disjoint keys
 	remedyShorten                    // plain contention
@@ -52,6 +53,9 @@ type sugg struct {
 	rate  float64
 	cpus  int
 	share float64
+	// group is how many waiters a combining releaser serves per turn,
+	// holds how many holds a typical wait spans.
+	group, holds float64
 	// why lists what kept a lock from a more specific verdict.
 	why []string
 	// preempted is set when the holders' waits for a CPU explain much of
@@ -79,6 +83,7 @@ var suggestions = map[remedy]func(s sugg) Suggestion{
 	remedyGIL:          gilSuggestion,
 	remedyGVL:          gvlSuggestion,
 	remedyCombine:      combine,
+	remedyBiggerGroups: biggerGroups,
 	remedyHotKey:       hotKey,
 	remedyStripe:       stripe,
 	remedyShorten:      shorten,
@@ -154,6 +159,15 @@ func combine(s sugg) Suggestion {
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource through one lock and hand it over %s times a second; every hand-off wakes a sleeping producer, costs two context switches and adds the wake-up latency to that producer's write. "+
 			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, units.Rate(s.rate)),
 		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", units.Seconds(s.waitS), units.Seconds(s.cpuS)),
+	}
+}
+
+func biggerGroups(s sugg) Suggestion {
+	return Suggestion{
+		Action: fmt.Sprintf("The queue already combines: its releaser finishes about %s waiting %ss' work per turn. Give each turn more to do and fewer %ss to wake: batch items on the producer's side (several items per call that takes the lock), or feed the resource from about one producer per CPU through a queue.", units.Float(s.group), s.whom, s.whom),
+		Reasoning: fmt.Sprintf("%d producers feed one serial resource whose holder already writes for a whole group at a time; each producer waits behind about %s holds, so adding producers lengthens every wait without adding throughput. A producer that hands over several items per call, or fewer producers, wake fewer %ss per item and keep the resource as busy.",
+			s.participants, units.Float(s.holds), s.whom),
+		ExpectedGain: fmt.Sprintf("most of the %s of waiting; the serial resource's throughput stays, with fewer wake-ups per item", units.Seconds(s.waitS)),
 	}
 }
 
@@ -289,6 +303,12 @@ func (c *lockCase) sugg() sugg {
 		preempted:    c.evWaitNS > 0 && float64(c.preemptNS) >= ioMinExplained*float64(c.evWaitNS),
 		cpus:         c.cpus,
 	}
+	if c.passOn > 0 {
+		s.group = float64(c.passOnOf) / float64(c.passOn)
+	}
+	if c.holdBound > 0 {
+		s.holds = float64(c.lockWait()) / float64(c.holdBound)
+	}
 	if s.whom == "" {
 		s.whom = "thread"
 	}
@@ -350,7 +370,7 @@ func headline(c *lockCase, k Kind, r remedy) string {
 			name += ", Ruby's global VM lock"
 		}
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
-	case remedyCombine:
+	case remedyCombine, remedyBiggerGroups:
 		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, units.Rate(c.handoffRate), c.what)
 	case remedyHotKey:
 		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.array.base, units.Percent(c.array.hotShare), c.what)
