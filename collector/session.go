@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -1068,6 +1069,67 @@ func (s *Session) Targets() []int {
 // second's start without history. Meta.Start and Meta.Duration say what
 // the recording covers.
 func (s *Session) Snapshot(window time.Duration) *recording.Recording {
+	return s.snapshot(window, true)
+}
+
+// SnapshotNoEvents is Snapshot without the event log (Events and Stacks
+// empty), for a caller that keeps the events itself, each converted once,
+// from EventsSince: converting the whole log at every snapshot is most of
+// what a live view costs. Once Stop has run it returns Stop's recording,
+// events included.
+func (s *Session) SnapshotNoEvents(window time.Duration) *recording.Recording {
+	return s.snapshot(window, false)
+}
+
+// EventBatch is a part of a session's event log, converted: what
+// EventsSince returns.
+type EventBatch struct {
+	// Events are the events logged from the sequence number asked for up
+	// to Next, in time order, timed from Origin; Stack indexes Stacks.
+	Events []recording.Event
+	// Stacks are the stacks of Events, deduplicated within the batch.
+	Stacks []recording.Stack
+	// Next is the sequence number the next event logged will have: the
+	// one to ask for next.
+	Next uint64
+	// Oldest is the sequence number of the oldest event the log keeps:
+	// the log is bounded, and the events before it were evicted.
+	Oldest uint64
+	// Origin is the wall-clock time events are timed from: a recording of
+	// the session covers [Meta.Start.Sub(Origin), +Meta.Duration) in
+	// their times.
+	Origin time.Time
+}
+
+// EventsSince converts the events logged from sequence number seq on (0:
+// every event the log keeps), so that a live view converts each event
+// once instead of the whole log at every refresh.
+func (s *Session) EventsSince(seq uint64) EventBatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := EventBatch{Oldest: s.log.evicted, Next: s.log.evicted + uint64(s.log.n), Origin: s.clk.wall}
+	if seq >= b.Next {
+		return b
+	}
+	skip := int(max(seq, b.Oldest) - b.Oldest)
+	each := func(fn func(*rawEvent)) {
+		left := skip
+		for _, c := range s.log.chunks {
+			if left >= len(c) {
+				left -= len(c)
+				continue
+			}
+			for i := left; i < len(c); i++ {
+				fn(&c[i])
+			}
+			left = 0
+		}
+	}
+	b.Events, b.Stacks = buildEvents(each, s.log.n-skip, s.clk.mono, math.MaxUint64, s.res)
+	return b
+}
+
+func (s *Session) snapshot(window time.Duration, events bool) *recording.Recording {
 	select {
 	case <-s.finished:
 	default:
@@ -1101,7 +1163,7 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 			snap.counters[k] = sat(v, base[k])
 		}
 	}
-	rec := s.build(snap, from, s.at)
+	rec := s.build(snap, from, s.at, events)
 	s.aggMu.Unlock()
 	s.goWindow(rec)
 	return rec
@@ -1150,7 +1212,7 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		s.aggMu.Lock()
 		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
 		s.final = true
-		rec := s.build(snap, 0, s.at)
+		rec := s.build(snap, 0, s.at, true)
 		s.aggMu.Unlock()
 		s.mu.Lock()
 		s.stopRec = rec
@@ -1188,8 +1250,9 @@ func (s *Session) Stop() (*recording.Recording, error) {
 }
 
 // build assembles the recording of the interval [from, to) of the session
-// from the interval's snapshot d. Caller holds s.aggMu.
-func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recording {
+// from the interval's snapshot d, with the event log's events of the
+// interval unless events is false. Caller holds s.aggMu.
+func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recording.Recording {
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
@@ -1291,19 +1354,21 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	// The log is read in place, under s.mu: a copy would double the
 	// largest part of a recording's memory. The final recording consumes
 	// it.
-	s.mu.Lock()
-	each := s.log.each
-	if s.final {
-		each = s.log.consume
-	}
-	n := 0
-	s.log.each(func(e *rawEvent) {
-		if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
-			n++
+	if events {
+		s.mu.Lock()
+		each := s.log.each
+		if s.final {
+			each = s.log.consume
 		}
-	})
-	rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
-	s.mu.Unlock()
+		n := 0
+		s.log.each(func(e *rawEvent) {
+			if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
+				n++
+			}
+		})
+		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
+		s.mu.Unlock()
+	}
 	if rec.Stacks == nil {
 		rec.Stacks = []recording.Stack{}
 	}

@@ -26,6 +26,25 @@ import (
 // core.
 const DefaultRefresh = time.Second
 
+// DefaultAnalyzeEvery is the shortest time between two analyses of a live
+// source that `contend top` asks for: the header's figures still follow
+// every refresh, while the lists, which summarize windows of one and ten
+// seconds, change on a scale of seconds. Half the refreshes is half the
+// cost of analyzing at each.
+const DefaultAnalyzeEvery = 2 * time.Second
+
+// loadShare bounds the share of the time a live view spends taking
+// snapshots and analyzing them: after a load that took d, the next starts
+// no sooner than d/loadShare after its start. The goal for contend top is 5% of a
+// core; a target whose windows take long to analyze (thousands of threads
+// and stacks) is then refreshed less often, not analyzed without pause.
+const loadShare = 0.05
+
+// maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
+// (a machine short of CPU makes every load slow), the lists are never more
+// than this far behind the header.
+const maxAnalyzeGap = 10 * time.Second
+
 // windows are the time windows `w` cycles through: the last second shows
 // what happens now, the last ten seconds smooth out bursts, and the whole
 // run accumulates evidence. The middle one is the default.
@@ -48,6 +67,12 @@ type Options struct {
 	// ExportOwner, when set, is who exported recordings belong to: the
 	// user a TUI running as root (contend top under sudo) records for.
 	ExportOwner *recording.Owner
+	// AnalyzeEvery is the shortest time between the starts of two
+	// snapshots of a live source taken at refreshes (DefaultAnalyzeEvery
+	// for contend top), and no sooner after the end of the last than
+	// loadShare allows; 0 takes one at every refresh. A load never starts
+	// while the previous one runs.
+	AnalyzeEvery time.Duration
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
@@ -70,6 +95,8 @@ type (
 		gen   int
 		frame *frame
 		err   error
+		// took is how long taking the snapshot and analyzing it took.
+		took time.Duration
 	}
 	// exitedMsg says the source's Done channel closed.
 	exitedMsg struct{}
@@ -83,9 +110,10 @@ type (
 	}
 )
 
-// frame is one snapshot as shown: the recording, its analysis and the
-// header figures taken from its timeline.
+// frame is one snapshot as shown: the recording's metadata, its analysis
+// and the header figures taken from its timeline.
 type frame struct {
+	// rec holds the metadata of the recording only.
 	rec    *recording.Recording
 	res    *analyzer.Result
 	sum    summary
@@ -143,9 +171,13 @@ type Model struct {
 	err    error
 	gen    int
 	loadOn int // generation being loaded, or -1
-	window int
-	paused bool
-	exited bool
+	// lastLoad is when the last load started and lastTook how long it
+	// took: they pace the loads (see loadDue).
+	lastLoad time.Time
+	lastTook time.Duration
+	window   int
+	paused   bool
+	exited   bool
 
 	exporting bool
 	status    string
@@ -251,28 +283,50 @@ func (m *Model) tickCmd() tea.Cmd {
 // loadCmd takes a snapshot and analyzes it off the UI goroutine.
 func (m *Model) loadCmd(gen int) tea.Cmd {
 	m.loadOn = gen
+	m.lastLoad = m.opts.Now()
 	src, an, window := m.src, m.analyze, m.curWindow()
 	return func() tea.Msg {
-		rec, err := src.Snapshot(window)
-		if err != nil {
-			return frameMsg{gen: gen, err: fmt.Errorf("snapshot: %w", err)}
-		}
-		if rec == nil {
-			return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
-		}
-		res, err := an(rec)
-		if err == nil && res == nil {
-			err = errors.New("no result")
-		}
-		if err != nil {
-			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
-		}
-		// What is shown goes through termsafe: names and warnings come
-		// from the target. Exports take their own snapshot, exact.
-		shown := *rec
-		shown.Meta = termsafe.Value(rec.Meta)
-		return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
+		start := time.Now()
+		msg := load(src, an, window, gen)
+		msg.took = time.Since(start)
+		return msg
 	}
+}
+
+// load takes a snapshot of window and analyzes it.
+func load(src Source, an AnalyzeFunc, window time.Duration, gen int) frameMsg {
+	rec, err := src.Snapshot(window)
+	if err != nil {
+		return frameMsg{gen: gen, err: fmt.Errorf("snapshot: %w", err)}
+	}
+	if rec == nil {
+		return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
+	}
+	res, err := an(rec)
+	if err == nil && res == nil {
+		err = errors.New("no result")
+	}
+	if err != nil {
+		return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
+	}
+	// What is shown goes through termsafe: names and warnings come
+	// from the target. Exports take their own snapshot, exact. The
+	// frame keeps only the recording's metadata, all the views read of
+	// it: its profiles and events, the largest part of the memory of a
+	// live view, go once analyzed.
+	shown := recording.Recording{Meta: termsafe.Value(rec.Meta)}
+	return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
+}
+
+// loadDue reports whether a refresh may start a load now: when pacing is
+// on, Options.AnalyzeEvery and the last load's duration over loadShare
+// after the start of the last one.
+func (m *Model) loadDue() bool {
+	if m.opts.AnalyzeEvery <= 0 {
+		return true
+	}
+	gap := max(m.opts.AnalyzeEvery, min(time.Duration(float64(m.lastTook)/loadShare), maxAnalyzeGap))
+	return m.opts.Now().Sub(m.lastLoad) >= gap
 }
 
 // refresh asks for fresh data unless a load is already under way; a load
@@ -326,7 +380,7 @@ func (m *Model) onTick() tea.Cmd {
 	m.stats = m.src.Stats()
 	var cmds []tea.Cmd
 	cmds = append(cmds, m.tickCmd())
-	if !m.paused {
+	if !m.paused && m.loadDue() {
 		cmds = append(cmds, m.refresh())
 	}
 	return tea.Batch(cmds...)
@@ -336,6 +390,7 @@ func (m *Model) onFrame(msg frameMsg) tea.Cmd {
 	if msg.gen == m.loadOn {
 		m.loadOn = -1
 	}
+	m.lastTook = msg.took
 	if msg.gen != m.gen {
 		// Data of a window no longer asked for; fetch the current one
 		// (a paused screen fetches it when it resumes).
