@@ -45,6 +45,16 @@ const loadShare = 0.05
 // than this far behind the header.
 const maxAnalyzeGap = 10 * time.Second
 
+// minLiveSpan is how long a live source must have recorded before it is
+// first analyzed: the view's shortest window. A snapshot taken as the
+// session starts covers a few milliseconds, before the probes' maps were
+// drained (every 250 ms) or the threads' states sampled more than once or
+// twice, and the detectors' shares and rates over it are noise: on the
+// spin fixture a 0.14 s window reads as CPU saturation and a 1 s one as
+// the spin convoy it is. With the analyses paced, such a first verdict
+// stayed on screen until the next load, up to maxAnalyzeGap later.
+const minLiveSpan = time.Second
+
 // windows are the time windows `w` cycles through: the last second shows
 // what happens now, the last ten seconds smooth out bursts, and the whole
 // run accumulates evidence. The middle one is the default.
@@ -218,7 +228,8 @@ func New(src Source, opts Options) Model {
 		look:    lk,
 		keys:    newKeyMap(src.Live()),
 		help:    h,
-		// Init always starts loading generation 0.
+		// Init starts loading generation 0 unless the source is live and
+		// too young to analyze (see early).
 		loadOn: 0,
 		window: defaultWindow,
 		after: func(d time.Duration) tea.Cmd {
@@ -230,6 +241,10 @@ func New(src Source, opts Options) Model {
 	}
 	m.setStyles()
 	m.stats = src.Stats()
+	if m.early() {
+		// The first tick past minLiveSpan loads instead.
+		m.loadOn = -1
+	}
 	return m
 }
 
@@ -248,13 +263,17 @@ func (m *Model) setStyles() {
 	}
 }
 
-// Init loads the first snapshot, starts the refresh clock of a live source
+// Init loads the first snapshot (a live source's once it has recorded
+// minLiveSpan), starts the refresh clock of a live source
 // and watches for the end of the target. A coloured view asks the
 // terminal for its background (the answer, if any, arrives as a message;
 // nothing waits for it, and until then the colours are those for a dark
 // background).
 func (m Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.loadCmd(m.gen)}
+	var cmds []tea.Cmd
+	if m.loadOn == m.gen {
+		cmds = append(cmds, m.loadCmd(m.gen))
+	}
 	if m.st.colour {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
@@ -322,11 +341,20 @@ func load(src Source, an AnalyzeFunc, window time.Duration, gen int) frameMsg {
 // on, Options.AnalyzeEvery and the last load's duration over loadShare
 // after the start of the last one.
 func (m *Model) loadDue() bool {
+	if m.early() {
+		return false
+	}
 	if m.opts.AnalyzeEvery <= 0 {
 		return true
 	}
 	gap := max(m.opts.AnalyzeEvery, min(time.Duration(float64(m.lastTook)/loadShare), maxAnalyzeGap))
 	return m.opts.Now().Sub(m.lastLoad) >= gap
+}
+
+// early reports whether the source is live and has recorded less than
+// minLiveSpan: too little to analyze.
+func (m *Model) early() bool {
+	return m.src.Live() && !m.exited && m.stats.Elapsed < minLiveSpan
 }
 
 // refresh asks for fresh data unless a load is already under way; a load

@@ -662,3 +662,41 @@ func TestLiveLoadsArePaced(t *testing.T) {
 		t.Errorf("%d ticks scheduled, want 7 (Init's and one per tick)", n)
 	}
 }
+
+// TestLiveFirstLoadWaitsForASecond: a live source is not analyzed before
+// it has recorded the view's shortest window, neither by Init nor at a
+// tick; the first tick past it loads, and a target that exits sooner is
+// analyzed as it ends.
+func TestLiveFirstLoadWaitsForASecond(t *testing.T) {
+	src := liveSource()
+	src.stats.Elapsed = 300 * time.Millisecond
+	h := newHarness(t, src, hmResult(), 80, 24)
+	if h.an.calls != 0 || len(src.windows) != 0 {
+		t.Fatalf("Init analyzed %d times (snapshots %v) after 300 ms of recording, want none", h.an.calls, src.windows)
+	}
+	if !strings.Contains(h.view(), "taking the first snapshot") {
+		t.Errorf("before the first analysis the screen should say it is coming:\n%s", h.view())
+	}
+	src.mu.Lock()
+	src.stats.Elapsed = 900 * time.Millisecond
+	src.mu.Unlock()
+	h.send(tickMsg{})
+	if h.an.calls != 0 {
+		t.Errorf("a tick at 900 ms analyzed, want none before %s", minLiveSpan)
+	}
+	src.mu.Lock()
+	src.stats.Elapsed = minLiveSpan
+	src.mu.Unlock()
+	h.send(tickMsg{})
+	if h.an.calls != 1 || !strings.Contains(h.view(), "Finding") {
+		t.Errorf("the tick at %s: %d analyses, want 1 and the findings shown:\n%s", minLiveSpan, h.an.calls, h.view())
+	}
+
+	gone := liveSource()
+	gone.stats.Elapsed = 400 * time.Millisecond
+	h = newHarness(t, gone, hmResult(), 80, 24)
+	h.send(exitedMsg{})
+	if h.an.calls != 1 {
+		t.Errorf("a target gone after 400 ms: %d analyses, want its last one", h.an.calls)
+	}
+}
