@@ -42,9 +42,8 @@ type SessionSource struct {
 
 	mu sync.Mutex
 	// batches are the converted events, oldest first, each with the range
-	// of the log's sequence numbers it came from; a batch goes once the
-	// log has evicted all of it, so the cache holds what the log holds
-	// plus at most one batch.
+	// of the log's sequence numbers it came from; the events the log has
+	// evicted go, so the cache holds what the log holds.
 	batches []eventBatch
 	next    uint64
 	origin  time.Time
@@ -125,6 +124,15 @@ func (l *SessionSource) update(b collector.EventBatch) {
 		drop++
 	}
 	l.batches = slices.Delete(l.batches, 0, drop)
+	if len(l.batches) > 0 {
+		// The log evicts event by event: the events of the oldest batch
+		// it no longer holds go too, so that a window sees the events
+		// the session's own snapshot would.
+		first := &l.batches[0]
+		if start := first.last - uint64(len(first.events)); start < b.Oldest {
+			first.events = first.events[b.Oldest-start:]
+		}
+	}
 	if len(b.Events) == 0 {
 		return
 	}

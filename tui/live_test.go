@@ -183,6 +183,18 @@ func TestSessionSourceFollowsEvictionAndEnd(t *testing.T) {
 	if got, want := shown(t, rec), []string{"1.1s 3 c", "2.1s 4 d"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("after eviction %v, want %v", got, want)
 	}
+	// An eviction within a batch: e and f arrive in one, the log lets go
+	// of c, d and e, and the cache of them too.
+	f.logEvent(3100*time.Millisecond, 5, "e")
+	f.logEvent(3200*time.Millisecond, 6, "f")
+	f.at = 4 * time.Second
+	snap(t, src, 0)
+	f.evict(3)
+	f.at = 5 * time.Second
+	rec = snap(t, src, 0)
+	if got, want := shown(t, rec), []string{"3.2s 6 f"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after evicting part of a batch %v, want %v", got, want)
+	}
 	// Once the session has ended its own recording is returned.
 	close(f.done)
 	rec = snap(t, src, 0)
