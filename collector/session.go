@@ -144,6 +144,9 @@ type Session struct {
 	endOnce  sync.Once
 	finished chan struct{} // closed once probes are detached and drained
 	stopOnce sync.Once
+	// closed is set by Close: no snapshot is built after it. Guarded by
+	// aggMu.
+	closed bool
 	// final is set while Stop builds the whole-session recording, the
 	// last use of the event log.
 	final   bool
@@ -1067,7 +1070,7 @@ func (s *Session) Targets() []int {
 // window is rounded to whole seconds; windows longer than the history
 // kept (Options.History) start at its oldest delta, or at the current
 // second's start without history. Meta.Start and Meta.Duration say what
-// the recording covers.
+// the recording covers. After Close it returns nil.
 func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 	return s.snapshot(window, true)
 }
@@ -1144,6 +1147,10 @@ func (s *Session) snapshot(window time.Duration, events bool) *recording.Recordi
 		return stopped
 	}
 	s.aggMu.Lock()
+	if s.closed {
+		s.aggMu.Unlock()
+		return nil
+	}
 	snap := &snapshot{at: s.at, counters: maps.Clone(s.counters), open: s.open}
 	from := time.Duration(0)
 	if window <= 0 || window >= s.at {
@@ -1194,21 +1201,47 @@ func applyGoWindow(rec *recording.Recording, gp *GoProfiles) {
 // calls return the same recording. The error reports a failure that cut
 // the recording short (the recording is still returned, marked partial).
 func (s *Session) Stop() (*recording.Recording, error) {
-	s.stopOnce.Do(func() {
-		s.end(endStopped, nil)
-		<-s.finished
-		s.mu.Lock()
-		jvms := s.jvms()
-		s.mu.Unlock()
+	s.stopOnce.Do(func() { s.stop(true) })
+	return s.stopRec, s.stopErr
+}
+
+// Close ends the recording as Stop does but builds no recording of the
+// whole session: for a caller that has shown what it wanted from
+// snapshots (contend top), so that leaving costs what detaching the
+// probes costs. Building the whole session (every aggregate and the
+// event log, symbolized) took seconds to minutes on a busy target, with
+// the probes' programs held meanwhile. The error is Stop's; Stop after
+// Close returns no recording, and snapshots after it none.
+func (s *Session) Close() error {
+	s.stopOnce.Do(func() { s.stop(false) })
+	return s.stopErr
+}
+
+// stop ends the session and releases what it holds, building the whole
+// session's recording into s.stopRec when whole is set.
+func (s *Session) stop(whole bool) {
+	s.end(endStopped, nil)
+	<-s.finished
+	s.mu.Lock()
+	jvms := s.jvms()
+	s.mu.Unlock()
+	if whole {
 		for _, p := range jvms {
 			p.jvm.finish(s.res)
 		}
-		var gp *GoProfiles
-		if s.gofetch != nil {
-			gp = s.gofetch.Stop()
-		}
-		s.cancel()
-		s.wg.Wait()
+	}
+	var gp *GoProfiles
+	if s.gofetch != nil {
+		gp = s.gofetch.Stop()
+	}
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	runErr := s.runErr
+	procs := slices.Collect(maps.Values(s.procs))
+	s.mu.Unlock()
+	s.stopErr = runErr
+	if whole {
 		s.aggMu.Lock()
 		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
 		s.final = true
@@ -1216,10 +1249,6 @@ func (s *Session) Stop() (*recording.Recording, error) {
 		s.aggMu.Unlock()
 		s.mu.Lock()
 		s.stopRec = rec
-		s.mu.Unlock()
-		s.mu.Lock()
-		runErr := s.runErr
-		procs := slices.Collect(maps.Values(s.procs))
 		s.mu.Unlock()
 		for _, p := range jvms {
 			p.jvm.apply(s.stopRec)
@@ -1234,19 +1263,24 @@ func (s *Session) Stop() (*recording.Recording, error) {
 			gp.Apply(s.stopRec)
 		}
 		s.stopRec.Meta.GoData = s.goData(s.stopRec)
-		s.stopErr = runErr
-		for _, p := range procs {
-			if p.procs != nil {
-				p.procs.Close()
-			}
-			if p.memFile != nil {
-				p.memFile.Close()
-			}
+	} else {
+		// A snapshot still being built (a view's load that its exit
+		// did not wait for) finishes before what it reads goes, and
+		// none starts after.
+		s.aggMu.Lock()
+		s.closed = true
+		s.aggMu.Unlock()
+	}
+	for _, p := range procs {
+		if p.procs != nil {
+			p.procs.Close()
 		}
-		s.tr.close()
-		s.res.close()
-	})
-	return s.stopRec, s.stopErr
+		if p.memFile != nil {
+			p.memFile.Close()
+		}
+	}
+	s.tr.close()
+	s.res.close()
 }
 
 // build assembles the recording of the interval [from, to) of the session

@@ -104,7 +104,9 @@ func runTop(ctx context.Context, o topOptions) error {
 		return fmt.Errorf("top: %w", err)
 	}
 	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", AnalyzeEvery: tui.DefaultAnalyzeEvery, ExportDir: o.exportDir, ExportOwner: recordingOwner()})
-	_, stopErr := sess.Stop()
+	// The view showed what it had; building the whole session's
+	// recording would only delay the exit (and a signal's).
+	stopErr := sess.Close()
 	if runErr != nil {
 		return runErr
 	}
