@@ -351,23 +351,25 @@ func (r *resolver) openStack(pid, tid uint32, ts uint64) (recording.Stack, bool)
 func (r *resolver) userStack(hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.userStackLocked(hash)
+	return copyStack(r.userStackShared(hash))
 }
 
-func (r *resolver) userStackLocked(hash uint64) recording.Stack {
+// userStackShared is the stack of hash with the cache's frames, which
+// the caller must not change. Caller holds r.mu.
+func (r *resolver) userStackShared(hash uint64) recording.Stack {
 	e, ok := r.rawStack(hash)
 	if !ok {
 		return recording.Stack{}
 	}
 	if pcs, complete, ok := r.namer.best(hash); ok {
-		st := r.symbolize(e.pid, pcs)
+		st := r.symbolizeShared(e.pid, pcs)
 		st.Truncated = !complete
 		return st
 	}
 	if len(e.pcs) == 0 {
 		return recording.Stack{}
 	}
-	st := r.symbolize(e.pid, e.pcs)
+	st := r.symbolizeShared(e.pid, e.pcs)
 	st.Truncated = len(e.pcs) >= stackDepth
 	return cutUnmapped(st)
 }
@@ -393,14 +395,17 @@ func cutUnmapped(st recording.Stack) recording.Stack {
 }
 
 // eventStack returns the stack of one event: its own window when one was
-// taken, else the name of its stack.
+// taken, else the name of its stack. Its frames are the symbolizer
+// cache's, shared with every event of the same stack: the caller must not
+// change them (a copy per event was most of what converting the event
+// log allocated).
 func (r *resolver) eventStack(pid, tid uint32, ts uint64, hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if u, ok := r.eventPCs[evKey{tid, ts}]; ok {
 		e, known := r.rawStack(hash)
 		if hash < stackFirst || !known || len(e.pcs) == 0 || e.pcs[0] == u.pcs[0] {
-			st := r.symbolize(pid, u.pcs)
+			st := r.symbolizeShared(pid, u.pcs)
 			st.Truncated = !u.complete
 			return st
 		}
@@ -408,16 +413,22 @@ func (r *resolver) eventStack(pid, tid uint32, ts uint64, hash uint64) recording
 	if hash < stackFirst {
 		return recording.Stack{}
 	}
-	return r.userStackLocked(hash)
+	return r.userStackShared(hash)
 }
 
 // symbolize names pcs of process pid, re-reading the process's mappings
 // (at most every refreshEvery) when an address lies in no known mapping.
 // Caller holds r.mu.
 func (r *resolver) symbolize(pid uint32, pcs []uint64) recording.Stack {
+	return copyStack(r.symbolizeShared(pid, pcs))
+}
+
+// symbolizeShared is symbolize with the cache's frames, which the caller
+// must not change. Caller holds r.mu.
+func (r *resolver) symbolizeShared(pid uint32, pcs []uint64) recording.Stack {
 	k := symKey{pid, pcsKey(pcs)}
 	if st, ok := r.symCache[k]; ok {
-		return copyStack(st)
+		return st
 	}
 	sym := r.sym(pid)
 	st := sym.Stack(pcs)
@@ -431,7 +442,7 @@ func (r *resolver) symbolize(pid uint32, pcs []uint64) recording.Stack {
 		r.symCache = map[symKey]recording.Stack{}
 	}
 	r.symCache[k] = st
-	return copyStack(st)
+	return st
 }
 
 // hasUnmapped reports whether a frame lies outside every known mapping.
