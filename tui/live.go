@@ -33,7 +33,7 @@ type session interface {
 // per window by the session (cheap: one entry per stack and lock), while
 // the event log, the largest part of a recording, is converted by the
 // session only for the events logged since the last snapshot and kept
-// here, converted, with its stacks in one table. Converting the whole log
+// here, compact (cachedEvent), with its stacks in one table. Converting the whole log
 // at every refresh was most of what the view cost (measured with perf on
 // the stripe fixture: over three quarters of contend top's CPU, with the
 // collections its allocations caused).
@@ -51,14 +51,71 @@ type SessionSource struct {
 	// a stack's entry by its content.
 	stacks []recording.Stack
 	index  map[string]int
+	// names holds the strings of the cached events, which refer to them
+	// by index.
+	names eventNames
 }
 
 // eventBatch is one EventsSince's events, with their stacks re-indexed
 // into the source's table.
 type eventBatch struct {
-	events []recording.Event
+	events []cachedEvent
 	// last is the sequence number after the batch's last event.
 	last uint64
+}
+
+// cachedEvent is a recording.Event as the cache keeps it: its kind and
+// syscall name as indexes into the source's eventNames, its ids in 32
+// bits (pid_max is at most 2^22). It holds no pointer, so the cache, the
+// largest part of a live view's heap (a whole event log), is not scanned
+// at each garbage collection, and it takes half the memory (48 bytes, not
+// 104): under the 64 MiB heap limit the collector ran almost without
+// pause, and its scans were most of contend top's CPU.
+type cachedEvent struct {
+	T, Dur                  int64
+	Addr                    uint64
+	PID, TID, PeerPID, Peer int32
+	Stack                   int32
+	kind                    uint8
+	sys                     uint16
+}
+
+// eventNames interns the strings of cached events. Both sets are small and
+// fixed: the collector's event kinds, and the names of the syscalls its
+// I/O probes trace.
+type eventNames struct {
+	kinds    []recording.EventKind
+	syscalls []string
+}
+
+// intern returns the index of v in *list, adding it if new.
+func intern[T comparable](list *[]T, v T) int {
+	if i := slices.Index(*list, v); i >= 0 {
+		return i
+	}
+	*list = append(*list, v)
+	return len(*list) - 1
+}
+
+// pack returns e as the cache keeps it; stack is its index in the
+// source's table.
+func (n *eventNames) pack(e recording.Event, stack int) cachedEvent {
+	return cachedEvent{
+		T: e.T, Dur: e.Dur, Addr: e.Addr,
+		PID: int32(e.PID), TID: int32(e.TID), PeerPID: int32(e.PeerPID), Peer: int32(e.Peer),
+		Stack: int32(stack),
+		kind:  uint8(intern(&n.kinds, e.Kind)),
+		sys:   uint16(intern(&n.syscalls, e.Syscall)),
+	}
+}
+
+// unpack returns c as a recording.Event.
+func (n *eventNames) unpack(c cachedEvent) recording.Event {
+	return recording.Event{
+		Kind: n.kinds[c.kind], T: c.T, Dur: c.Dur,
+		PID: int(c.PID), TID: int(c.TID), PeerPID: int(c.PeerPID), Peer: int(c.Peer),
+		Addr: c.Addr, Syscall: n.syscalls[c.sys], Stack: int(c.Stack),
+	}
 }
 
 // maxStacks bounds the source's stack table: a stack stays in it while
@@ -143,14 +200,15 @@ func (l *SessionSource) update(b collector.EventBatch) {
 	for i, st := range b.Stacks {
 		remap[i] = l.stackIndex(st)
 	}
-	for i := range b.Events {
-		if e := &b.Events[i]; e.Stack >= 0 && e.Stack < len(remap) {
-			e.Stack = remap[e.Stack]
-		} else {
-			e.Stack = -1
+	events := make([]cachedEvent, len(b.Events))
+	for i, e := range b.Events {
+		stack := -1
+		if e.Stack >= 0 && e.Stack < len(remap) {
+			stack = remap[e.Stack]
 		}
+		events[i] = l.names.pack(e, stack)
 	}
-	l.batches = append(l.batches, eventBatch{events: b.Events, last: b.Next})
+	l.batches = append(l.batches, eventBatch{events: events, last: b.Next})
 }
 
 // stackIndex returns the entry of st in the table, adding it if new.
@@ -178,12 +236,12 @@ func (l *SessionSource) compact() {
 			if e.Stack < 0 {
 				continue
 			}
-			j, ok := remap[e.Stack]
+			j, ok := remap[int(e.Stack)]
 			if !ok {
 				j = l.stackIndex(old[e.Stack])
-				remap[e.Stack] = j
+				remap[int(e.Stack)] = j
 			}
-			e.Stack = j
+			e.Stack = int32(j)
 		}
 	}
 }
@@ -202,8 +260,9 @@ func (l *SessionSource) between(from, to int64) []recording.Event {
 	}
 	out := make([]recording.Event, 0, n)
 	for _, b := range l.batches {
-		for _, e := range b.events {
-			if e.T >= from && e.T < to {
+		for _, c := range b.events {
+			if c.T >= from && c.T < to {
+				e := l.names.unpack(c)
 				e.T -= from
 				out = append(out, e)
 			}

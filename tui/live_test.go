@@ -227,3 +227,22 @@ func TestSessionSourceCompactsStacks(t *testing.T) {
 		t.Errorf("stack table holds %d stacks after compaction, want 2", len(rec.Stacks))
 	}
 }
+
+// TestSessionSourceKeepsEveryField: an event comes out of the cache as it
+// went in, whatever its kind, with its time moved to the window's start.
+func TestSessionSourceKeepsEveryField(t *testing.T) {
+	f := &fakeSession{origin: time.Unix(1000, 0), done: make(chan struct{})}
+	src := newSessionSource(f)
+	in := []recording.Event{
+		{Kind: recording.EventWait, T: 1e8, Dur: 5e6, PID: 40, TID: 41, Peer: 42, Addr: 0x7f00deadbeef, Stack: -1},
+		{Kind: recording.EventIO, T: 2e8, Dur: 3e6, PID: 40, TID: 43, Syscall: "pwrite64", Stack: -1},
+		{Kind: recording.EventWakeup, T: 3e8, PID: 40, TID: 44, PeerPID: 4194303, Peer: 4194300, Stack: -1},
+		{Kind: recording.EventIO, T: 4e8, Dur: 1e6, PID: 40, TID: 43, Syscall: "fsync", Stack: -1},
+	}
+	f.log = append(f.log, in...)
+	f.at = time.Second
+	got := snap(t, src, 0).Events
+	if !reflect.DeepEqual(got, in) {
+		t.Errorf("events through the cache:\n got %+v\nwant %+v", got, in)
+	}
+}
