@@ -942,6 +942,9 @@ const maxOpenUnwinds = 1000
 func (s *Session) unwindOpen(calls []openCall) {
 	open := make(map[evKey]bool, len(calls))
 	n := 0
+	// One buffer serves every copy: the unwinder reads a window and
+	// keeps none of it.
+	var buf []byte
 	for _, c := range calls {
 		k := evKey{c.tid, c.ts}
 		open[k] = true
@@ -958,7 +961,10 @@ func (s *Session) unwindOpen(calls []openCall) {
 			continue
 		}
 		n++
-		win := readStackWindow(mem, c.sp)
+		if buf == nil {
+			buf = make([]byte, windowMax)
+		}
+		win := readStackWindow(mem, c.sp, buf)
 		if ts, ok := s.tr.openTS(c); !ok || ts != c.ts || len(win) == 0 {
 			continue
 		}
