@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,8 +116,11 @@ type resolver struct {
 	eventFIFO []evKey
 	// openPCs holds the unwound stacks of calls in progress (nil pcs when
 	// the unwind failed), by thread and start.
-	openPCs  map[evKey]unwound
-	symCache map[symKey]recording.Stack
+	openPCs map[evKey]unwound
+	// symCache holds symbolized stacks by symKey; keyBuf is the buffer
+	// the key of a lookup is built in.
+	symCache map[string]recording.Stack
+	keyBuf   []byte
 	kCache   map[uint64]recording.Stack
 	locks    map[lockKey]lockInfo
 	maps     map[uint32][]*procfs.ProcMap
@@ -144,10 +148,16 @@ func (r *resolver) symWarnings() []string {
 	return out
 }
 
-// symKey names a symbolized stack: frames of one process.
-type symKey struct {
-	pid uint32
-	pcs string
+// symKey names a symbolized stack, frames pcs of process pid, in r.keyBuf:
+// a map looked up with string(key) copies nothing, and symbolizing an
+// event log looks up one stack per event.
+func (r *resolver) symKey(pid uint32, pcs []uint64) []byte {
+	b := binary.LittleEndian.AppendUint32(r.keyBuf[:0], pid)
+	for _, pc := range pcs {
+		b = binary.LittleEndian.AppendUint64(b, pc)
+	}
+	r.keyBuf = b
+	return b
 }
 
 // lockInfo is what the resolver knows of one futex word.
@@ -175,7 +185,7 @@ func newResolver(root string, ksym kernelSymbols, mark func(uint64) error) *reso
 		namer:       newStackNamer(),
 		eventPCs:    map[evKey]unwound{},
 		openPCs:     map[evKey]unwound{},
-		symCache:    map[symKey]recording.Stack{},
+		symCache:    map[string]recording.Stack{},
 		kCache:      map[uint64]recording.Stack{},
 		locks:       map[lockKey]lockInfo{},
 		maps:        map[uint32][]*procfs.ProcMap{},
@@ -426,8 +436,7 @@ func (r *resolver) symbolize(pid uint32, pcs []uint64) recording.Stack {
 // symbolizeShared is symbolize with the cache's frames, which the caller
 // must not change. Caller holds r.mu.
 func (r *resolver) symbolizeShared(pid uint32, pcs []uint64) recording.Stack {
-	k := symKey{pid, pcsKey(pcs)}
-	if st, ok := r.symCache[k]; ok {
+	if st, ok := r.symCache[string(r.symKey(pid, pcs))]; ok {
 		return st
 	}
 	sym := r.sym(pid)
@@ -439,9 +448,10 @@ func (r *resolver) symbolizeShared(pid uint32, pcs []uint64) recording.Stack {
 		}
 	}
 	if len(r.symCache) >= maxSymbolized {
-		r.symCache = map[symKey]recording.Stack{}
+		r.symCache = map[string]recording.Stack{}
 	}
-	r.symCache[k] = st
+	// Symbolizing may have used the buffer: the key is built again.
+	r.symCache[string(r.symKey(pid, pcs))] = st
 	return st
 }
 
