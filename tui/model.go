@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -33,11 +34,15 @@ const DefaultRefresh = time.Second
 // cost of analyzing at each.
 const DefaultAnalyzeEvery = 2 * time.Second
 
-// loadShare bounds the share of the time a live view spends taking
-// snapshots and analyzing them: after a load that took d, the next starts
-// no sooner than d/loadShare after its start. The goal for contend top is 5% of a
-// core; a target whose windows take long to analyze (thousands of threads
-// and stacks) is then refreshed less often, not analyzed without pause.
+// loadShare bounds the share of a core a live view spends taking
+// snapshots and analyzing them: after a load that took d (the longer of
+// its wall time and the CPU the process used meanwhile, which counts the
+// garbage collections the load's allocations caused on other threads),
+// the next starts no sooner than d/loadShare after its start. The goal
+// for contend top is 5% of a core in all, and the recording itself takes
+// some of it; a target whose windows take long to analyze (thousands of
+// threads and stacks) is then refreshed less often, not analyzed without
+// pause.
 const loadShare = 0.05
 
 // maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
@@ -105,7 +110,9 @@ type (
 		gen   int
 		frame *frame
 		err   error
-		// took is how long taking the snapshot and analyzing it took.
+		// took is how long taking the snapshot and analyzing it took:
+		// the longer of its wall time and the process's CPU time
+		// meanwhile.
 		took time.Duration
 	}
 	// exitedMsg says the source's Done channel closed.
@@ -305,9 +312,9 @@ func (m *Model) loadCmd(gen int) tea.Cmd {
 	m.lastLoad = m.opts.Now()
 	src, an, window := m.src, m.analyze, m.curWindow()
 	return func() tea.Msg {
-		start := time.Now()
+		start, cpu := time.Now(), processCPU()
 		msg := load(src, an, window, gen)
-		msg.took = time.Since(start)
+		msg.took = max(time.Since(start), processCPU()-cpu)
 		return msg
 	}
 }
@@ -335,6 +342,16 @@ func load(src Source, an AnalyzeFunc, window time.Duration, gen int) frameMsg {
 	// live view, go once analyzed.
 	shown := recording.Recording{Meta: termsafe.Value(rec.Meta)}
 	return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
+}
+
+// processCPU returns the CPU time the process has used (user and system,
+// every thread), 0 if it cannot be read.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadDue reports whether a refresh may start a load now: when pacing is
