@@ -103,6 +103,15 @@ func snap(t *testing.T, src *SessionSource, window time.Duration) *recording.Rec
 	return rec
 }
 
+// wantShown fails the test unless rec's events, as shown gives them, are
+// want; what names the snapshot.
+func wantShown(t *testing.T, rec *recording.Recording, what string, want ...string) {
+	t.Helper()
+	if got := shown(t, rec); !reflect.DeepEqual(got, want) {
+		t.Errorf("%s %v, want %v", what, got, want)
+	}
+}
+
 // shown returns each event of rec as "T tid func".
 func shown(t *testing.T, rec *recording.Recording) []string {
 	t.Helper()
@@ -127,9 +136,7 @@ func TestSessionSourceConvertsEachEventOnce(t *testing.T) {
 	f.logEvent(1500*time.Millisecond, 2, "")
 	f.at = 2 * time.Second
 	rec := snap(t, src, 0)
-	if got, want := shown(t, rec), []string{"500ms 1 lock_a", "1.5s 2 -"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("first snapshot %v, want %v", got, want)
-	}
+	wantShown(t, rec, "first snapshot", "500ms 1 lock_a", "1.5s 2 -")
 
 	// A later wait that started before the last one was logged, the same
 	// stack again and a new one; the window is the last second.
@@ -139,13 +146,9 @@ func TestSessionSourceConvertsEachEventOnce(t *testing.T) {
 	f.at = 3 * time.Second
 	rec = snap(t, src, time.Second)
 	// [2s, 3s): timed from 2s, in time order.
-	if got, want := shown(t, rec), []string{"500ms 3 lock_b", "900ms 5 lock_a"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("one-second window %v, want %v", got, want)
-	}
+	wantShown(t, rec, "one-second window", "500ms 3 lock_b", "900ms 5 lock_a")
 	rec = snap(t, src, 0)
-	if got, want := shown(t, rec), []string{"500ms 1 lock_a", "1.5s 2 -", "1.8s 4 lock_a", "2.5s 3 lock_b", "2.9s 5 lock_a"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("whole run %v, want %v", got, want)
-	}
+	wantShown(t, rec, "whole run", "500ms 1 lock_a", "1.5s 2 -", "1.8s 4 lock_a", "2.5s 3 lock_b", "2.9s 5 lock_a")
 	// Each event was asked for once: every call starts where the last
 	// ended.
 	if got, want := f.asked, []uint64{0, 2, 5}; !reflect.DeepEqual(got, want) {
@@ -180,9 +183,7 @@ func TestSessionSourceFollowsEvictionAndEnd(t *testing.T) {
 	f.logEvent(2100*time.Millisecond, 4, "d")
 	f.at = 3 * time.Second
 	rec := snap(t, src, 0)
-	if got, want := shown(t, rec), []string{"1.1s 3 c", "2.1s 4 d"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("after eviction %v, want %v", got, want)
-	}
+	wantShown(t, rec, "after eviction", "1.1s 3 c", "2.1s 4 d")
 	// An eviction within a batch: e and f arrive in one, the log lets go
 	// of c, d and e, and the cache of them too.
 	f.logEvent(3100*time.Millisecond, 5, "e")
@@ -192,9 +193,7 @@ func TestSessionSourceFollowsEvictionAndEnd(t *testing.T) {
 	f.evict(3)
 	f.at = 5 * time.Second
 	rec = snap(t, src, 0)
-	if got, want := shown(t, rec), []string{"3.2s 6 f"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("after evicting part of a batch %v, want %v", got, want)
-	}
+	wantShown(t, rec, "after evicting part of a batch", "3.2s 6 f")
 	// Once the session has ended its own recording is returned.
 	close(f.done)
 	rec = snap(t, src, 0)
@@ -220,9 +219,7 @@ func TestSessionSourceCompactsStacks(t *testing.T) {
 	f.logEvent(1500*time.Millisecond, 3, "new")
 	f.at = 3 * time.Second
 	rec := snap(t, src, 0)
-	if got, want := shown(t, rec), []string{"1s 2 kept", "1.5s 3 new"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("after compaction %v, want %v", got, want)
-	}
+	wantShown(t, rec, "after compaction", "1s 2 kept", "1.5s 3 new")
 	if len(rec.Stacks) != 2 {
 		t.Errorf("stack table holds %d stacks after compaction, want 2", len(rec.Stacks))
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/contend-dev/contend/internal/testbin"
 )
 
@@ -144,14 +146,12 @@ func (p *pane) hangUp() {
 // gone reports whether process pid has ended (exited, or a zombie not yet
 // reaped).
 func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return true
 	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || strings.HasPrefix(s[i+1:], " Z") || strings.HasPrefix(s[i+1:], " X")
+	st, err := p.Stat()
+	return err != nil || st.State == "Z" || st.State == "X"
 }
 
 // topExitWithin is how soon contend top must be gone after a signal or a
