@@ -30,10 +30,11 @@ func newTopCmd() *cobra.Command {
 		Use:   "top (-p PID[,PID…] | --comm NAME | --cgroup PATH)",
 		Short: "Watch live processes' contention in an interactive view",
 		Long: `top attaches contend's probes to a running process and shows, analysed
-again every 2 s or so, the convoys it finds with their evidence and
+once a second has been recorded and again every 2 s or so (less often
+when an analysis is costly), the convoys it finds with their evidence and
 suggestion, the program points where threads sit, the locks they wait on
-and each thread's states over time. w switches between the last second, the last ten seconds
-and the whole run; p freezes the screen while recording goes on; e writes
+and each thread's states over time. w switches between the last second,
+the last ten seconds and the whole run; p freezes the screen while recording goes on; e writes
 the recording so far to a directory that 'contend tui' and 'contend analyze'
 read. ? lists every key.
 
