@@ -78,7 +78,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	if o.duration < 0 {
 		return usageErrorf("top: --duration must not be negative")
 	}
-	limitMemory()
+	limitMemory(topMemoryLimit)
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
