@@ -6,7 +6,7 @@ import (
 )
 
 // memoryLimit is the soft limit of contend's Go heap while it records
-// (record, top). Every part of a live recording is bounded by design (the
+// (record; top has its own, topMemoryLimit). Every part of a live recording is bounded by design (the
 // event log, the aggregates and their history, the stacks, the thread
 // timeline; see package collector), and their sum with the symbol tables
 // stays well under it; Go's collector would otherwise let the heap grow to
