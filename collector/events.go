@@ -179,7 +179,9 @@ func (t *stackTable) add(st recording.Stack) int {
 		}
 	}
 	t.index[k] = append(t.index[k], len(t.stacks))
-	t.stacks = append(t.stacks, st)
+	// The stack source's frames are shared (see resolver.eventStack):
+	// the table keeps its own copy of each stack it adds.
+	t.stacks = append(t.stacks, copyStack(st))
 	return len(t.stacks) - 1
 }
 

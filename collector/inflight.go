@@ -261,8 +261,10 @@ func readWord(mem memReader, addr uint64, size int) (uint64, bool) {
 // the probes copy stack windows: a first piece up to the next
 // windowChunk boundary, then whole chunks, stopping at the first that
 // cannot be read (the end of the stack mapping).
-func readStackWindow(mem memReader, sp uint64) []byte {
-	buf := make([]byte, windowMax)
+// It reads into buf (windowMax bytes), which the caller may reuse once
+// the window has been unwound.
+func readStackWindow(mem memReader, sp uint64, buf []byte) []byte {
+	buf = buf[:windowMax]
 	n := int(windowChunk - sp%windowChunk)
 	if k, err := mem.ReadAt(buf[:n], int64(sp)); err != nil || k != n {
 		return nil

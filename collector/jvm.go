@@ -386,7 +386,7 @@ func (j *jvmTarget) apply(rec *recording.Recording) {
 func (r *resolver) forgetNames() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.symCache = map[symKey]recording.Stack{}
+	r.symCache = map[string]recording.Stack{}
 }
 
 // Bounds of the JIT code copied into a recording: the functions that took

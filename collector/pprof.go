@@ -1,9 +1,8 @@
 package collector
 
 import (
-	"fmt"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -20,6 +19,11 @@ type profileBuilder struct {
 	locs    map[string]*profile.Location
 	maps    map[string]*profile.Mapping
 	samples map[string]*profile.Sample
+	// key is the buffer the keys of locs and samples are built in: a map
+	// looked up with string(key) copies nothing, so only a new entry's
+	// key is allocated (building them with fmt was most of what taking a
+	// live snapshot allocated).
+	key []byte
 }
 
 type funcKey struct{ name, file string }
@@ -56,18 +60,21 @@ type sampleLabels struct {
 // sample with the same stack and labels are summed.
 func (b *profileBuilder) add(frames []recording.Frame, values []int64, l sampleLabels) {
 	locs := b.locations(frames)
-	var key strings.Builder
+	key := b.key[:0]
 	for _, loc := range locs {
-		fmt.Fprintf(&key, "%d,", loc.ID)
+		key = strconv.AppendUint(key, loc.ID, 10)
+		key = append(key, ',')
 	}
-	key.WriteByte('|')
+	key = append(key, '|')
 	for _, k := range sortedKeys(l.str) {
-		fmt.Fprintf(&key, "%s=%s;", k, l.str[k])
+		key = append(append(append(append(key, k...), '='), l.str[k]...), ';')
 	}
 	for _, k := range sortedKeys(l.num) {
-		fmt.Fprintf(&key, "%s=%d;", k, l.num[k])
+		key = append(append(key, k...), '=')
+		key = append(strconv.AppendInt(key, l.num[k], 10), ';')
 	}
-	if s := b.samples[key.String()]; s != nil {
+	b.key = key
+	if s := b.samples[string(key)]; s != nil {
 		for i := range s.Value {
 			s.Value[i] += values[i]
 		}
@@ -86,7 +93,7 @@ func (b *profileBuilder) add(frames []recording.Frame, values []int64, l sampleL
 			s.NumLabel[k] = []int64{v}
 		}
 	}
-	b.samples[key.String()] = s
+	b.samples[string(key)] = s
 	b.p.Sample = append(b.p.Sample, s)
 }
 
@@ -119,12 +126,17 @@ func (b *profileBuilder) locations(frames []recording.Frame) []*profile.Location
 // inlined into it (group[len-1] is the physical one).
 func (b *profileBuilder) location(group []recording.Frame) *profile.Location {
 	phys := group[len(group)-1]
-	var key strings.Builder
-	fmt.Fprintf(&key, "%s|%x|%t", phys.Module, phys.Addr, phys.Kernel)
+	key := append(b.key[:0], phys.Module...)
+	key = append(key, '|')
+	key = strconv.AppendUint(key, phys.Addr, 16)
+	key = append(key, '|')
+	key = strconv.AppendBool(key, phys.Kernel)
 	for _, f := range group {
-		fmt.Fprintf(&key, "|%s:%s:%d", f.Func, f.File, f.Line)
+		key = append(append(append(append(append(key, '|'), f.Func...), ':'), f.File...), ':')
+		key = strconv.AppendInt(key, int64(f.Line), 10)
 	}
-	if loc := b.locs[key.String()]; loc != nil {
+	b.key = key
+	if loc := b.locs[string(key)]; loc != nil {
 		return loc
 	}
 	loc := &profile.Location{ID: uint64(len(b.p.Location) + 1), Address: phys.Addr}
@@ -134,7 +146,7 @@ func (b *profileBuilder) location(group []recording.Frame) *profile.Location {
 	for _, f := range group {
 		loc.Line = append(loc.Line, profile.Line{Function: b.function(f), Line: int64(f.Line)})
 	}
-	b.locs[key.String()] = loc
+	b.locs[string(key)] = loc
 	b.p.Location = append(b.p.Location, loc)
 	return loc
 }

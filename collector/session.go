@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -146,6 +147,9 @@ type Session struct {
 	endOnce  sync.Once
 	finished chan struct{} // closed once probes are detached and drained
 	stopOnce sync.Once
+	// closed is set by Close: no snapshot is built after it. Guarded by
+	// aggMu.
+	closed bool
 	// final is set while Stop builds the whole-session recording, the
 	// last use of the event log.
 	final   bool
@@ -945,6 +949,9 @@ const maxOpenUnwinds = 1000
 func (s *Session) unwindOpen(calls []openCall) {
 	open := make(map[evKey]bool, len(calls))
 	n := 0
+	// One buffer serves every copy: the unwinder reads a window and
+	// keeps none of it.
+	var buf []byte
 	for _, c := range calls {
 		k := evKey{c.tid, c.ts}
 		open[k] = true
@@ -961,7 +968,10 @@ func (s *Session) unwindOpen(calls []openCall) {
 			continue
 		}
 		n++
-		win := readStackWindow(mem, c.sp)
+		if buf == nil {
+			buf = make([]byte, windowMax)
+		}
+		win := readStackWindow(mem, c.sp, buf)
 		if ts, ok := s.tr.openTS(c); !ok || ts != c.ts || len(win) == 0 {
 			continue
 		}
@@ -1073,8 +1083,69 @@ func (s *Session) Targets() []int {
 // window is rounded to whole seconds; windows longer than the history
 // kept (Options.History) start at its oldest delta, or at the current
 // second's start without history. Meta.Start and Meta.Duration say what
-// the recording covers.
+// the recording covers. After Close it returns nil.
 func (s *Session) Snapshot(window time.Duration) *recording.Recording {
+	return s.snapshot(window, true)
+}
+
+// SnapshotNoEvents is Snapshot without the event log (Events and Stacks
+// empty), for a caller that keeps the events itself, each converted once,
+// from EventsSince: converting the whole log at every snapshot is most of
+// what a live view costs. Once Stop has run it returns Stop's recording,
+// events included.
+func (s *Session) SnapshotNoEvents(window time.Duration) *recording.Recording {
+	return s.snapshot(window, false)
+}
+
+// EventBatch is a part of a session's event log, converted: what
+// EventsSince returns.
+type EventBatch struct {
+	// Events are the events logged from the sequence number asked for up
+	// to Next, in time order, timed from Origin; Stack indexes Stacks.
+	Events []recording.Event
+	// Stacks are the stacks of Events, deduplicated within the batch.
+	Stacks []recording.Stack
+	// Next is the sequence number the next event logged will have: the
+	// one to ask for next.
+	Next uint64
+	// Oldest is the sequence number of the oldest event the log keeps:
+	// the log is bounded, and the events before it were evicted.
+	Oldest uint64
+	// Origin is the wall-clock time events are timed from: a recording of
+	// the session covers [Meta.Start.Sub(Origin), +Meta.Duration) in
+	// their times.
+	Origin time.Time
+}
+
+// EventsSince converts the events logged from sequence number seq on (0:
+// every event the log keeps), so that a live view converts each event
+// once instead of the whole log at every refresh.
+func (s *Session) EventsSince(seq uint64) EventBatch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := EventBatch{Oldest: s.log.evicted, Next: s.log.evicted + uint64(s.log.n), Origin: s.clk.wall}
+	if seq >= b.Next {
+		return b
+	}
+	skip := int(max(seq, b.Oldest) - b.Oldest)
+	each := func(fn func(*rawEvent)) {
+		left := skip
+		for _, c := range s.log.chunks {
+			if left >= len(c) {
+				left -= len(c)
+				continue
+			}
+			for i := left; i < len(c); i++ {
+				fn(&c[i])
+			}
+			left = 0
+		}
+	}
+	b.Events, b.Stacks = buildEvents(each, s.log.n-skip, s.clk.mono, math.MaxUint64, s.res)
+	return b
+}
+
+func (s *Session) snapshot(window time.Duration, events bool) *recording.Recording {
 	select {
 	case <-s.finished:
 	default:
@@ -1089,6 +1160,10 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 		return stopped
 	}
 	s.aggMu.Lock()
+	if s.closed {
+		s.aggMu.Unlock()
+		return nil
+	}
 	snap := &snapshot{at: s.at, counters: maps.Clone(s.counters), open: s.open}
 	from := time.Duration(0)
 	if window <= 0 || window >= s.at {
@@ -1108,7 +1183,7 @@ func (s *Session) Snapshot(window time.Duration) *recording.Recording {
 			snap.counters[k] = sat(v, base[k])
 		}
 	}
-	rec := s.build(snap, from, s.at)
+	rec := s.build(snap, from, s.at, events)
 	s.aggMu.Unlock()
 	s.goWindow(rec)
 	return rec
@@ -1139,32 +1214,55 @@ func applyGoWindow(rec *recording.Recording, gp *GoProfiles) {
 // calls return the same recording. The error reports a failure that cut
 // the recording short (the recording is still returned, marked partial).
 func (s *Session) Stop() (*recording.Recording, error) {
-	s.stopOnce.Do(func() {
-		s.end(endStopped, nil)
-		<-s.finished
-		s.mu.Lock()
-		jvms := s.jvms()
-		s.mu.Unlock()
+	s.stopOnce.Do(func() { s.stop(true) })
+	return s.stopRec, s.stopErr
+}
+
+// Close ends the recording as Stop does but builds no recording of the
+// whole session: for a caller that has shown what it wanted from
+// snapshots (contend top), so that leaving costs what detaching the
+// probes costs. Building the whole session (every aggregate and the
+// event log, symbolized) took seconds on a busy target, growing with the
+// session (3 s after 25 s on the stripe fixture), with the probes'
+// programs held meanwhile. The error is Stop's; Stop after
+// Close returns no recording, and snapshots after it none.
+func (s *Session) Close() error {
+	s.stopOnce.Do(func() { s.stop(false) })
+	return s.stopErr
+}
+
+// stop ends the session and releases what it holds, building the whole
+// session's recording into s.stopRec when whole is set.
+func (s *Session) stop(whole bool) {
+	s.end(endStopped, nil)
+	<-s.finished
+	s.mu.Lock()
+	jvms := s.jvms()
+	s.mu.Unlock()
+	if whole {
 		for _, p := range jvms {
 			p.jvm.finish(s.res)
 		}
-		var gp *GoProfiles
-		if s.gofetch != nil {
-			gp = s.gofetch.Stop()
-		}
-		s.cancel()
-		s.wg.Wait()
+	}
+	var gp *GoProfiles
+	if s.gofetch != nil {
+		gp = s.gofetch.Stop()
+	}
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	runErr := s.runErr
+	procs := slices.Collect(maps.Values(s.procs))
+	s.mu.Unlock()
+	s.stopErr = runErr
+	if whole {
 		s.aggMu.Lock()
 		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
 		s.final = true
-		rec := s.build(snap, 0, s.at)
+		rec := s.build(snap, 0, s.at, true)
 		s.aggMu.Unlock()
 		s.mu.Lock()
 		s.stopRec = rec
-		s.mu.Unlock()
-		s.mu.Lock()
-		runErr := s.runErr
-		procs := slices.Collect(maps.Values(s.procs))
 		s.mu.Unlock()
 		for _, p := range jvms {
 			p.jvm.apply(s.stopRec)
@@ -1179,24 +1277,30 @@ func (s *Session) Stop() (*recording.Recording, error) {
 			gp.Apply(s.stopRec)
 		}
 		s.stopRec.Meta.GoData = s.goData(s.stopRec)
-		s.stopErr = runErr
-		for _, p := range procs {
-			if p.procs != nil {
-				p.procs.Close()
-			}
-			if p.memFile != nil {
-				p.memFile.Close()
-			}
+	} else {
+		// A snapshot still being built (a view's load that its exit
+		// did not wait for) finishes before what it reads goes, and
+		// none starts after.
+		s.aggMu.Lock()
+		s.closed = true
+		s.aggMu.Unlock()
+	}
+	for _, p := range procs {
+		if p.procs != nil {
+			p.procs.Close()
 		}
-		s.tr.close()
-		s.res.close()
-	})
-	return s.stopRec, s.stopErr
+		if p.memFile != nil {
+			p.memFile.Close()
+		}
+	}
+	s.tr.close()
+	s.res.close()
 }
 
 // build assembles the recording of the interval [from, to) of the session
-// from the interval's snapshot d. Caller holds s.aggMu.
-func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recording {
+// from the interval's snapshot d, with the event log's events of the
+// interval unless events is false. Caller holds s.aggMu.
+func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recording.Recording {
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
@@ -1298,19 +1402,21 @@ func (s *Session) build(d *snapshot, from, to time.Duration) *recording.Recordin
 	// The log is read in place, under s.mu: a copy would double the
 	// largest part of a recording's memory. The final recording consumes
 	// it.
-	s.mu.Lock()
-	each := s.log.each
-	if s.final {
-		each = s.log.consume
-	}
-	n := 0
-	s.log.each(func(e *rawEvent) {
-		if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
-			n++
+	if events {
+		s.mu.Lock()
+		each := s.log.each
+		if s.final {
+			each = s.log.consume
 		}
-	})
-	rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
-	s.mu.Unlock()
+		n := 0
+		s.log.each(func(e *rawEvent) {
+			if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
+				n++
+			}
+		})
+		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
+		s.mu.Unlock()
+	}
 	if rec.Stacks == nil {
 		rec.Stacks = []recording.Stack{}
 	}

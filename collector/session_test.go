@@ -356,3 +356,32 @@ func TestPartialReason(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionEventsSince(t *testing.T) {
+	f := newFakeTracer()
+	s := startFake(t, context.Background(), Options{}, f)
+	defer s.Stop()
+	wait := func(tid uint32, at time.Duration) []byte {
+		return encodeEvent(rawEvent{Kind: kindWait, PID: fakePID, TID: tid, Peer: 8, Stack: 33, TS: s.clk.mono + uint64(at), Dur: 3000, Addr: 0xabc})
+	}
+	f.recs <- wait(7, 5*time.Millisecond)
+	f.recs <- wait(9, 2*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	b := s.EventsSince(0)
+	if len(b.Events) != 2 || b.Events[0].TID != 9 || b.Events[0].T != int64(2*time.Millisecond) || b.Next != 2 || b.Oldest != 0 || !b.Origin.Equal(s.clk.wall) {
+		t.Fatalf("first batch %+v, want the two waits in time order from the origin, next 2", b)
+	}
+	if again := s.EventsSince(b.Next); len(again.Events) != 0 || again.Next != 2 {
+		t.Errorf("nothing new: %+v", again)
+	}
+	f.recs <- wait(11, 50*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	if b := s.EventsSince(2); len(b.Events) != 1 || b.Events[0].TID != 11 || b.Next != 3 {
+		t.Errorf("second batch %+v, want the one new wait", b)
+	}
+	// The views are built as by Snapshot (the fake tracer adds waits at
+	// every drain); the events are left out.
+	if rec := s.SnapshotNoEvents(0); len(rec.Events) != 0 || rec.Stacks == nil || waitCount(rec) == 0 {
+		t.Errorf("SnapshotNoEvents: %d events, %d waits; want no event and the views", len(rec.Events), waitCount(rec))
+	}
+}

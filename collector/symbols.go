@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -115,8 +116,11 @@ type resolver struct {
 	eventFIFO []evKey
 	// openPCs holds the unwound stacks of calls in progress (nil pcs when
 	// the unwind failed), by thread and start.
-	openPCs  map[evKey]unwound
-	symCache map[symKey]recording.Stack
+	openPCs map[evKey]unwound
+	// symCache holds symbolized stacks by symKey; keyBuf is the buffer
+	// the key of a lookup is built in.
+	symCache map[string]recording.Stack
+	keyBuf   []byte
 	kCache   map[uint64]recording.Stack
 	locks    map[lockKey]lockInfo
 	maps     map[uint32][]*procfs.ProcMap
@@ -144,10 +148,16 @@ func (r *resolver) symWarnings() []string {
 	return out
 }
 
-// symKey names a symbolized stack: frames of one process.
-type symKey struct {
-	pid uint32
-	pcs string
+// symKey names a symbolized stack, frames pcs of process pid, in r.keyBuf:
+// a map looked up with string(key) copies nothing, and symbolizing an
+// event log looks up one stack per event.
+func (r *resolver) symKey(pid uint32, pcs []uint64) []byte {
+	b := binary.LittleEndian.AppendUint32(r.keyBuf[:0], pid)
+	for _, pc := range pcs {
+		b = binary.LittleEndian.AppendUint64(b, pc)
+	}
+	r.keyBuf = b
+	return b
 }
 
 // lockInfo is what the resolver knows of one futex word.
@@ -175,7 +185,7 @@ func newResolver(root string, ksym kernelSymbols, mark func(uint64) error) *reso
 		namer:       newStackNamer(),
 		eventPCs:    map[evKey]unwound{},
 		openPCs:     map[evKey]unwound{},
-		symCache:    map[symKey]recording.Stack{},
+		symCache:    map[string]recording.Stack{},
 		kCache:      map[uint64]recording.Stack{},
 		locks:       map[lockKey]lockInfo{},
 		maps:        map[uint32][]*procfs.ProcMap{},
@@ -351,23 +361,25 @@ func (r *resolver) openStack(pid, tid uint32, ts uint64) (recording.Stack, bool)
 func (r *resolver) userStack(hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.userStackLocked(hash)
+	return copyStack(r.userStackShared(hash))
 }
 
-func (r *resolver) userStackLocked(hash uint64) recording.Stack {
+// userStackShared is the stack of hash with the cache's frames, which
+// the caller must not change. Caller holds r.mu.
+func (r *resolver) userStackShared(hash uint64) recording.Stack {
 	e, ok := r.rawStack(hash)
 	if !ok {
 		return recording.Stack{}
 	}
 	if pcs, complete, ok := r.namer.best(hash); ok {
-		st := r.symbolize(e.pid, pcs)
+		st := r.symbolizeShared(e.pid, pcs)
 		st.Truncated = !complete
 		return st
 	}
 	if len(e.pcs) == 0 {
 		return recording.Stack{}
 	}
-	st := r.symbolize(e.pid, e.pcs)
+	st := r.symbolizeShared(e.pid, e.pcs)
 	st.Truncated = len(e.pcs) >= stackDepth
 	return cutUnmapped(st)
 }
@@ -393,14 +405,17 @@ func cutUnmapped(st recording.Stack) recording.Stack {
 }
 
 // eventStack returns the stack of one event: its own window when one was
-// taken, else the name of its stack.
+// taken, else the name of its stack. Its frames are the symbolizer
+// cache's, shared with every event of the same stack: the caller must not
+// change them (a copy per event was most of what converting the event
+// log allocated).
 func (r *resolver) eventStack(pid, tid uint32, ts uint64, hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if u, ok := r.eventPCs[evKey{tid, ts}]; ok {
 		e, known := r.rawStack(hash)
 		if hash < stackFirst || !known || len(e.pcs) == 0 || e.pcs[0] == u.pcs[0] {
-			st := r.symbolize(pid, u.pcs)
+			st := r.symbolizeShared(pid, u.pcs)
 			st.Truncated = !u.complete
 			return st
 		}
@@ -408,16 +423,21 @@ func (r *resolver) eventStack(pid, tid uint32, ts uint64, hash uint64) recording
 	if hash < stackFirst {
 		return recording.Stack{}
 	}
-	return r.userStackLocked(hash)
+	return r.userStackShared(hash)
 }
 
 // symbolize names pcs of process pid, re-reading the process's mappings
 // (at most every refreshEvery) when an address lies in no known mapping.
 // Caller holds r.mu.
 func (r *resolver) symbolize(pid uint32, pcs []uint64) recording.Stack {
-	k := symKey{pid, pcsKey(pcs)}
-	if st, ok := r.symCache[k]; ok {
-		return copyStack(st)
+	return copyStack(r.symbolizeShared(pid, pcs))
+}
+
+// symbolizeShared is symbolize with the cache's frames, which the caller
+// must not change. Caller holds r.mu.
+func (r *resolver) symbolizeShared(pid uint32, pcs []uint64) recording.Stack {
+	if st, ok := r.symCache[string(r.symKey(pid, pcs))]; ok {
+		return st
 	}
 	sym := r.sym(pid)
 	st := sym.Stack(pcs)
@@ -428,10 +448,11 @@ func (r *resolver) symbolize(pid uint32, pcs []uint64) recording.Stack {
 		}
 	}
 	if len(r.symCache) >= maxSymbolized {
-		r.symCache = map[symKey]recording.Stack{}
+		r.symCache = map[string]recording.Stack{}
 	}
-	r.symCache[k] = st
-	return copyStack(st)
+	// Symbolizing may have used the buffer: the key is built again.
+	r.symCache[string(r.symKey(pid, pcs))] = st
+	return st
 }
 
 // hasUnmapped reports whether a frame lies outside every known mapping.

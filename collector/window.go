@@ -52,7 +52,7 @@ func (s *Session) Next(since time.Duration) (*recording.Recording, time.Duration
 	for k, v := range last.counters {
 		snap.counters[k] = sat(v, first.base[k])
 	}
-	rec := s.build(snap, first.from, last.to)
+	rec := s.build(snap, first.from, last.to, true)
 	s.aggMu.Unlock()
 	s.goWindow(rec)
 	return rec, last.to

@@ -2,10 +2,13 @@ package symbolize
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,12 +26,24 @@ var ErrKallsymsHidden = errors.New("kernel symbol addresses are hidden (kptr_res
 // (it is read-only after OpenKernel).
 type Kernel struct {
 	syms []ksym
+	// names holds every symbol's name and the modules' names, end to
+	// end; a ksym refers to its own by offset. The table then holds no
+	// pointer per symbol (kallsyms has over a hundred thousand), so a
+	// long-running recorder's garbage collector does not scan it at every
+	// cycle, and it takes half the memory.
+	names string
+	// modules are the module names, as offsets into names; ksym.module
+	// indexes it, 0 being the kernel image.
+	modules []span
 }
+
+// span is a string of Kernel.names.
+type span struct{ off, n uint32 }
 
 type ksym struct {
 	addr   uint64
-	name   string
-	module string // "" for the kernel image
+	name   span
+	module uint16 // index into Kernel.modules; 0 for the kernel image
 	text   bool
 }
 
@@ -47,20 +62,21 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		return nil, fmt.Errorf("open kernel symbols: %w", err)
 	}
 	defer f.Close()
-	k := &Kernel{}
+	k := &Kernel{modules: []span{{}}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	nonzero := false
-	// Names are copied out of their lines and module names shared, so
-	// that the table does not hold every line of kallsyms (hundreds of
-	// thousands) in memory.
-	modules := map[string]string{}
+	// Lines are split in place and names appended to one buffer: the
+	// table holds no line of kallsyms and no string per symbol.
+	var names []byte
+	modules := map[string]uint16{"": 0}
+	var fields [4][]byte
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 || len(fields[1]) != 1 {
+		nf := splitFields(sc.Bytes(), fields[:])
+		if nf < 3 || len(fields[1]) != 1 {
 			continue
 		}
-		addr, err := strconv.ParseUint(fields[0], 16, 64)
+		addr, err := strconv.ParseUint(string(fields[0]), 16, 64)
 		if err != nil {
 			continue
 		}
@@ -68,13 +84,18 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		if typ == 'a' || typ == 'A' || typ == 'U' || typ == 'u' {
 			continue // absolute values and undefined entries are not places
 		}
-		s := ksym{addr: addr, name: strings.Clone(fields[2])}
-		if len(fields) >= 4 {
-			m := strings.Trim(fields[3], "[]")
-			if _, ok := modules[m]; !ok {
-				modules[m] = strings.Clone(m)
+		s := ksym{addr: addr, name: span{uint32(len(names)), uint32(len(fields[2]))}}
+		names = append(names, fields[2]...)
+		if nf >= 4 {
+			m := bytes.Trim(fields[3], "[]")
+			id, ok := modules[string(m)]
+			if !ok && len(k.modules) <= math.MaxUint16 {
+				id = uint16(len(k.modules))
+				modules[string(m)] = id
+				k.modules = append(k.modules, span{uint32(len(names)), uint32(len(m))})
+				names = append(names, m...)
 			}
-			s.module = modules[m]
+			s.module = id
 		}
 		switch typ {
 		case 'T', 't', 'W', 'w':
@@ -94,6 +115,7 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 	if !nonzero {
 		return nil, fmt.Errorf("read %s: %w", path, ErrKallsymsHidden)
 	}
+	k.names = string(names)
 	sort.SliceStable(k.syms, func(i, j int) bool {
 		a, b := &k.syms[i], &k.syms[j]
 		if a.addr != b.addr {
@@ -104,7 +126,7 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		if a.text != b.text {
 			return a.text
 		}
-		return underscores(a.name) < underscores(b.name)
+		return underscores(k.str(a.name)) < underscores(k.str(b.name))
 	})
 	out := k.syms[:0]
 	for _, s := range k.syms {
@@ -113,8 +135,32 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		}
 		out = append(out, s)
 	}
-	k.syms = append([]ksym(nil), out...)
+	k.syms = slices.Clip(out)
 	return k, nil
+}
+
+// str returns the string sp of k.names.
+func (k *Kernel) str(sp span) string { return k.names[sp.off : sp.off+sp.n] }
+
+// splitFields splits line at runs of spaces and tabs into at most
+// len(fields) fields (the last one, if more, is cut at its first blank),
+// without copying, and returns how many it found.
+func splitFields(line []byte, fields [][]byte) int {
+	n := 0
+	for n < len(fields) {
+		line = bytes.TrimLeft(line, " \t")
+		if len(line) == 0 {
+			break
+		}
+		end := bytes.IndexAny(line, " \t")
+		if end < 0 {
+			end = len(line)
+		}
+		fields[n] = line[:end]
+		n++
+		line = line[end:]
+	}
+	return n
 }
 
 func underscores(s string) int { return len(s) - len(strings.TrimLeft(s, "_")) }
@@ -151,9 +197,9 @@ func (k *Kernel) frame(addr, lookup uint64) recording.Frame {
 		return f
 	}
 	s := &k.syms[i]
-	f.Func = s.name
-	if s.module != "" {
-		f.Module = "[" + s.module + "]"
+	f.Func = k.str(s.name)
+	if s.module != 0 {
+		f.Module = "[" + k.str(k.modules[s.module]) + "]"
 	}
 	return f
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -25,6 +26,39 @@ import (
 // it (milliseconds for a ten-second window) costs a negligible share of a
 // core.
 const DefaultRefresh = time.Second
+
+// DefaultAnalyzeEvery is the shortest time between two analyses of a live
+// source that `contend top` asks for: the header's figures still follow
+// every refresh, while the lists, which summarize windows of one and ten
+// seconds, change on a scale of seconds. Half the refreshes is half the
+// cost of analyzing at each.
+const DefaultAnalyzeEvery = 2 * time.Second
+
+// loadShare bounds the share of a core a live view spends taking
+// snapshots and analyzing them: after a load that took d (the longer of
+// its wall time and the CPU the process used meanwhile, which counts the
+// garbage collections the load's allocations caused on other threads),
+// the next starts no sooner than d/loadShare after its start. The goal
+// for contend top is 5% of a core in all, and the recording itself takes
+// some of it; a target whose windows take long to analyze (thousands of
+// threads and stacks) is then refreshed less often, not analyzed without
+// pause.
+const loadShare = 0.05
+
+// maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
+// (a machine short of CPU makes every load slow), the lists are never more
+// than this far behind the header.
+const maxAnalyzeGap = 10 * time.Second
+
+// minLiveSpan is how long a live source must have recorded before it is
+// first analyzed: the view's shortest window. A snapshot taken as the
+// session starts covers a few milliseconds, before the probes' maps were
+// drained (every 250 ms) or the threads' states sampled more than once or
+// twice, and the detectors' shares and rates over it are noise: on the
+// spin fixture a 0.14 s window reads as CPU saturation and a 1 s one as
+// the spin convoy it is. With the analyses paced, such a first verdict
+// stayed on screen until the next load, up to maxAnalyzeGap later.
+const minLiveSpan = time.Second
 
 // windows are the time windows `w` cycles through: the last second shows
 // what happens now, the last ten seconds smooth out bursts, and the whole
@@ -48,6 +82,12 @@ type Options struct {
 	// ExportOwner, when set, is who exported recordings belong to: the
 	// user a TUI running as root (contend top under sudo) records for.
 	ExportOwner *recording.Owner
+	// AnalyzeEvery is the shortest time between the starts of two
+	// snapshots of a live source taken at refreshes (DefaultAnalyzeEvery
+	// for contend top), and no sooner after the end of the last than
+	// loadShare allows; 0 takes one at every refresh. A load never starts
+	// while the previous one runs.
+	AnalyzeEvery time.Duration
 	// Analyze turns a snapshot into a result; nil means analyzer.Analyze
 	// with default options.
 	Analyze AnalyzeFunc
@@ -70,6 +110,10 @@ type (
 		gen   int
 		frame *frame
 		err   error
+		// took is how long taking the snapshot and analyzing it took:
+		// the longer of its wall time and the process's CPU time
+		// meanwhile.
+		took time.Duration
 	}
 	// exitedMsg says the source's Done channel closed.
 	exitedMsg struct{}
@@ -83,9 +127,10 @@ type (
 	}
 )
 
-// frame is one snapshot as shown: the recording, its analysis and the
-// header figures taken from its timeline.
+// frame is one snapshot as shown: the recording's metadata, its analysis
+// and the header figures taken from its timeline.
 type frame struct {
+	// rec holds the metadata of the recording only.
 	rec    *recording.Recording
 	res    *analyzer.Result
 	sum    summary
@@ -143,9 +188,13 @@ type Model struct {
 	err    error
 	gen    int
 	loadOn int // generation being loaded, or -1
-	window int
-	paused bool
-	exited bool
+	// lastLoad is when the last load started and lastTook how long it
+	// took: they pace the loads (see loadDue).
+	lastLoad time.Time
+	lastTook time.Duration
+	window   int
+	paused   bool
+	exited   bool
 
 	exporting bool
 	status    string
@@ -186,7 +235,8 @@ func New(src Source, opts Options) Model {
 		look:    lk,
 		keys:    newKeyMap(src.Live()),
 		help:    h,
-		// Init always starts loading generation 0.
+		// Init starts loading generation 0 unless the source is live and
+		// too young to analyze (see early).
 		loadOn: 0,
 		window: defaultWindow,
 		after: func(d time.Duration) tea.Cmd {
@@ -198,6 +248,10 @@ func New(src Source, opts Options) Model {
 	}
 	m.setStyles()
 	m.stats = src.Stats()
+	if m.early() {
+		// The first tick past minLiveSpan loads instead.
+		m.loadOn = -1
+	}
 	return m
 }
 
@@ -216,13 +270,17 @@ func (m *Model) setStyles() {
 	}
 }
 
-// Init loads the first snapshot, starts the refresh clock of a live source
+// Init loads the first snapshot (a live source's once it has recorded
+// minLiveSpan), starts the refresh clock of a live source
 // and watches for the end of the target. A coloured view asks the
 // terminal for its background (the answer, if any, arrives as a message;
 // nothing waits for it, and until then the colours are those for a dark
 // background).
 func (m Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.loadCmd(m.gen)}
+	var cmds []tea.Cmd
+	if m.loadOn == m.gen {
+		cmds = append(cmds, m.loadCmd(m.gen))
+	}
 	if m.st.colour {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
@@ -251,28 +309,69 @@ func (m *Model) tickCmd() tea.Cmd {
 // loadCmd takes a snapshot and analyzes it off the UI goroutine.
 func (m *Model) loadCmd(gen int) tea.Cmd {
 	m.loadOn = gen
+	m.lastLoad = m.opts.Now()
 	src, an, window := m.src, m.analyze, m.curWindow()
 	return func() tea.Msg {
-		rec, err := src.Snapshot(window)
-		if err != nil {
-			return frameMsg{gen: gen, err: fmt.Errorf("snapshot: %w", err)}
-		}
-		if rec == nil {
-			return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
-		}
-		res, err := an(rec)
-		if err == nil && res == nil {
-			err = errors.New("no result")
-		}
-		if err != nil {
-			return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
-		}
-		// What is shown goes through termsafe: names and warnings come
-		// from the target. Exports take their own snapshot, exact.
-		shown := *rec
-		shown.Meta = termsafe.Value(rec.Meta)
-		return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
+		start, cpu := time.Now(), processCPU()
+		msg := load(src, an, window, gen)
+		msg.took = max(time.Since(start), processCPU()-cpu)
+		return msg
 	}
+}
+
+// load takes a snapshot of window and analyzes it.
+func load(src Source, an AnalyzeFunc, window time.Duration, gen int) frameMsg {
+	rec, err := src.Snapshot(window)
+	if err != nil {
+		return frameMsg{gen: gen, err: fmt.Errorf("snapshot: %w", err)}
+	}
+	if rec == nil {
+		return frameMsg{gen: gen, err: errors.New("snapshot: no data yet")}
+	}
+	res, err := an(rec)
+	if err == nil && res == nil {
+		err = errors.New("no result")
+	}
+	if err != nil {
+		return frameMsg{gen: gen, err: fmt.Errorf("analyze: %w", err)}
+	}
+	// What is shown goes through termsafe: names and warnings come
+	// from the target. Exports take their own snapshot, exact. The
+	// frame keeps only the recording's metadata, all the views read of
+	// it: its profiles and events, the largest part of the memory of a
+	// live view, go once analyzed.
+	shown := recording.Recording{Meta: termsafe.Value(rec.Meta)}
+	return frameMsg{gen: gen, frame: &frame{rec: &shown, res: termsafe.Value(res), sum: summarize(rec, window), window: window}}
+}
+
+// processCPU returns the CPU time the process has used (user and system,
+// every thread), 0 if it cannot be read.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadDue reports whether a refresh may start a load now: when pacing is
+// on, Options.AnalyzeEvery and the last load's duration over loadShare
+// after the start of the last one.
+func (m *Model) loadDue() bool {
+	if m.early() {
+		return false
+	}
+	if m.opts.AnalyzeEvery <= 0 {
+		return true
+	}
+	gap := max(m.opts.AnalyzeEvery, min(time.Duration(float64(m.lastTook)/loadShare), maxAnalyzeGap))
+	return m.opts.Now().Sub(m.lastLoad) >= gap
+}
+
+// early reports whether the source is live and has recorded less than
+// minLiveSpan: too little to analyze.
+func (m *Model) early() bool {
+	return m.src.Live() && !m.exited && m.stats.Elapsed < minLiveSpan
 }
 
 // refresh asks for fresh data unless a load is already under way; a load
@@ -326,7 +425,7 @@ func (m *Model) onTick() tea.Cmd {
 	m.stats = m.src.Stats()
 	var cmds []tea.Cmd
 	cmds = append(cmds, m.tickCmd())
-	if !m.paused {
+	if !m.paused && m.loadDue() {
 		cmds = append(cmds, m.refresh())
 	}
 	return tea.Batch(cmds...)
@@ -336,6 +435,7 @@ func (m *Model) onFrame(msg frameMsg) tea.Cmd {
 	if msg.gen == m.loadOn {
 		m.loadOn = -1
 	}
+	m.lastTook = msg.took
 	if msg.gen != m.gen {
 		// Data of a window no longer asked for; fetch the current one
 		// (a paused screen fetches it when it resumes).

@@ -626,3 +626,77 @@ func TestNarrowHeaderDropsWholeFigures(t *testing.T) {
 		t.Errorf("at 50 columns whole figures should go, the target and state stay: %q", line)
 	}
 }
+
+func TestLiveLoadsArePaced(t *testing.T) {
+	src := liveSource()
+	h := newHarness(t, src, hmResult(), 80, 24)
+	now := fixedNow
+	h.m.opts.Now = func() time.Time { return now }
+	h.m.opts.AnalyzeEvery = 2 * time.Second
+	h.m.lastLoad = now // Init's load
+	// step moves the clock by after (took, if not zero, is how long the
+	// last load took), delivers a tick and checks the analyses so far.
+	step := func(after, took time.Duration, want int, what string) {
+		t.Helper()
+		if took > 0 {
+			h.m.lastTook = took
+		}
+		now = now.Add(after)
+		h.send(tickMsg{})
+		if h.an.calls != want {
+			t.Errorf("%s: %d analyses, want %d", what, h.an.calls, want)
+		}
+	}
+	step(time.Second, 0, 1, "1 s after a load")
+	step(time.Second, 0, 2, "2 s after it")
+	// A load that took 300 ms is followed by 6 s (300 ms / loadShare)
+	// without one, however often the screen refreshes.
+	step(5*time.Second, 300*time.Millisecond, 2, "5 s after a 300 ms load")
+	step(time.Second, 0, 3, "6 s after a 300 ms load")
+	// However slow, a load never keeps the lists more than maxAnalyzeGap
+	// behind.
+	step(maxAnalyzeGap-time.Second, time.Hour, 3, "before maxAnalyzeGap after a slow load")
+	step(time.Second, 0, 4, "maxAnalyzeGap after a slow load")
+	// The header's figures follow every tick meanwhile.
+	if n := strings.Count(strings.Join(h.waiting, " "), "tick"); n != 7 {
+		t.Errorf("%d ticks scheduled, want 7 (Init's and one per tick)", n)
+	}
+}
+
+// TestLiveFirstLoadWaitsForASecond: a live source is not analyzed before
+// it has recorded the view's shortest window, neither by Init nor at a
+// tick; the first tick past it loads, and a target that exits sooner is
+// analyzed as it ends.
+func TestLiveFirstLoadWaitsForASecond(t *testing.T) {
+	src := liveSource()
+	src.stats.Elapsed = 300 * time.Millisecond
+	h := newHarness(t, src, hmResult(), 80, 24)
+	if h.an.calls != 0 || len(src.windows) != 0 {
+		t.Fatalf("Init analyzed %d times (snapshots %v) after 300 ms of recording, want none", h.an.calls, src.windows)
+	}
+	if !strings.Contains(h.view(), "taking the first snapshot") {
+		t.Errorf("before the first analysis the screen should say it is coming:\n%s", h.view())
+	}
+	src.mu.Lock()
+	src.stats.Elapsed = 900 * time.Millisecond
+	src.mu.Unlock()
+	h.send(tickMsg{})
+	if h.an.calls != 0 {
+		t.Errorf("a tick at 900 ms analyzed, want none before %s", minLiveSpan)
+	}
+	src.mu.Lock()
+	src.stats.Elapsed = minLiveSpan
+	src.mu.Unlock()
+	h.send(tickMsg{})
+	if h.an.calls != 1 || !strings.Contains(h.view(), "Finding") {
+		t.Errorf("the tick at %s: %d analyses, want 1 and the findings shown:\n%s", minLiveSpan, h.an.calls, h.view())
+	}
+
+	gone := liveSource()
+	gone.stats.Elapsed = 400 * time.Millisecond
+	h = newHarness(t, gone, hmResult(), 80, 24)
+	h.send(exitedMsg{})
+	if h.an.calls != 1 {
+		t.Errorf("a target gone after 400 ms: %d analyses, want its last one", h.an.calls)
+	}
+}

@@ -92,7 +92,11 @@ func main() {
 
 // run executes the command line args and returns the process exit code.
 func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A terminal hanging up (SIGHUP) ends a command as an interrupt
+	// does: the probes detached, the terminal left as it was found, what
+	// was recorded written. Left to its default, SIGHUP killed contend top
+	// with the screen in its alternate mode.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root := newRootCmd()
 	root.SetArgs(args)

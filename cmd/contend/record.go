@@ -110,7 +110,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
 		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
 	}
-	limitMemory()
+	limitMemory(memoryLimit)
 	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
 		return err
 	}

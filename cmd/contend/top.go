@@ -29,11 +29,12 @@ func newTopCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "top (-p PID[,PID…] | --comm NAME | --cgroup PATH)",
 		Short: "Watch live processes' contention in an interactive view",
-		Long: `top attaches contend's probes to a running process and shows, refreshed
-every second, the convoys it finds with their evidence and suggestion, the
-program points where threads sit, the locks they wait on and each thread's
-states over time. w switches between the last second, the last ten seconds
-and the whole run; p freezes the screen while recording goes on; e writes
+		Long: `top attaches contend's probes to a running process and shows, analysed
+once a second has been recorded and again every 2 s or so (less often
+when an analysis is costly), the convoys it finds with their evidence and
+suggestion, the program points where threads sit, the locks they wait on
+and each thread's states over time. w switches between the last second,
+the last ten seconds and the whole run; p freezes the screen while recording goes on; e writes
 the recording so far to a directory that 'contend tui' and 'contend analyze'
 read. ? lists every key.
 
@@ -77,7 +78,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	if o.duration < 0 {
 		return usageErrorf("top: --duration must not be negative")
 	}
-	limitMemory()
+	limitMemory(topMemoryLimit)
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
@@ -103,8 +104,10 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
-	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", ExportDir: o.exportDir, ExportOwner: recordingOwner()})
-	_, stopErr := sess.Stop()
+	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", AnalyzeEvery: tui.DefaultAnalyzeEvery, ExportDir: o.exportDir, ExportOwner: recordingOwner()})
+	// The view showed what it had; building the whole session's
+	// recording would only delay the exit (and a signal's).
+	stopErr := sess.Close()
 	if runErr != nil {
 		return runErr
 	}
