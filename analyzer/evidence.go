@@ -87,6 +87,8 @@ const (
 	// EvDumpWaiters — F: waiters, population. N: source. I: state → count.
 	EvDumpWaiters EvidenceKind = "dump-waiters"
 	// EvBlockWaits — F: contentions, sites, wait_s, each_s, dur_s, mean.
+	// N: probed (the functions the collector's uprobes measured the waits
+	// on, source go-lockwaits; "" for the runtime's block profile).
 	EvBlockWaits EvidenceKind = "block-waits"
 	// EvMutexRelease — F: delay_s, contentions, guess (1 when the pairing
 	// with the Lock site is a guess), paired (1 when there is a Lock site).

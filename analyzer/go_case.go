@@ -175,8 +175,9 @@ func (g *goData) lockEvidence(l *goLock, c *lockCase) []Evidence {
 			"source", g.gorSource, "items", countItems(l.states)))
 	}
 	if l.waitNS > 0 {
-		ev = append(ev, fact("go-block", EvBlockWaits, "contentions", l.waitCount, "sites", len(l.waits),
-			"wait_s", seconds(l.waitNS), "each_s", seconds(l.waitNS/max(l.waitCount, 1)), "dur_s", g.duration, "mean", c.mean))
+		ev = append(ev, fact(string(g.blockSrc), EvBlockWaits, "contentions", l.waitCount, "sites", len(l.waits),
+			"wait_s", seconds(l.waitNS), "each_s", seconds(l.waitNS/max(l.waitCount, 1)), "dur_s", g.duration, "mean", c.mean,
+			"probed", g.probed))
 	}
 	if rel := l.topRelease(); rel != nil {
 		var reasons []Item
@@ -187,12 +188,12 @@ func (g *goData) lockEvidence(l *goLock, c *lockCase) []Evidence {
 			"site", rel.key.String(), "paired", l.topWait() != nil, "guess", l.guess(), "items", reasons))
 	}
 	if top := l.topWait(); top != nil && top.site != nil && top.site.stacks > 1 {
-		ev = append(ev, fact("go-block", EvCallPaths, "paths", top.site.stacks, "site", top.key.String()))
+		ev = append(ev, fact(string(g.blockSrc), EvCallPaths, "paths", top.site.stacks, "site", top.key.String()))
 	}
 	if c.holdBound > 0 {
 		src := "go-mutex"
 		if l.waitNS > 0 {
-			src = "go-block" // contentions() counts the waiters then
+			src = string(g.blockSrc) // contentions() counts the waiters then
 		}
 		ev = append(ev, fact(src, EvGoHoldBound, "hold_bound_s", c.holdBound, "dur_s", g.duration,
 			"contentions", c.contentions, "max_s", maxShortHold))

@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -77,6 +78,14 @@ type goData struct {
 	// duration is the profiled wall time, 0 when unknown.
 	duration time.Duration
 
+	// blockSrc is the view the block sites come from: the runtime's block
+	// profile, or, without one, the goroutines' lock waits the collector
+	// measured with uprobes (ViewGoLockWaits), whose samples mean the same
+	// (where goroutines waited for a lock, and how long); probed then
+	// names the functions the uprobes were on.
+	blockSrc recording.View
+	probed   string
+
 	// Presence of each profile (possibly empty) and whether it has samples.
 	blockGiven, mutexGiven, cpuGiven bool
 	blockSamples, mutexSamples       bool
@@ -110,7 +119,17 @@ func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 func buildGoData(rec *recording.Recording) *goData {
 	g := &goData{stacks: newProfStacks()}
 	any := false
-	if p := rec.Profile(recording.ViewGoBlock); p != nil {
+	g.blockSrc = recording.ViewGoBlock
+	p := rec.Profile(recording.ViewGoBlock)
+	if p == nil {
+		if p = rec.Profile(recording.ViewGoLockWaits); p != nil {
+			g.blockSrc = recording.ViewGoLockWaits
+			if gd := rec.Meta.GoData; gd != nil && gd.Uprobes != nil {
+				g.probed = strings.Join(gd.Uprobes.Functions, ", ")
+			}
+		}
+	}
+	if p != nil {
 		any, g.blockGiven, g.blockSamples = true, true, len(p.Sample) > 0
 		g.block = g.contentionSites(p)
 	}

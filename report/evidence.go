@@ -306,6 +306,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		if w.f("mean") > 0 {
 			t += fmt.Sprintf("; over %s that is %s goroutines waiting at any moment (Little's law)", w.sec("dur_s"), w.num("mean"))
 		}
+		if p := w.n("probed"); p != "" {
+			t += "; measured with uprobes on " + p + ", every contended acquisition counted"
+		}
 		return t
 	},
 	analyzer.EvMutexRelease: func(w words) string {
