@@ -184,6 +184,11 @@ func retOffsets(code []byte) ([]uint64, error) {
 	var rets []uint64
 	for off := 0; off < len(code); {
 		inst, err := x86asm.Decode(code[off:], 64)
+		if err == nil && inst.Op == 0 {
+			// A prefix with nothing after it (code cut short) decodes
+			// as a lone prefix without an error.
+			err = errors.New("truncated instruction")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("at +0x%x: %w", off, err)
 		}
