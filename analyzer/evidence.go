@@ -100,6 +100,9 @@ const (
 	EvDumpSpread EvidenceKind = "dump-spread"
 	// EvDumpSameMutex — F: named. N: addr.
 	EvDumpSameMutex EvidenceKind = "dump-same-mutex"
+	// EvWaitSpread — F: distinct, share (the busiest lock's share of the
+	// measured waiting).
+	EvWaitSpread EvidenceKind = "wait-spread"
 	// EvCallPaths — F: paths. N: site.
 	EvCallPaths EvidenceKind = "call-paths"
 	// EvGoHoldBound — F: hold_bound_s, dur_s, contentions, max_s.
@@ -211,6 +214,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvDumpUnseen,
 	EvDumpSpread,
 	EvDumpSameMutex,
+	EvWaitSpread,
 	EvCallPaths,
 	EvGoHoldBound,
 	EvSectionCPU,

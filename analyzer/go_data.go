@@ -41,6 +41,9 @@ type site struct {
 	// user is the first frame outside machinery of a runtime-lock stack
 	// (the user code that reached the runtime lock), "" when none.
 	user string
+	// addrNS holds, when the samples name their lock (the uprobes'
+	// go-lockwaits view), the delay per lock address.
+	addrNS map[string]int64
 	// CPU sites only: CPU in samples that execute an atomic operation at
 	// the point, and in samples that yield.
 	atomicNS, yieldNS int64
@@ -188,7 +191,14 @@ func (g *goData) contentionSites(p *profile.Profile) []*site {
 		if ci >= 0 {
 			count = s.Value[ci]
 		}
-		g.addSample(sites, s, frames, pi, sc, count, s.Value[di])
+		st := g.addSample(sites, s, frames, pi, sc, count, s.Value[di])
+		if a := s.Label[recording.LabelLock]; len(a) == 1 {
+			// The uprobes' waits name their lock (ViewGoLockWaits).
+			if st.addrNS == nil {
+				st.addrNS = map[string]int64{}
+			}
+			st.addrNS[a[0]] += s.Value[di]
+		}
 	}
 	return sortSites(sites)
 }

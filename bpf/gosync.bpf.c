@@ -12,7 +12,8 @@
 //
 // A parked goroutine may resume on another thread, so a wait is keyed by
 // its goroutine: Go's register ABI (ABIInternal, amd64) keeps the current
-// g in r14 in every Go function, at entry and at every RET.
+// g in r14 in every Go function, at entry and at every RET. The lock is
+// the function's first argument, in rax at its entry.
 #include "helpers.bpf.h"
 #include "gosync.h"
 
@@ -33,9 +34,11 @@ struct {
 
 // ct_gosync: key struct ct_gosync_key, value struct ct_agg: waits, their
 // total and longest duration (two generations, see ct_gen). A program has
-// a few dozen lock call paths; 4096 per drain period leave room for a
-// large service, and a full map is counted (CT_DROP_MAP_FULL_GOSYNC).
-CT_AGG_MAP(ct_gosync, struct ct_gosync_key, struct ct_agg, 4096);
+// a few dozen lock call paths, some of which take one of many locks (a
+// striped table, a mutex per connection): 16384 (call path, lock) pairs
+// contended per drain period leave room for a large service, and a full
+// map is counted (CT_DROP_MAP_FULL_GOSYNC).
+CT_AGG_MAP(ct_gosync, struct ct_gosync_key, struct ct_agg, 16384);
 
 SEC("uprobe")
 int ct_gosync_enter(struct pt_regs *ctx)
@@ -57,6 +60,9 @@ int ct_gosync_enter(struct pt_regs *ctx)
 	s.stack = ret ? ct_user_stack_ret(CT_FAM_GOSYNC, pid, u, ret) : CT_STACK_LOST;
 	if (!ret)
 		ct_count(CT_DROP_STACK_USER);
+	// The first argument (rax in ABIInternal): the *Mutex for lockSlow,
+	// the semaphore word for the RWMutex waits; either names the lock.
+	s.addr = ctx->ax;
 	s.kind = (__u32)bpf_get_attach_cookie(ctx);
 	s.ts = bpf_ktime_get_ns();
 	bpf_map_update_elem(&ct_gosync_inflight, &k, &s, BPF_ANY);
@@ -84,6 +90,7 @@ int ct_gosync_exit(struct pt_regs *ctx)
 
 	struct ct_gosync_key k = {};
 	k.stack = s.stack;
+	k.addr = s.addr;
 	k.pid = pid;
 	k.kind = s.kind;
 	__u32 gen = ct_gen_now();

@@ -24,14 +24,16 @@ struct ct_gosync_g {
 struct ct_gosync_start {
 	__u64 ts;
 	__u64 stack;
+	__u64 addr;
 	__u32 kind;
 	__u32 _pad;
 };
 
 // ct_gosync_key: Go lock waits per process, user stack (taken at the slow
-// path's entry) and kind.
+// path's entry), lock and kind.
 struct ct_gosync_key {
 	__u64 stack;
+	__u64 addr;   // the lock: the *Mutex lockSlow runs on, or the RWMutex's semaphore word
 	__u32 pid;
 	__u32 kind;   // enum ct_gosync_kind
 };

@@ -269,9 +269,10 @@ type ioKey struct {
 }
 
 // goSyncKey mirrors struct ct_gosync_key: Go lock waits per process,
-// waiter stack and kind (goSync*).
+// waiter stack, lock address and kind (goSync*).
 type goSyncKey struct {
 	Stack uint64
+	Addr  uint64
 	PID   uint32
 	Kind  uint32
 }

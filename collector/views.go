@@ -260,7 +260,7 @@ func goLockWaitsView(in viewInput) *profile.Profile {
 	b := newProfileBuilder(in.exe, [][2]string{{"contentions", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
 	for _, k := range sortedKeysBy(in.snap.gosync, compareGoSyncKey) {
 		v := in.snap.gosync[k]
-		l := sampleLabels{str: map[string]string{}, num: map[string]int64{recording.LabelPID: int64(k.PID)}}
+		l := sampleLabels{str: map[string]string{recording.LabelLock: fmt.Sprintf(lockLabelFormat, k.Addr)}, num: map[string]int64{recording.LabelPID: int64(k.PID)}}
 		b.add(userFrames(in.stacks, k.Stack, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS)}, l)
 	}
 	p := b.build()
@@ -442,7 +442,7 @@ func compareOncpuKey(a, b oncpuKey) int {
 }
 
 func compareGoSyncKey(a, b goSyncKey) int {
-	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Stack, b.Stack))
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Stack, b.Stack), cmp.Compare(a.Addr, b.Addr))
 }
 
 func compareIOKey(a, b ioKey) int {
