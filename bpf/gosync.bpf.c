@@ -5,8 +5,10 @@
 // parks the goroutine inside the Go scheduler and never reaches a futex,
 // so the other families cannot see it. The collector attaches these
 // programs as uprobes on a Go target's own binary, per process: at the
-// first instruction of each slow-path function (ct_gosync_enter) and at
-// each of its RET instructions (ct_gosync_exit). Never uretprobes: a
+// entry of each slow-path function (ct_gosync_enter; on the frame
+// pointer's PUSH after the stack check, which the kernel emulates instead
+// of single-stepping it) and at each of its RET instructions
+// (ct_gosync_exit). Never uretprobes: a
 // uretprobe rewrites the return address on the goroutine's stack, which
 // Go's stack copying and traceback cannot follow.
 //
@@ -51,7 +53,7 @@ int ct_gosync_enter(struct pt_regs *ctx)
 	k.g = ctx->r14;
 	k.pid = pid;
 	struct ct_uregs u = ct_read_uregs(ctx);
-	// At a function's first instruction the return address is at sp and
+	// Up to the function's PUSH of rbp, the return address is at sp and
 	// rbp still holds the caller's frame record.
 	__u64 ret = 0;
 	if (bpf_probe_read_user(&ret, sizeof(ret), (void *)u.sp) || ret < 4096 || ret >= CT_USER_TOP)

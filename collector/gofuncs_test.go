@@ -44,6 +44,9 @@ func TestFindGoFuncs(t *testing.T) {
 		if !slices.Equal(f.Rets, w.rets) {
 			t.Errorf("%s: RET offsets %v, objdump %v", f.Name, f.Rets, w.rets)
 		}
+		if f.Entry == 0 || f.Entry != w.push {
+			t.Errorf("%s: entry probe at +0x%x, want the frame pointer's PUSH, which objdump puts at +0x%x", f.Name, f.Entry, w.push)
+		}
 	}
 	if wantNames := []string{"internal/sync.(*Mutex).lockSlow", "sync.runtime_SemacquireRWMutexR", "sync.runtime_SemacquireRWMutex"}; !slices.Equal(names, wantNames) {
 		t.Errorf("found %q, want %q", names, wantNames)
@@ -61,7 +64,7 @@ func TestFindGoFuncs(t *testing.T) {
 	}
 	for i, f := range fromPcln.funcs {
 		// -s -w drops tables, not code: the functions are where they were.
-		if g := got.funcs[i]; f.Name != g.Name || f.Offset != g.Offset || !slices.Equal(f.Rets, g.Rets) {
+		if g := got.funcs[i]; f.Name != g.Name || f.Offset != g.Offset || f.Entry != g.Entry || !slices.Equal(f.Rets, g.Rets) {
 			t.Errorf("stripped binary: %+v, want %+v", f, g)
 		}
 	}
@@ -80,20 +83,27 @@ func TestFindGoFuncsRefuses(t *testing.T) {
 	}
 	// ret, then a REX prefix cut short; ret, then an invalid opcode.
 	for _, code := range [][]byte{{0xc3, 0x48}, {0xc3, 0xd6}} {
-		if rets, err := retOffsets(code); err == nil {
-			t.Errorf("% x decoded: rets %v", code, rets)
+		if insts, err := decodeAll(code); err == nil {
+			t.Errorf("% x decoded: %v", code, insts)
 		}
 	}
-	rets, err := retOffsets([]byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3, 0x90, 0xc3, 0xcc, 0xcc})
-	if err != nil || !slices.Equal(rets, []uint64{5, 7}) {
+	// push rbp; mov rbp, rsp; pop rbp; ret; nop; ret; int3; int3
+	insts, err := decodeAll([]byte{0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3, 0x90, 0xc3, 0xcc, 0xcc})
+	if rets := retOffsets(insts); err != nil || !slices.Equal(rets, []uint64{5, 7}) {
 		t.Errorf("rets %v, err %v; want [5 7]", rets, err)
+	}
+	// A function that does something else before its PUSH is probed at
+	// its first instruction: mov rax, rbx; push rbp.
+	insts, err = decodeAll([]byte{0x48, 0x89, 0xd8, 0x55, 0xc3})
+	if e := entryOffset(insts); err != nil || e != 0 {
+		t.Errorf("entry +0x%x, err %v; want 0", e, err)
 	}
 }
 
 // objFunc is a function as go tool objdump lists it.
 type objFunc struct {
-	entry uint64
-	rets  []uint64
+	entry, push uint64
+	rets        []uint64
 }
 
 // objdumpRets disassembles the lock slow paths of bin with go tool
@@ -125,6 +135,9 @@ func objdumpRets(t *testing.T, bin string) map[string]objFunc {
 		}
 		if m[2] == "RET" {
 			f.rets = append(f.rets, addr-f.entry)
+		}
+		if m[2] == "PUSHQ" && f.push == 0 && strings.Contains(sc.Text(), "PUSHQ BP") {
+			f.push = addr - f.entry
 		}
 		funcs[cur] = f
 	}

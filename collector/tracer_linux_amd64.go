@@ -369,7 +369,8 @@ func (t *bpfTracer) attachPerCPU(prog *ebpf.Program, cfg tracerConfig) error {
 }
 
 // attachGo attaches the Go lock probes to the functions fns of the Go
-// executable exe of process pid: ct_gosync_enter at each function's entry,
+// executable exe of process pid: ct_gosync_enter at each function's entry
+// (goFunc.Entry),
 // ct_gosync_exit at each of its RET instructions, filtered to pid. On
 // error the uprobes attached so far stay in the tracer's links, detached
 // with the others.
@@ -392,7 +393,7 @@ func (t *bpfTracer) attachGo(pid int, exe string, fns []goFunc) error {
 			t.addLink(l)
 			return nil
 		}
-		if err := at(enter, 0); err != nil {
+		if err := at(enter, f.Entry); err != nil {
 			return err
 		}
 		for _, r := range f.Rets {
