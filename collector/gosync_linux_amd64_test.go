@@ -28,13 +28,7 @@ import (
 func TestGoProbesAttachAndDetach(t *testing.T) {
 	requireRoot(t)
 	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s")
-	if err := fx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		fx.Process.Kill()
-		fx.Wait()
-	})
+	testbin.StartCmd(t, fx)
 	time.Sleep(300 * time.Millisecond) // past the runtime's start
 	found, err := findGoFuncs("/proc/" + strconv.Itoa(fx.Process.Pid) + "/exe")
 	if err != nil {

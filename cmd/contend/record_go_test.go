@@ -106,13 +106,7 @@ func TestRecordGoStrippedWithoutEndpoint(t *testing.T) {
 func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Result {
 	t.Helper()
 	fx := exec.Command(bin, "stripe", "-variant", variant, "-duration", "60s")
-	if err := fx.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		fx.Process.Kill()
-		fx.Wait()
-	})
+	testbin.StartCmd(t, fx)
 	time.Sleep(300 * time.Millisecond) // past the runtime's start
 	dir := filepath.Join(t.TempDir(), "rec")
 	cmd, _, errb := contendCmd(t, "record", "-p", strconv.Itoa(fx.Process.Pid), "-d", "2s", "-o", dir)
