@@ -91,6 +91,8 @@ const (
 	// EvDumpWaiters — F: waiters, population. N: source. I: state → count.
 	EvDumpWaiters EvidenceKind = "dump-waiters"
 	// EvBlockWaits — F: contentions, sites, wait_s, each_s, dur_s, mean.
+	// N: probed (the functions the collector's uprobes measured the waits
+	// on, source go-lockwaits; "" for the runtime's block profile).
 	EvBlockWaits EvidenceKind = "block-waits"
 	// EvMutexRelease — F: delay_s, contentions, guess (1 when the pairing
 	// with the Lock site is a guess), paired (1 when there is a Lock site).
@@ -102,6 +104,9 @@ const (
 	EvDumpSpread EvidenceKind = "dump-spread"
 	// EvDumpSameMutex — F: named. N: addr.
 	EvDumpSameMutex EvidenceKind = "dump-same-mutex"
+	// EvWaitSpread — F: distinct, share (the busiest lock's share of the
+	// measured waiting).
+	EvWaitSpread EvidenceKind = "wait-spread"
 	// EvCallPaths — F: paths. N: site.
 	EvCallPaths EvidenceKind = "call-paths"
 	// EvGoHoldBound — F: hold_bound_s, dur_s, contentions, max_s.
@@ -214,6 +219,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvDumpUnseen,
 	EvDumpSpread,
 	EvDumpSameMutex,
+	EvWaitSpread,
 	EvCallPaths,
 	EvGoHoldBound,
 	EvSectionCPU,

@@ -175,8 +175,9 @@ func (g *goData) lockEvidence(l *goLock, c *lockCase) []Evidence {
 			"source", g.gorSource, "items", countItems(l.states)))
 	}
 	if l.waitNS > 0 {
-		ev = append(ev, fact("go-block", EvBlockWaits, "contentions", l.waitCount, "sites", len(l.waits),
-			"wait_s", seconds(l.waitNS), "each_s", seconds(l.waitNS/max(l.waitCount, 1)), "dur_s", g.duration, "mean", c.mean))
+		ev = append(ev, fact(string(g.blockSrc), EvBlockWaits, "contentions", l.waitCount, "sites", len(l.waits),
+			"wait_s", seconds(l.waitNS), "each_s", seconds(l.waitNS/max(l.waitCount, 1)), "dur_s", g.duration, "mean", c.mean,
+			"probed", g.probed))
 	}
 	if rel := l.topRelease(); rel != nil {
 		var reasons []Item
@@ -187,12 +188,12 @@ func (g *goData) lockEvidence(l *goLock, c *lockCase) []Evidence {
 			"site", rel.key.String(), "paired", l.topWait() != nil, "guess", l.guess(), "items", reasons))
 	}
 	if top := l.topWait(); top != nil && top.site != nil && top.site.stacks > 1 {
-		ev = append(ev, fact("go-block", EvCallPaths, "paths", top.site.stacks, "site", top.key.String()))
+		ev = append(ev, fact(string(g.blockSrc), EvCallPaths, "paths", top.site.stacks, "site", top.key.String()))
 	}
 	if c.holdBound > 0 {
 		src := "go-mutex"
 		if l.waitNS > 0 {
-			src = "go-block" // contentions() counts the waiters then
+			src = string(g.blockSrc) // contentions() counts the waiters then
 		}
 		ev = append(ev, fact(src, EvGoHoldBound, "hold_bound_s", c.holdBound, "dur_s", g.duration,
 			"contentions", c.contentions, "max_s", maxShortHold))
@@ -215,6 +216,10 @@ func countItems(m map[string]int) []Item {
 // waiters (a hot element of a set of locks). It also marks a lock the dump
 // shows nobody waiting for although the profiles average a queue.
 func (g *goData) addrFacts(l *goLock, c *lockCase) {
+	if len(l.addrs) == 0 && len(l.addrNS) > 0 {
+		g.measuredAddrFacts(l, c)
+		return
+	}
 	distinct, most, named, mostAddr := l.addrSpread()
 	// unseen: a dump with wait states was taken over the interval and
 	// shows nobody waiting for this lock, while the profiles' average says
@@ -237,6 +242,42 @@ func (g *goData) addrFacts(l *goLock, c *lockCase) {
 	if distinct >= minArrayElements && named > 0 {
 		c.array = &arrayFacts{base: fmt.Sprintf("the %d mutexes taken at %s", distinct, c.point.Function), elements: distinct,
 			hotShare: float64(most) / float64(named)}
+		if c.id.Address == "" && c.hotStripe() {
+			c.id.Address = mostAddr
+		}
+	}
+}
+
+// measuredAddrFacts reads which mutexes the measured waits (the uprobes'
+// go-lockwaits view, every wait with its lock) fell on, as addrFacts reads
+// the dump's waiters, by share of the delay instead of a count of
+// goroutines: one lock; several with none taking half the waiting (the
+// site takes one of many locks, which the call path alone adds up); or
+// several with one taking most (a hot element of a set of locks).
+func (g *goData) measuredAddrFacts(l *goLock, c *lockCase) {
+	var total, most int64
+	mostAddr := ""
+	for a, ns := range l.addrNS {
+		total += ns
+		if ns > most || ns == most && a < mostAddr {
+			most, mostAddr = ns, a
+		}
+	}
+	distinct := len(l.addrNS)
+	if total <= 0 {
+		return
+	}
+	share := float64(most) / float64(total)
+	c.spread = distinct >= 2 && 2*most < total
+	if c.spread {
+		c.ev = append(c.ev, fact(string(g.blockSrc), EvWaitSpread, "distinct", distinct, "share", share))
+	}
+	if distinct == 1 && c.id.Address == "" {
+		c.id.Address = mostAddr
+	}
+	if distinct >= minArrayElements {
+		c.array = &arrayFacts{base: fmt.Sprintf("the %d mutexes taken at %s", distinct, c.point.Function), elements: distinct,
+			hotShare: share, waitNS: total}
 		if c.id.Address == "" && c.hotStripe() {
 			c.id.Address = mostAddr
 		}

@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -40,6 +41,9 @@ type site struct {
 	// user is the first frame outside machinery of a runtime-lock stack
 	// (the user code that reached the runtime lock), "" when none.
 	user string
+	// addrNS holds, when the samples name their lock (the uprobes'
+	// go-lockwaits view), the delay per lock address.
+	addrNS map[string]int64
 	// CPU sites only: CPU in samples that execute an atomic operation at
 	// the point, and in samples that yield.
 	atomicNS, yieldNS int64
@@ -77,6 +81,14 @@ type goData struct {
 	// duration is the profiled wall time, 0 when unknown.
 	duration time.Duration
 
+	// blockSrc is the view the block sites come from: the runtime's block
+	// profile, or, without one, the goroutines' lock waits the collector
+	// measured with uprobes (ViewGoLockWaits), whose samples mean the same
+	// (where goroutines waited for a lock, and how long); probed then
+	// names the functions the uprobes were on.
+	blockSrc recording.View
+	probed   string
+
 	// Presence of each profile (possibly empty) and whether it has samples.
 	blockGiven, mutexGiven, cpuGiven bool
 	blockSamples, mutexSamples       bool
@@ -110,7 +122,17 @@ func seconds(ns int64) float64 { return float64(ns) / 1e9 }
 func buildGoData(rec *recording.Recording) *goData {
 	g := &goData{stacks: newProfStacks()}
 	any := false
-	if p := rec.Profile(recording.ViewGoBlock); p != nil {
+	g.blockSrc = recording.ViewGoBlock
+	p := rec.Profile(recording.ViewGoBlock)
+	if p == nil {
+		if p = rec.Profile(recording.ViewGoLockWaits); p != nil {
+			g.blockSrc = recording.ViewGoLockWaits
+			if gd := rec.Meta.GoData; gd != nil && gd.Uprobes != nil {
+				g.probed = strings.Join(gd.Uprobes.Functions, ", ")
+			}
+		}
+	}
+	if p != nil {
 		any, g.blockGiven, g.blockSamples = true, true, len(p.Sample) > 0
 		g.block = g.contentionSites(p)
 	}
@@ -169,7 +191,14 @@ func (g *goData) contentionSites(p *profile.Profile) []*site {
 		if ci >= 0 {
 			count = s.Value[ci]
 		}
-		g.addSample(sites, s, frames, pi, sc, count, s.Value[di])
+		st := g.addSample(sites, s, frames, pi, sc, count, s.Value[di])
+		if a := s.Label[recording.LabelLock]; len(a) == 1 {
+			// The uprobes' waits name their lock (ViewGoLockWaits).
+			if st.addrNS == nil {
+				st.addrNS = map[string]int64{}
+			}
+			st.addrNS[a[0]] += s.Value[di]
+		}
 	}
 	return sortSites(sites)
 }

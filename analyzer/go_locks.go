@@ -62,6 +62,9 @@ type goLock struct {
 	waiters           int   // dumped goroutines waiting
 	states            map[string]int
 	addrs             map[string]int // dumped waiters per lock address
+	// addrNS is the measured delay per lock address, when the waits name
+	// their lock (the uprobes' go-lockwaits view).
+	addrNS map[string]int64
 }
 
 // addrSpread returns how many distinct lock addresses the dumped waiters
@@ -364,6 +367,12 @@ func (l *goLock) add(n *lockNode) {
 	if n.site != nil {
 		l.waitNS += n.site.value
 		l.waitCount += n.site.count
+		for a, ns := range n.site.addrNS {
+			if l.addrNS == nil {
+				l.addrNS = map[string]int64{}
+			}
+			l.addrNS[a] += ns
+		}
 	}
 	l.waiters += n.waiters
 	for s, c := range n.states {

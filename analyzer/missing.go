@@ -127,10 +127,26 @@ var goKindMissing = map[string]Missing{
 func liveGoMissing(a *analysis, gd *recording.GoData) {
 	for _, k := range gd.Absent() {
 		if m, ok := goKindMissing[k.Kind]; ok {
-			a.missing(m.What, m.Decides+". Not recorded: "+k.Why)
+			why := m.Decides + ". Not recorded: " + k.Why
+			if k.Kind == recording.GoKindBlock && gd.Uprobes.Have() {
+				why += "; the goroutines' waits for a sync.Mutex or sync.RWMutex were measured with uprobes instead (" + string(recording.ViewGoLockWaits) + "), their channel and select waits were not"
+			}
+			a.missing(m.What, why)
 		}
 	}
+	u := gd.Uprobes
+	switch {
+	case u == nil:
+	case !u.Have():
+		a.missing(goUprobesMissing, "where goroutines waited for a sync.Mutex or sync.RWMutex, measured from the process alone when it serves no pprof endpoint. Not measured: "+u.Why)
+	case len(u.Missing) > 0:
+		a.missing(goUprobesMissing, "the waits for these locks: "+strings.Join(u.Missing, "; "))
+	}
 }
+
+// goUprobesMissing names the Go lock waits the collector's uprobes did
+// not measure, in the Missing list.
+const goUprobesMissing = "the goroutines' lock waits through uprobes"
 
 // hasGoData reports whether a recording holds any Go runtime data.
 func hasGoData(rec *recording.Recording) bool {

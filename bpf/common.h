@@ -62,6 +62,9 @@ enum ct_counter {
 	CT_INFO_NO_START,          // switch-in without a switch-out entry
 	CT_INFO_OFFCPU_SPILLED,    // offcpu map full: the entry goes to the spill map, stackless
 	CT_INFO_CALL_UNBLOCKED,    // traced call ended without leaving the CPU (duration 0)
+	CT_EV_GOSYNC,              // Go lock slow path entered (gosync uprobes)
+	CT_DROP_MAP_FULL_GOSYNC,   // ct_gosync full: a Go lock wait was not counted
+	CT_INFO_GOSYNC_NO_START,   // Go lock slow path left without its entry (entered before attach)
 	CT_NR_COUNTERS,
 };
 
@@ -107,6 +110,7 @@ enum ct_family {
 	CT_FAM_IO = 1,
 	CT_FAM_ONCPU = 2,
 	CT_FAM_SCHED = 3,
+	CT_FAM_GOSYNC = 4,
 	CT_NR_FAMILIES,
 };
 

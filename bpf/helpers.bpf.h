@@ -286,20 +286,12 @@ static __always_inline __u64 ct_store_stack(struct ct_stack *s, __u64 h)
 	return h;
 }
 
-// ct_user_stack walks the user stack of process pid from its registers u,
-// stores it (ct_stacks) and returns its hash, or CT_STACK_LOST.
-//
-// The walk follows frame pointers, as the kernel's own does, but accepts a
-// frame record only where a frame record can be: 8-byte aligned, above the
-// previous one and within CT_STACK_SPAN of the stack pointer, with a
-// return address in user space. Code built without frame pointers leaves
-// data in rbp, and the kernel's walk then reads "frames" out of it, a new
-// stack at nearly every event, which fills any stack map within seconds;
-// these checks end such walks at the first word that cannot be a frame, so
-// a stack through such code is its leaf and the frames that checked out.
-// The collector names the stacks of such code from stack windows it
-// unwinds with .eh_frame (ct_send_window).
-static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_uregs u)
+// ct_user_stack_ret walks a user stack as ct_user_stack does (below), with ret, when not 0, as the second
+// frame: the return address at the stack pointer when u was taken at a
+// function's first instruction, before the function pushed its frame
+// record (a uprobe at a function's entry; the frame-pointer walk from
+// there starts at the caller's caller).
+static __always_inline __u64 ct_user_stack_ret(__u32 family, __u32 pid, struct ct_uregs u, __u64 ret)
 {
 	__u64 ip = u.ip, sp = u.sp, bp = u.bp;
 	struct ct_stack *s = bpf_map_lookup_elem(&ct_stackbuf, &family);
@@ -310,9 +302,14 @@ static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_ur
 	s->pid = pid;
 	s->pcs[0] = ip;
 	__u64 h = ct_mix(pid, ip);
-	__u32 n = 1;
+	__u32 n = 1, first = 1;
+	if (ret) {
+		s->pcs[1] = ret;
+		h = ct_mix(h, ret);
+		n = first = 2;
+	}
 	__u64 fp = bp, lo = sp;
-	for (__u32 i = 1; i < CT_STACK_DEPTH; i++) {
+	for (__u32 i = first; i < CT_STACK_DEPTH; i++) {
 		if ((fp & 7) || fp < lo || fp - sp >= CT_STACK_SPAN)
 			break;
 		__u64 rec[2];
@@ -328,6 +325,24 @@ static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_ur
 	}
 	s->n = n;
 	return ct_store_stack(s, h);
+}
+
+// ct_user_stack walks the user stack of process pid from its registers u,
+// stores it (ct_stacks) and returns its hash, or CT_STACK_LOST.
+//
+// The walk follows frame pointers, as the kernel's own does, but accepts a
+// frame record only where a frame record can be: 8-byte aligned, above the
+// previous one and within CT_STACK_SPAN of the stack pointer, with a
+// return address in user space. Code built without frame pointers leaves
+// data in rbp, and the kernel's walk then reads "frames" out of it, a new
+// stack at nearly every event, which fills any stack map within seconds;
+// these checks end such walks at the first word that cannot be a frame, so
+// a stack through such code is its leaf and the frames that checked out.
+// The collector names the stacks of such code from stack windows it
+// unwinds with .eh_frame (ct_send_window).
+static __always_inline __u64 ct_user_stack(__u32 family, __u32 pid, struct ct_uregs u)
+{
+	return ct_user_stack_ret(family, pid, u, 0);
 }
 
 // ct_kernel_stack stores the kernel stack of ctx (ct_stacks) and returns

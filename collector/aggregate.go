@@ -13,6 +13,9 @@ type aggregates struct {
 	edges  map[edgeKey]uint64
 	oncpu  map[oncpuKey]oncpuVal
 	io     map[ioKey]aggVal
+	// gosync holds Go lock waits per (process, goroutine stack, kind):
+	// keyed by no thread, so nothing of it is folded.
+	gosync map[goSyncKey]aggVal
 	// threads counts, for the entries that hold folded threads (thread id
 	// foldedTID), how many exited threads each sums (see fold).
 	threads foldedThreads
@@ -41,6 +44,7 @@ func newAggregates() *aggregates {
 		edges:  map[edgeKey]uint64{},
 		oncpu:  map[oncpuKey]oncpuVal{},
 		io:     map[ioKey]aggVal{},
+		gosync: map[goSyncKey]aggVal{},
 		threads: foldedThreads{
 			waits:   map[waitKey]uint32{},
 			wakes:   map[wakeKey]uint32{},
@@ -57,7 +61,7 @@ func newAggregates() *aggregates {
 // entries counts the entries of every map: what the aggregates cost in
 // memory, at a few tens of bytes each.
 func (a *aggregates) entries() int {
-	return len(a.waits) + len(a.locks) + len(a.wakes) + len(a.offcpu) + len(a.edges) + len(a.oncpu) + len(a.io) +
+	return len(a.waits) + len(a.locks) + len(a.wakes) + len(a.offcpu) + len(a.edges) + len(a.oncpu) + len(a.io) + len(a.gosync) +
 		len(a.threads.waits) + len(a.threads.wakes) + len(a.threads.offcpu) + len(a.threads.edges) + len(a.threads.oncpu) + len(a.threads.io) +
 		len(a.threads.waiters) + len(a.threads.wakers)
 }
@@ -71,6 +75,7 @@ func (a *aggregates) add(b *aggregates) {
 	addMap(a.edges, b.edges, func(x, y uint64) uint64 { return x + y })
 	addMap(a.oncpu, b.oncpu, addOncpu)
 	addMap(a.io, b.io, addAgg)
+	addMap(a.gosync, b.gosync, addAgg)
 	a.threads.add(&b.threads)
 }
 

@@ -99,7 +99,7 @@ func TestDoctorReady(t *testing.T) {
 		if r.Err() != nil || r.Verdict != VerdictReady {
 			t.Errorf("caps %x: %s, %v; want ready", c, r.Verdict, r.Err())
 		}
-		if strings.Join(loaded, ",") != "futex,io,sched,oncpu" {
+		if strings.Join(loaded, ",") != "futex,io,sched,oncpu,gosync" {
 			t.Errorf("loaded %q, want every probe family", loaded)
 		}
 		if n := r.Count(CheckMissing) + r.Count(CheckUnknown); n != 0 {

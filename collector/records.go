@@ -57,10 +57,19 @@ const (
 
 // Probe families (enum ct_family).
 const (
-	famFutex = 0
-	famIO    = 1
-	famOnCPU = 2
-	famSched = 3
+	famFutex  = 0
+	famIO     = 1
+	famOnCPU  = 2
+	famSched  = 3
+	famGoSync = 4
+)
+
+// What a Go lock probe waits for (enum ct_gosync_kind), the attach cookie
+// of its uprobes.
+const (
+	goSyncMutex = 1
+	goSyncRLock = 2
+	goSyncWLock = 3
 )
 
 // Futex operations (enum ct_futex_op); waits are 1..opLastWait.
@@ -257,6 +266,15 @@ type ioKey struct {
 	TID   uint32
 	NR    uint32
 	_     uint32
+}
+
+// goSyncKey mirrors struct ct_gosync_key: Go lock waits per process,
+// waiter stack, lock address and kind (goSync*).
+type goSyncKey struct {
+	Stack uint64
+	Addr  uint64
+	PID   uint32
+	Kind  uint32
 }
 
 // callStart mirrors struct ct_call_start: a thread's traced syscall that

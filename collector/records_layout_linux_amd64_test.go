@@ -19,7 +19,7 @@ import (
 // field (padding fields aside). It needs no privileges.
 func TestRecordLayouts(t *testing.T) {
 	var specs []*ebpf.CollectionSpec
-	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu, probes.LoadGosync} {
 		spec, err := load()
 		if err != nil {
 			t.Fatal(err)
@@ -51,6 +51,7 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_oncpu_key", oncpuKey{}},
 		{"ct_oncpu_val", oncpuVal{}},
 		{"ct_io_key", ioKey{}},
+		{"ct_gosync_key", goSyncKey{}},
 		{"ct_window_hdr", windowHdr{}},
 		{"ct_event", rawEvent{}},
 		{"ct_call_start", callStart{}},
@@ -95,7 +96,7 @@ func TestRecordLayouts(t *testing.T) {
 // TestCounterNames checks that the counter names come out of the objects'
 // BTF, complete and in the categories Stats relies on.
 func TestCounterNames(t *testing.T) {
-	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu} {
+	for _, load := range []func() (*ebpf.CollectionSpec, error){probes.LoadFutex, probes.LoadIo, probes.LoadSched, probes.LoadOncpu, probes.LoadGosync} {
 		spec, err := load()
 		if err != nil {
 			t.Fatal(err)

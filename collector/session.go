@@ -97,6 +97,9 @@ type Session struct {
 	gofetch *GoFetch
 	// goSrc says where a Go target's runtime profiles come from.
 	goSrc goSource
+	// goUp is the state of the Go lock probes (used when goSrc has no
+	// endpoint).
+	goUp goProbes
 
 	// inner is cancelled by Stop, ending every background goroutine.
 	inner      context.Context
@@ -309,6 +312,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		}
 	}
 	s.goSrc = s.findGoSource(ctx, pids)
+	s.startGoProbes()
 	if s.goSrc.endpoint != "" {
 		dur := o.Duration
 		if dur > 0 && s.goSrc.discovered {
@@ -370,7 +374,9 @@ func (s *Session) goData(rec *recording.Recording) *recording.GoData {
 	if s.gofetch != nil {
 		failed = s.gofetch.failures()
 	}
-	return goDataOf(rec, s.goSrc, failed)
+	gd := goDataOf(rec, s.goSrc, failed)
+	gd.Uprobes = s.goUp.uprobes()
+	return gd
 }
 
 // goDataOf says which kinds of Go runtime data rec holds, from source src;
@@ -624,6 +630,11 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			s.mu.Unlock()
 		}
 		p.jvm = startJVM(o.ProcRoot, int(pid), p.sym)
+		if p.info.goVersion != "" {
+			// A Go process joining after the start (--comm, --cgroup):
+			// measured as the first ones are, when they are.
+			s.attachGoProbes(pid)
+		}
 		// Calls in progress at attach have no start entry (they left
 		// the CPU before); give them one, timed from now.
 		n := seedOpen(s.tr, o.ProcRoot, int(pid), s.clk.at(at))
@@ -1381,6 +1392,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 		probes:  s.cfg.probes,
 		exe:     filepath.Base(meta.Exe),
 		words:   words,
+		goSync:  s.goUp.active(),
 	}) {
 		rec.SetProfile(v, p)
 	}

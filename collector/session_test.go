@@ -67,6 +67,10 @@ func (f *fakeTracer) seed(c openCall) (bool, error) {
 
 func (f *fakeTracer) unseed(c openCall) error { return nil }
 
+func (f *fakeTracer) attachGo(int, string, []goFunc) error {
+	return errors.New("the fake tracer has no uprobes")
+}
+
 // openTS answers from the calls drain reports.
 func (f *fakeTracer) openTS(c openCall) (uint64, bool) {
 	f.mu.Lock()

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -11,10 +12,14 @@ const (
 	ProbeSched = "sched"
 	ProbeOnCPU = "oncpu"
 	ProbeIO    = "io"
+	// ProbeGoSync: uprobes on a Go target's sync.Mutex and sync.RWMutex
+	// slow paths, attached to a Go process only when no pprof endpoint
+	// gives its runtime profiles.
+	ProbeGoSync = "gosync"
 )
 
 // AllProbes lists every probe family in attach order.
-var AllProbes = []string{ProbeFutex, ProbeSched, ProbeOnCPU, ProbeIO}
+var AllProbes = []string{ProbeFutex, ProbeSched, ProbeOnCPU, ProbeIO, ProbeGoSync}
 
 // Thresholds of the scheduler's event log entries, with the reasoning.
 const (
@@ -122,6 +127,9 @@ type tracer interface {
 	// openTS returns the start of the call c's thread has in progress
 	// now (0 when none), false when the thread has no entry.
 	openTS(c openCall) (uint64, bool)
+	// attachGo attaches the Go lock probes to functions fns of the Go
+	// executable exe of process pid; they are detached with the others.
+	attachGo(pid int, exe string, fns []goFunc) error
 }
 
 // noTracer is the tracer of a session without probes (Options.NoProbes):
@@ -153,3 +161,6 @@ func (*noTracer) counterNames() []string         { return nil }
 func (*noTracer) seed(openCall) (bool, error)    { return false, nil }
 func (*noTracer) unseed(openCall) error          { return nil }
 func (*noTracer) openTS(openCall) (uint64, bool) { return 0, false }
+func (*noTracer) attachGo(int, string, []goFunc) error {
+	return errors.New("no probes are attached")
+}

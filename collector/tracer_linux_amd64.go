@@ -86,6 +86,12 @@ var objects = []probeObject{
 		aggregates:   map[string]string{"ct_oncpu": ProbeOnCPU},
 		needs:        func(string, tracerConfig) bool { return true },
 	},
+	{
+		doctorFamily: doctorFamily{"gosync", "Go sync.Mutex and sync.RWMutex waits per goroutine stack (uprobes on a Go target's lock slow paths)", probes.LoadGosync},
+		families:     []string{ProbeGoSync},
+		aggregates:   map[string]string{"ct_gosync": ProbeGoSync},
+		needs:        func(string, tracerConfig) bool { return true },
+	},
 }
 
 // selected reports whether the object is loaded under cfg.
@@ -301,6 +307,8 @@ func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 			}
 		case ebpf.Syscall:
 			// Run on demand (setTarget), never attached.
+		case ebpf.Kprobe:
+			// Uprobes, attached per Go process (attachGo).
 		default:
 			return fmt.Errorf("%s: unexpected program type %s", name, prog.Type())
 		}
@@ -356,6 +364,43 @@ func (t *bpfTracer) attachPerCPU(prog *ebpf.Program, cfg tracerConfig) error {
 	}
 	if attached == 0 {
 		return fmt.Errorf("%w: no CPU accepted a cpu-clock event", ErrKernel)
+	}
+	return nil
+}
+
+// attachGo attaches the Go lock probes to the functions fns of the Go
+// executable exe of process pid: ct_gosync_enter at each function's entry
+// (goFunc.Entry),
+// ct_gosync_exit at each of its RET instructions, filtered to pid. On
+// error the uprobes attached so far stay in the tracer's links, detached
+// with the others.
+func (t *bpfTracer) attachGo(pid int, exe string, fns []goFunc) error {
+	coll := t.colls["gosync"]
+	if coll == nil {
+		return errors.New("the gosync probes are not loaded")
+	}
+	enter, exit := coll.Programs["ct_gosync_enter"], coll.Programs["ct_gosync_exit"]
+	ex, err := link.OpenExecutable(exe)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", exe, err)
+	}
+	for _, f := range fns {
+		at := func(prog *ebpf.Program, off uint64) error {
+			l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: f.Offset, Offset: off, PID: pid, Cookie: uint64(f.Kind)})
+			if err != nil {
+				return fmt.Errorf("uprobe %s+0x%x in %s: %w", f.Name, off, exe, classify(err))
+			}
+			t.addLink(l)
+			return nil
+		}
+		if err := at(enter, f.Entry); err != nil {
+			return err
+		}
+		for _, r := range f.Rets {
+			if err := at(exit, r); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -441,6 +486,8 @@ func (t *bpfTracer) drain() (*drained, error) {
 			err = drainMap(m, func(k oncpuKey, v oncpuVal) { d.agg.oncpu[k] = addOncpu(d.agg.oncpu[k], v) })
 		case "ct_io":
 			err = drainMap(m, func(k ioKey, v aggVal) { d.agg.io[k] = addAgg(d.agg.io[k], v) })
+		case "ct_gosync":
+			err = drainMap(m, func(k goSyncKey, v aggVal) { d.agg.gosync[k] = addAgg(d.agg.gosync[k], v) })
 		default:
 			err = fmt.Errorf("no reader for map %s", name)
 		}

@@ -66,6 +66,9 @@ type viewInput struct {
 	// words names the futex waits of colliding stack ids per thread and
 	// word (wordstacks.go); nil names every wait after its stack id.
 	words map[wordKey]recording.Stack
+	// goSync is set when the Go lock probes are attached to a process:
+	// the go-lockwaits view is built, empty when no goroutine waited.
+	goSync bool
 }
 
 // userFrames returns the frames of user stack hash, or a synthetic frame:
@@ -244,7 +247,25 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		}
 		out[recording.ViewIO] = b.build()
 	}
+	if in.goSync {
+		out[recording.ViewGoLockWaits] = goLockWaitsView(in)
+	}
 	return out
+}
+
+// goLockWaitsView builds the go-lockwaits view: the Go lock waits per
+// process and waiter stack, with the value names of the runtime's block
+// profile, whose meaning they share.
+func goLockWaitsView(in viewInput) *profile.Profile {
+	b := newProfileBuilder(in.exe, [][2]string{{"contentions", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(in.snap.gosync, compareGoSyncKey) {
+		v := in.snap.gosync[k]
+		l := sampleLabels{str: map[string]string{recording.LabelLock: fmt.Sprintf(lockLabelFormat, k.Addr)}, num: map[string]int64{recording.LabelPID: int64(k.PID)}}
+		b.add(userFrames(in.stacks, k.Stack, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+	}
+	p := b.build()
+	p.DefaultSampleType = "delay"
+	return p
 }
 
 // lockKey returns the lock of an open futex wait.
@@ -418,6 +439,10 @@ func compareEdgeKey(a, b edgeKey) int {
 
 func compareOncpuKey(a, b oncpuKey) int {
 	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), cmp.Compare(a.UStack, b.UStack), cmp.Compare(a.KStack, b.KStack))
+}
+
+func compareGoSyncKey(a, b goSyncKey) int {
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Stack, b.Stack), cmp.Compare(a.Addr, b.Addr))
 }
 
 func compareIOKey(a, b ioKey) int {

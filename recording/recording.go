@@ -110,13 +110,25 @@ const (
 	ViewGoCPU View = "go-cpu"
 	// ViewGoGoroutine: goroutine profile in protobuf form (no wait states).
 	ViewGoGoroutine View = "go-goroutine"
+	// ViewGoLockWaits: goroutine waits for a sync.Mutex or sync.RWMutex
+	// measured by the eBPF collector's uprobes on the runtime's lock slow
+	// paths (a live Go target without a pprof endpoint; GoData.Uprobes
+	// names the functions), per (process, waiter stack). Values:
+	// [contentions/count, delay/nanoseconds], as in a block profile, whose
+	// meaning they share: each sample is where goroutines waited for a
+	// lock, the leaf the slow path (internal/sync.(*Mutex).lockSlow,
+	// sync.runtime_SemacquireRWMutexR, sync.runtime_SemacquireRWMutex),
+	// every contended acquisition counted (no sampling rate). Labels: pid,
+	// lock (the *Mutex lockSlow ran on, or the RWMutex's semaphore word,
+	// "0x…" in process pid).
+	ViewGoLockWaits View = "go-lockwaits"
 )
 
 // LiveViews lists the views the eBPF collector produces, in display order.
 var LiveViews = []View{ViewFutexWait, ViewFutexWake, ViewOffCPU, ViewOnCPU, ViewIO, ViewWakes}
 
 // GoViews lists the Go runtime profile views, in display order.
-var GoViews = []View{ViewGoMutex, ViewGoBlock, ViewGoCPU, ViewGoGoroutine}
+var GoViews = []View{ViewGoMutex, ViewGoBlock, ViewGoLockWaits, ViewGoCPU, ViewGoGoroutine}
 
 // Label keys used on samples of the live views.
 const (
@@ -581,7 +593,29 @@ type GoData struct {
 	Discovered bool `json:"discovered,omitempty"`
 	// Kinds has one entry per GoKinds kind, in that order.
 	Kinds []GoDataKind `json:"kinds"`
+	// Uprobes says, for a target without an endpoint, whether its
+	// goroutines' lock waits were measured with uprobes instead
+	// (ViewGoLockWaits); nil when they were not tried.
+	Uprobes *GoUprobes `json:"uprobes,omitempty"`
 }
+
+// GoUprobes says where the Go lock probes were placed, or why not.
+type GoUprobes struct {
+	// Functions lists the lock slow paths probed
+	// ("internal/sync.(*Mutex).lockSlow").
+	Functions []string `json:"functions,omitempty"`
+	// Table says where they were found: "symbol table", or "pclntab" in
+	// a binary stripped of its symbol table.
+	Table string `json:"table,omitempty"`
+	// Missing lists the kinds of lock whose slow path was not found, with
+	// the names looked for.
+	Missing []string `json:"missing,omitempty"`
+	// Why says why no probe was placed, "" when some were.
+	Why string `json:"why,omitempty"`
+}
+
+// Have reports whether the lock waits were measured with uprobes.
+func (u *GoUprobes) Have() bool { return u != nil && len(u.Functions) > 0 }
 
 // GoDataKind says whether one kind of Go runtime data was recorded.
 type GoDataKind struct {

@@ -310,6 +310,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		if w.f("mean") > 0 {
 			t += fmt.Sprintf("; over %s that is %s goroutines waiting at any moment (Little's law)", w.sec("dur_s"), w.num("mean"))
 		}
+		if p := w.n("probed"); p != "" {
+			t += "; measured with uprobes on " + p + ", every contended acquisition counted"
+		}
 		return t
 	},
 	analyzer.EvMutexRelease: func(w words) string {
@@ -338,6 +341,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	},
 	analyzer.EvDumpSameMutex: func(w words) string {
 		return fmt.Sprintf("all %d waiters whose lock the dump names wait on the same mutex, %s", w.i("named"), w.n("addr"))
+	},
+	analyzer.EvWaitSpread: func(w words) string {
+		return fmt.Sprintf("the waits at this point fell on %d different mutexes, the busiest taking %s of the waiting: this point takes one of several locks, and its waits add them up", w.i("distinct"), w.pct("share"))
 	},
 	analyzer.EvCallPaths: func(w words) string {
 		return fmt.Sprintf("%d distinct call paths reach the Lock at %s", w.i("paths"), w.n("site"))

@@ -61,7 +61,7 @@ func TestDoctorAsRoot(t *testing.T) {
 	if err := json.Unmarshal([]byte(js), &r); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, js)
 	}
-	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != 4 {
+	if r.Kernel == "" || len(r.Capabilities) != 4 || len(r.Probes) != len(collector.AllProbes) {
 		t.Errorf("JSON report incomplete: %+v", r)
 	}
 	var top map[string]any

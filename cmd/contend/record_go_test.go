@@ -5,6 +5,7 @@ package main
 import (
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,19 +61,52 @@ func TestRecordGoDiscoversPprof(t *testing.T) {
 }
 
 // TestRecordGoWithoutEndpoint records the Go stripe fixture started
-// without an endpoint: record says none was found, the recording says
-// which Go data it lacks, and the analysis lists each Go profile absent
-// instead of reading the idle Ms as "no contention".
+// without an endpoint, in its bad and fixed variants: record says none
+// was found and that the goroutines' lock waits are measured with uprobes
+// instead; the recording says which Go data it has and lacks; the
+// analysis names the bad variant's convoy at the function that takes the
+// lock, from the uprobes' data, and gives the fixed variant no such
+// finding; the Go profiles not had are listed missing, with why.
 func TestRecordGoWithoutEndpoint(t *testing.T) {
 	requireRoot(t)
-	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s")
-	if err := fx.Start(); err != nil {
-		t.Fatal(err)
+	c, _ := expect.Lookup("go/stripe")
+	bad := recordGoNoEndpoint(t, testbin.Go(t, "fixtures/cmd/gofixture"), "bad", "symbol table")
+	if v := expect.JudgeBad(c, expect.FromResult(bad)); !v.Pass {
+		t.Errorf("go/stripe bad, recorded without an endpoint: %s (got %s)", v.Why, v.Got)
 	}
-	t.Cleanup(func() {
-		fx.Process.Kill()
-		fx.Wait()
-	})
+	if len(bad.Findings) > 0 {
+		f := bad.Findings[0]
+		if f.Kind != analyzer.KindLockConvoy || !hasEvidenceFrom(f, string(recording.ViewGoLockWaits)) {
+			t.Errorf("first finding %s at %s, want a lock convoy with evidence from %s: %+v", f.Kind, f.Point.Function, recording.ViewGoLockWaits, f.Evidence)
+		}
+	}
+	fixed := recordGoNoEndpoint(t, testbin.Go(t, "fixtures/cmd/gofixture"), "fixed", "symbol table")
+	if v := expect.JudgeFixed(c, expect.FromResult(bad), expect.FromResult(fixed)); !v.Pass {
+		t.Errorf("go/stripe fixed, recorded without an endpoint: %s (got %s)", v.Why, v.Got)
+	}
+}
+
+// TestRecordGoStrippedWithoutEndpoint records the bad Go stripe fixture
+// built without a symbol table (-ldflags=-s -w): the uprobes are placed
+// through the runtime's own function table and the convoy is named all
+// the same.
+func TestRecordGoStrippedWithoutEndpoint(t *testing.T) {
+	requireRoot(t)
+	c, _ := expect.Lookup("go/stripe")
+	res := recordGoNoEndpoint(t, testbin.Go(t, "fixtures/cmd/gofixture", "-ldflags=-s -w"), "bad", "pclntab")
+	if v := expect.JudgeBad(c, expect.FromResult(res)); !v.Pass {
+		t.Errorf("stripped go/stripe bad, recorded without an endpoint: %s (got %s)", v.Why, v.Got)
+	}
+}
+
+// recordGoNoEndpoint runs the Go stripe fixture bin in variant without an
+// endpoint, records it for 2 s, checks what record says and what the
+// recording holds of the Go data (the lock slow paths found in table),
+// and returns the analysis.
+func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Result {
+	t.Helper()
+	fx := exec.Command(bin, "stripe", "-variant", variant, "-duration", "60s")
+	testbin.StartCmd(t, fx)
 	time.Sleep(300 * time.Millisecond) // past the runtime's start
 	dir := filepath.Join(t.TempDir(), "rec")
 	cmd, _, errb := contendCmd(t, "record", "-p", strconv.Itoa(fx.Process.Pid), "-d", "2s", "-o", dir)
@@ -83,12 +117,23 @@ func TestRecordGoWithoutEndpoint(t *testing.T) {
 	if !strings.Contains(errb.String(), "contend: no Go runtime profiles: "+why) {
 		t.Errorf("stderr does not say no endpoint was found:\n%s", errb)
 	}
+	probed := "contend: Go lock waits measured with uprobes on internal/sync.(*Mutex).lockSlow, sync.runtime_SemacquireRWMutexR, sync.runtime_SemacquireRWMutex (found in the executable's " + table + ")"
+	if !strings.Contains(errb.String(), probed) {
+		t.Errorf("stderr does not say the lock waits are measured with uprobes (%q):\n%s", probed, errb)
+	}
 	rec, err := recording.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gd := rec.Meta.GoData; gd == nil || gd.Endpoint != "" || len(gd.Absent()) != len(recording.GoKinds) {
-		t.Fatalf("meta go_data %+v, want every kind absent", gd)
+	gd := rec.Meta.GoData
+	if gd == nil || gd.Endpoint != "" || len(gd.Absent()) != len(recording.GoKinds) {
+		t.Fatalf("meta go_data %+v, want every pprof kind absent", gd)
+	}
+	if u := gd.Uprobes; !u.Have() || u.Table != table || !slices.Contains(u.Functions, "internal/sync.(*Mutex).lockSlow") || len(u.Missing) != 0 {
+		t.Errorf("meta go_data uprobes %+v, want every lock slow path probed, found in the %s", u, table)
+	}
+	if rec.Profile(recording.ViewGoLockWaits) == nil {
+		t.Fatalf("no %s view in the recording", recording.ViewGoLockWaits)
 	}
 	res, err := analyzer.Analyze(rec, analyzer.Options{})
 	if err != nil {
@@ -98,11 +143,25 @@ func TestRecordGoWithoutEndpoint(t *testing.T) {
 		found := false
 		for _, m := range res.Missing {
 			if m.What == what {
-				found = strings.HasSuffix(m.Decides, "Not recorded: no pprof endpoint: the process listens on no TCP socket")
+				found = strings.Contains(m.Decides, "Not recorded: no pprof endpoint: the process listens on no TCP socket")
+				if what == "the Go block profile" {
+					found = found && strings.HasSuffix(m.Decides, "measured with uprobes instead (go-lockwaits), their channel and select waits were not")
+				}
 			}
 		}
 		if !found {
 			t.Errorf("Missing lacks %q with why: %+v", what, res.Missing)
 		}
 	}
+	return res
+}
+
+// hasEvidenceFrom reports whether f has evidence from source.
+func hasEvidenceFrom(f analyzer.Finding, source string) bool {
+	for _, e := range f.Evidence {
+		if e.Source == source {
+			return true
+		}
+	}
+	return false
 }

@@ -1,5 +1,5 @@
 // Package probes holds contend's BPF objects, compiled from bpf/ by bpf2go:
-// one object per probe family (Futex, Io, Sched, Oncpu). The generated .go
+// one object per probe family (Futex, Io, Sched, Oncpu, Gosync). The generated .go
 // and .o files are committed so that building contend needs no C
 // toolchain; `make generate` rebuilds them (clang-16, llvm-16, libbpf-dev).
 // Nothing but generated code lives here: the collector loads these objects
@@ -11,3 +11,4 @@ package probes
 //go:generate go tool bpf2go -cc clang-16 -strip llvm-strip-16 -cflags "-O2 -g -Wall -Werror" -no-global-types -target amd64 Io ../../bpf/io.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-16 -strip llvm-strip-16 -cflags "-O2 -g -Wall -Werror" -no-global-types -target amd64 Sched ../../bpf/sched.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-16 -strip llvm-strip-16 -cflags "-O2 -g -Wall -Werror" -no-global-types -target amd64 Oncpu ../../bpf/oncpu.bpf.c -- -I../../bpf
+//go:generate go tool bpf2go -cc clang-16 -strip llvm-strip-16 -cflags "-O2 -g -Wall -Werror" -no-global-types -target amd64 Gosync ../../bpf/gosync.bpf.c -- -I../../bpf

@@ -306,6 +306,18 @@ func (p *Proc) Running() bool {
 	return true
 }
 
+// StartCmd starts cmd, which is killed and reaped when the test ends.
+func StartCmd(t testing.TB, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("testbin: start %s: %v", cmd.Path, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+}
+
 // StartForLine starts cmd, which is killed and reaped when the test ends,
 // and returns what follows marker in the first line of its standard
 // error that holds it (trimmed), such as the URL after "pprof: "; the
@@ -317,13 +329,7 @@ func StartForLine(t testing.TB, cmd *exec.Cmd, marker string) string {
 	if err != nil {
 		t.Fatalf("testbin: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("testbin: start %s: %v", cmd.Path, err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	StartCmd(t, cmd)
 	lines := bufio.NewScanner(stderr)
 	for lines.Scan() {
 		if _, rest, ok := strings.Cut(lines.Text(), marker); ok {

@@ -1,0 +1,107 @@
+//go:build linux && amd64
+
+package collector
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
+)
+
+// TestGoProbesAttachAndDetach records the Go stripe fixture (no pprof
+// endpoint) through a session: the Go lock probes are attached to it, one
+// link at each probed function's entry and one at each of its RETs, the
+// go-lockwaits view holds the fixture's waits at the function that takes
+// the lock, and Stop leaves none of the links behind.
+func TestGoProbesAttachAndDetach(t *testing.T) {
+	requireRoot(t)
+	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s")
+	testbin.StartCmd(t, fx)
+	time.Sleep(300 * time.Millisecond) // past the runtime's start
+	found, err := findGoFuncs("/proc/" + strconv.Itoa(fx.Process.Pid) + "/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, f := range found.funcs {
+		want += 1 + len(f.Rets)
+	}
+	progs0, links0 := testbin.BPFObjects(t, os.Getpid())
+	s, err := Start(context.Background(), Options{PID: fx.Process.Pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	progs1, links1 := testbin.BPFObjects(t, os.Getpid())
+	newProgs, newLinks := minus(progs1, progs0), minus(links1, links0)
+	if got := goSyncLinks(t, newLinks); got != want {
+		t.Errorf("%d links of the Go lock probes, want %d (an entry and each RET of %d functions)", got, want, len(found.funcs))
+	}
+	time.Sleep(1500 * time.Millisecond)
+	rec, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testbin.CheckBPFGone(t, newProgs, newLinks)
+	if u := rec.Meta.GoData.Uprobes; !u.Have() {
+		t.Errorf("go_data uprobes %+v, want the functions probed", u)
+	}
+	p := rec.Profile(recording.ViewGoLockWaits)
+	if p == nil {
+		t.Fatal("no go-lockwaits view")
+	}
+	var waits int64
+	for _, smp := range p.Sample {
+		for _, loc := range smp.Location {
+			if slices.ContainsFunc(loc.Line, func(l profile.Line) bool {
+				return strings.HasSuffix(l.Function.Name, "stripe.(*subscription).onIncomingMessage")
+			}) {
+				waits += smp.Value[0]
+				break
+			}
+		}
+	}
+	if waits == 0 {
+		t.Errorf("no lock wait at stripe.(*subscription).onIncomingMessage in the go-lockwaits view (%d samples)", len(p.Sample))
+	}
+	checkRoundTrip(t, rec)
+}
+
+// goSyncLinks counts the links among ids whose program is one of the Go
+// lock probes.
+func goSyncLinks(t *testing.T, ids []uint32) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		l, err := link.NewFromID(link.ID(id))
+		if err != nil {
+			continue
+		}
+		info, err := l.Info()
+		l.Close()
+		if err != nil {
+			continue
+		}
+		prog, err := ebpf.NewProgramFromID(info.Program)
+		if err != nil {
+			continue
+		}
+		pi, err := prog.Info()
+		prog.Close()
+		if err == nil && strings.HasPrefix(pi.Name, "ct_gosync_") {
+			n++
+		}
+	}
+	return n
+}
