@@ -164,7 +164,7 @@ func combine(s sugg) Suggestion {
 
 func biggerGroups(s sugg) Suggestion {
 	return Suggestion{
-		Action: fmt.Sprintf("The queue already combines: its releaser finishes about %s waiting %ss' work per turn. Give each turn more to do and fewer %ss to wake: batch items on the producer's side (several items per call that takes the lock), or feed the resource from about one producer per CPU through a queue.", units.Float(s.group), s.whom, s.whom),
+		Action: fmt.Sprintf("The queue already combines: about %s of the %ss it wakes are woken with their work done by another's turn. Give each turn more to do and fewer %ss to wake: batch items on the producer's side (several items per call that takes the lock), or feed the resource from about one producer per CPU through a queue.", units.Percent(1-1/max(s.group, 1)), s.whom, s.whom),
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource whose holder already writes for a whole group at a time; each producer waits behind about %s holds, so adding producers lengthens every wait without adding throughput. A producer that hands over several items per call, or fewer producers, wake fewer %ss per item and keep the resource as busy.",
 			s.participants, units.Float(s.holds), s.whom),
 		ExpectedGain: fmt.Sprintf("most of the %s of waiting; the serial resource's throughput stays, with fewer wake-ups per item", units.Seconds(s.waitS)),

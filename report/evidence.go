@@ -186,7 +186,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 			p50, w.num("holds"), w.sec("hold_bound_s"), w.sec("p99_s"), w.num("tail"))
 	},
 	analyzer.EvWriterGroups: func(w words) string {
-		return fmt.Sprintf("of %s waiters woken while others still queued, only %s (%s) then handed the lock on: the rest were woken with their work done by the releaser, which serves the queue a group at a time (about %s per group); a typical wait (p50 %s) spans about %s holds because the producers queue behind whole groups",
+		return fmt.Sprintf("of %s waiters woken while others still queued, only %s (%s) then handed the lock on: the rest were woken with their work done by another thread's turn, so the queue is served a group at a time (about %s waits ended per hand-on); a typical wait (p50 %s) spans about %s holds because the producers queue behind whole groups",
 			w.cnt("woken"), w.cnt("passed"), w.pct("share"), w.num("group"), w.sec("p50_s"), w.num("holds"))
 	},
 	analyzer.EvWaiterCPU: func(w words) string {
