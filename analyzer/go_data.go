@@ -151,6 +151,13 @@ func buildGoData(rec *recording.Recording) *goData {
 		return nil
 	}
 	g.duration = profiledDuration(rec)
+	if g.blockSrc == recording.ViewGoLockWaits {
+		// Uprobes taken off early (they cost the target too much) cover
+		// only part of the recording: the waits are averaged over that.
+		if p := rec.Profile(recording.ViewGoLockWaits); p.DurationNanos > 0 && time.Duration(p.DurationNanos) < g.duration {
+			g.duration = time.Duration(p.DurationNanos)
+		}
+	}
 	g.numCPU = rec.Meta.NumCPU
 	return g
 }

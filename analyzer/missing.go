@@ -130,6 +130,9 @@ func liveGoMissing(a *analysis, gd *recording.GoData) {
 			why := m.Decides + ". Not recorded: " + k.Why
 			if k.Kind == recording.GoKindBlock && gd.Uprobes.Have() {
 				why += "; the goroutines' waits for a sync.Mutex or sync.RWMutex were measured with uprobes instead (" + string(recording.ViewGoLockWaits) + "), their channel and select waits were not"
+				if gd.Uprobes.Detached != "" {
+					why += "; the uprobes were " + gd.Uprobes.Detached
+				}
 			}
 			a.missing(m.What, why)
 		}

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -19,6 +21,72 @@ type goProbes struct {
 	attached map[uint32]bool
 	info     recording.GoUprobes
 	noted    bool
+	// since is when the first probes were attached and until when they
+	// were taken off (0 while attached), as session offsets.
+	since, until time.Duration
+}
+
+// The Go lock probes cost the target's goroutines, not contend: each
+// contended acquisition runs the entry probe and one on a RET, which the
+// kernel single-steps. make bench measures the pair at +17 µs of CPU per
+// contended acquisition (gomutex row, this kind of VM; the RET is most of
+// it). A program that contends tens of thousands of times a second would
+// lose a large part of a CPU to them, so they are taken off once their
+// estimated cost passes a budget, and the recording says so.
+const (
+	// goProbeHitCost is the measured cost of one probed acquisition.
+	goProbeHitCost = 17 * time.Microsecond
+	// goProbeBudget is the share of one CPU the probes may cost the target:
+	// 2 %, about 1,200 contended acquisitions a second. A convoy worth
+	// naming is seen well within the first second at any rate above it
+	// (the Go stripe fixture: about 27,000 waits a second).
+	goProbeBudget = 0.02
+	// goProbeJudgeAfter is how long the rate is averaged before it is
+	// judged, so that one burst of contention does not take them off.
+	goProbeJudgeAfter = time.Second
+)
+
+// checkGoProbeCost takes the Go lock probes off once they have been
+// attached for goProbeJudgeAfter and their estimated cost to the target
+// (hits × goProbeHitCost over the time attached) passes goProbeBudget.
+// hits is the kernel's count of probed slow-path entries so far.
+func (s *Session) checkGoProbeCost(hits uint64, at time.Duration) {
+	g := &s.goUp
+	g.mu.Lock()
+	span := at - g.since
+	over := len(g.attached) > 0 && g.until == 0 && span >= goProbeJudgeAfter &&
+		float64(hits)*goProbeHitCost.Seconds() > goProbeBudget*span.Seconds()
+	if over {
+		g.until = at
+		rate := float64(hits) / span.Seconds()
+		g.info.Detached = fmt.Sprintf("taken off after %s: %s contended acquisitions a second cost the target about %s of a CPU in probe hits (%s each), over the %s budget; the Go lock waits cover those %s only",
+			units.Seconds(span.Seconds()), units.Rate(rate), units.Percent(rate*goProbeHitCost.Seconds()), units.Seconds(goProbeHitCost.Seconds()), units.Percent(goProbeBudget), units.Seconds(span.Seconds()))
+	}
+	note := g.info.Detached
+	g.mu.Unlock()
+	if !over {
+		return
+	}
+	if err := s.tr.detachGo(); err != nil {
+		s.addWarning(err.Error())
+	}
+	note = "Go lock probes " + note
+	s.addWarning(note)
+	if s.opts.OnNote != nil {
+		s.opts.OnNote(note)
+	}
+}
+
+// cover returns how much of the session interval [from, to) the Go lock
+// probes were attached for.
+func (g *goProbes) cover(from, to time.Duration) time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	end := to
+	if g.until > 0 {
+		end = min(end, g.until)
+	}
+	return max(end-max(from, g.since), 0)
 }
 
 // active reports whether the probes are attached to some process: the
@@ -86,12 +154,13 @@ func (s *Session) startGoProbes() {
 func (s *Session) attachGoProbes(pid uint32) {
 	g := &s.goUp
 	g.mu.Lock()
-	if !g.on || g.attached[pid] {
+	if !g.on || g.attached[pid] || g.until > 0 {
 		g.mu.Unlock()
 		return
 	}
 	if g.attached == nil {
 		g.attached = map[uint32]bool{}
+		g.since = s.elapsed()
 	}
 	g.attached[pid] = true
 	g.mu.Unlock()

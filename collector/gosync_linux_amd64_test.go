@@ -48,18 +48,35 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 	if got := goSyncLinks(t, newLinks); got != want {
 		t.Errorf("%d links of the Go lock probes, want %d (an entry and each RET of %d functions)", got, want, len(found.funcs))
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The stripe fixture contends tens of thousands of times a second,
+	// far past goProbeBudget: the probes come off after
+	// goProbeJudgeAfter, while the other probes stay.
+	time.Sleep(goProbeJudgeAfter + 1500*time.Millisecond)
+	_, linksMid := testbin.BPFObjects(t, os.Getpid())
+	if got := goSyncLinks(t, minus(linksMid, links0)); got != 0 {
+		t.Errorf("%d links of the Go lock probes still attached past their budget, want 0", got)
+	}
+	if len(minus(linksMid, links0)) == 0 {
+		t.Error("every probe came off with the Go lock probes")
+	}
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	testbin.CheckBPFGone(t, newProgs, newLinks)
-	if u := rec.Meta.GoData.Uprobes; !u.Have() {
+	u := rec.Meta.GoData.Uprobes
+	if !u.Have() {
 		t.Errorf("go_data uprobes %+v, want the functions probed", u)
+	}
+	if !strings.HasPrefix(u.Detached, "taken off after") {
+		t.Errorf("go_data uprobes detached = %q, want why they were taken off", u.Detached)
 	}
 	p := rec.Profile(recording.ViewGoLockWaits)
 	if p == nil {
 		t.Fatal("no go-lockwaits view")
+	}
+	if d := time.Duration(p.DurationNanos); d < goProbeJudgeAfter || d >= rec.Meta.Duration {
+		t.Errorf("go-lockwaits covers %s of a %s recording, want the time the probes were attached", d, rec.Meta.Duration)
 	}
 	var waits int64
 	for _, smp := range p.Sample {

@@ -898,6 +898,7 @@ func (s *Session) poll(at time.Duration) error {
 	}
 	s.aggMu.Unlock()
 
+	s.checkGoProbeCost(d.counters["ev_gosync"], at)
 	s.nameNew(d)
 	s.unwindOpen(d.open)
 	return nil
@@ -1393,6 +1394,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 		exe:     filepath.Base(meta.Exe),
 		words:   words,
 		goSync:  s.goUp.active(),
+		goCover: s.goUp.cover(from, to),
 	}) {
 		rec.SetProfile(v, p)
 	}

@@ -67,6 +67,8 @@ func (f *fakeTracer) seed(c openCall) (bool, error) {
 
 func (f *fakeTracer) unseed(c openCall) error { return nil }
 
+func (f *fakeTracer) detachGo() error { return nil }
+
 func (f *fakeTracer) attachGo(int, string, []goFunc) error {
 	return errors.New("the fake tracer has no uprobes")
 }

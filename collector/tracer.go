@@ -130,6 +130,8 @@ type tracer interface {
 	// attachGo attaches the Go lock probes to functions fns of the Go
 	// executable exe of process pid; they are detached with the others.
 	attachGo(pid int, exe string, fns []goFunc) error
+	// detachGo takes every Go lock probe off, leaving the other probes.
+	detachGo() error
 }
 
 // noTracer is the tracer of a session without probes (Options.NoProbes):
@@ -161,6 +163,8 @@ func (*noTracer) counterNames() []string         { return nil }
 func (*noTracer) seed(openCall) (bool, error)    { return false, nil }
 func (*noTracer) unseed(openCall) error          { return nil }
 func (*noTracer) openTS(openCall) (uint64, bool) { return 0, false }
+func (*noTracer) detachGo() error                { return nil }
+
 func (*noTracer) attachGo(int, string, []goFunc) error {
 	return errors.New("no probes are attached")
 }

@@ -117,6 +117,9 @@ type bpfTracer struct {
 	drainMu sync.Mutex
 	mu      sync.Mutex
 	links   []link.Link
+	// goLinks are the Go lock uprobes, apart so that detachGo can take
+	// them off alone (goProbeBudget).
+	goLinks []link.Link
 	perfFDs []int
 }
 
@@ -390,7 +393,9 @@ func (t *bpfTracer) attachGo(pid int, exe string, fns []goFunc) error {
 			if err != nil {
 				return fmt.Errorf("uprobe %s+0x%x in %s: %w", f.Name, off, exe, classify(err))
 			}
-			t.addLink(l)
+			t.mu.Lock()
+			t.goLinks = append(t.goLinks, l)
+			t.mu.Unlock()
 			return nil
 		}
 		if err := at(enter, f.Entry); err != nil {
@@ -401,6 +406,22 @@ func (t *bpfTracer) attachGo(pid int, exe string, fns []goFunc) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// detachGo closes the Go lock probes' links.
+func (t *bpfTracer) detachGo() error {
+	t.mu.Lock()
+	links := t.goLinks
+	t.goLinks = nil
+	t.mu.Unlock()
+	var errs []error
+	for _, l := range links {
+		errs = append(errs, l.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("detach Go lock probes: %w", err)
 	}
 	return nil
 }
@@ -671,6 +692,8 @@ func (t *bpfTracer) flush() {
 func (t *bpfTracer) detach() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.links = append(t.links, t.goLinks...)
+	t.goLinks = nil
 	errs := make([]error, len(t.links))
 	var wg sync.WaitGroup
 	for i, l := range t.links {

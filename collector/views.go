@@ -69,6 +69,9 @@ type viewInput struct {
 	// goSync is set when the Go lock probes are attached to a process:
 	// the go-lockwaits view is built, empty when no goroutine waited.
 	goSync bool
+	// goCover is how much of the interval the Go lock probes were
+	// attached for: less than dur once they were taken off.
+	goCover time.Duration
 }
 
 // userFrames returns the frames of user stack hash, or a synthetic frame:
@@ -265,6 +268,9 @@ func goLockWaitsView(in viewInput) *profile.Profile {
 	}
 	p := b.build()
 	p.DefaultSampleType = "delay"
+	if in.goCover > 0 && in.goCover < in.dur {
+		p.DurationNanos = int64(in.goCover)
+	}
 	return p
 }
 

@@ -612,6 +612,11 @@ type GoUprobes struct {
 	Missing []string `json:"missing,omitempty"`
 	// Why says why no probe was placed, "" when some were.
 	Why string `json:"why,omitempty"`
+	// Detached says why the probes were taken off before the recording
+	// ended (they cost the target too much), "" when they stayed; the
+	// go-lockwaits view then covers only the time they were attached
+	// (its DurationNanos).
+	Detached string `json:"detached,omitempty"`
 }
 
 // Have reports whether the lock waits were measured with uprobes.

@@ -9,6 +9,7 @@
 // Usage: churnwake go-file [total-threads] [at-once] [calls-per-thread]
 #define _GNU_SOURCE
 #include <linux/futex.h>
+#include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -58,7 +59,15 @@ int main(int argc, char **argv)
 	for (long i = 0; i < total; i++) {
 		sem_wait(&slots);
 		pthread_t t;
-		if (pthread_create(&t, &attr, task, NULL) != 0) {
+		int err, tries = 0;
+		// A detached thread posts its slot just before it exits, and the
+		// kernel reaps it a little later: on a loaded machine the threads
+		// still exiting can reach the task limit, and pthread_create
+		// says EAGAIN. Wait for them rather than give up.
+		while ((err = pthread_create(&t, &attr, task, NULL)) == EAGAIN && ++tries < 2000)
+			usleep(1000);
+		if (err != 0) {
+			errno = err;
 			perror("pthread_create");
 			return 1;
 		}

@@ -263,11 +263,25 @@ func (p *Proc) Values(key string, n int, timeout time.Duration) ([]string, error
 	defer p.mu.Unlock()
 	for len(p.values[key]) < n {
 		if p.eof || time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s: %w (output so far: %q)", key, ErrNoValue, p.lines)
+			return nil, fmt.Errorf("%s: %w (output so far: %q%s)", key, ErrNoValue, p.lines, p.exitNote())
 		}
 		p.cond.Wait()
 	}
 	return append([]string(nil), p.values[key]...), nil
+}
+
+// exitNote says how the process ended, when it has ended by now (its
+// output reached its end first, so wait a moment for the status).
+func (p *Proc) exitNote() string {
+	select {
+	case <-p.waited:
+	case <-time.After(time.Second):
+		return ""
+	}
+	if p.err == nil {
+		return "; it exited with status 0"
+	}
+	return "; it ended: " + p.err.Error()
 }
 
 // Value waits for the first key=… line and returns its value.
