@@ -135,6 +135,9 @@ func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Resu
 	if rec.Profile(recording.ViewGoLockWaits) == nil {
 		t.Fatalf("no %s view in the recording", recording.ViewGoLockWaits)
 	}
+	if variant == "bad" && !strings.HasPrefix(gd.Uprobes.Detached, "taken off after") {
+		t.Errorf("go_data uprobes detached = %q: the bad fixture contends tens of thousands of times a second, past the probes' budget", gd.Uprobes.Detached)
+	}
 	res, err := analyzer.Analyze(rec, analyzer.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +148,12 @@ func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Resu
 			if m.What == what {
 				found = strings.Contains(m.Decides, "Not recorded: no pprof endpoint: the process listens on no TCP socket")
 				if what == "the Go block profile" {
-					found = found && strings.HasSuffix(m.Decides, "measured with uprobes instead (go-lockwaits), their channel and select waits were not")
+					found = found && strings.Contains(m.Decides, "measured with uprobes instead (go-lockwaits), their channel and select waits were not")
+					// The fixture contends far past the probes' budget:
+					// they come off after a second, and the note says so.
+					if gd.Uprobes.Detached != "" {
+						found = found && strings.HasSuffix(m.Decides, "; the uprobes were "+gd.Uprobes.Detached)
+					}
 				}
 			}
 		}
