@@ -36,6 +36,7 @@ type recordOptions struct {
 	failOnFindings bool
 	progress       bool
 	jvmDumps       int
+	probes         []string
 }
 
 func newRecordCmd() *cobra.Command {
@@ -87,6 +88,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
 	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
 	f.IntVar(&o.jvmDumps, "jvm-dumps", 0, "Java targets: take N thread dumps (jcmd Thread.print -l) during the recording")
+	f.StringSliceVar(&o.probes, "probes", nil, "probe families to attach, comma-separated, of "+strings.Join(collector.AllProbes, ",")+" (default all; leave out gosync to spare a Go target its uprobes)")
 	return c
 }
 
@@ -110,6 +112,11 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
 		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
 	}
+	for _, p := range o.probes {
+		if !slices.Contains(collector.AllProbes, p) {
+			return usageErrorf("record: unknown probe family %q in --probes (have %s)", p, strings.Join(collector.AllProbes, ", "))
+		}
+	}
 	limitMemory(memoryLimit)
 	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
 		return err
@@ -125,6 +132,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		DiscoverPprof:  true,
 		OnNote:         stderrNote(stderr),
 		JVMDumps:       o.jvmDumps,
+		Probes:         o.probes,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.

@@ -188,6 +188,7 @@ func TestRecordErrors(t *testing.T) {
 		{"no pid", []string{"record"}, exitUsage, "-p PID"},
 		{"gone pid", []string{"record", "-p", v, "-d", "1s"}, exitTarget, "no such process"},
 		{"bad hz", []string{"record", "-p", "1", "--hz", "0"}, exitUsage, "--hz"},
+		{"unknown probe family", []string{"record", "-p", "1", "--probes", "futex,gosnyc"}, exitUsage, `unknown probe family "gosnyc"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd, _, errb := contendCmd(t, tc.args...)
