@@ -204,11 +204,19 @@ func Start(t testing.TB, path string, args ...string) *Proc {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe: Wait closes StdoutPipe's
+	// read end once the program exits, and a line the program wrote just
+	// before exiting could be lost unread. This read end is closed by
+	// read, at the end of the output.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		t.Fatalf("testbin: %v", err)
 	}
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
 		t.Fatalf("testbin: start %s: %v", path, err)
 	}
 	p := &Proc{Cmd: cmd, PID: cmd.Process.Pid, values: map[string][]string{}, waited: make(chan struct{})}
@@ -225,7 +233,8 @@ func Start(t testing.TB, path string, args ...string) *Proc {
 	return p
 }
 
-func (p *Proc) read(r io.Reader) {
+func (p *Proc) read(r io.ReadCloser) {
+	defer r.Close()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
