@@ -100,6 +100,8 @@ const (
 	EvMutexRelease EvidenceKind = "mutex-release"
 	// EvDumpUnseen — F: mean.
 	EvDumpUnseen EvidenceKind = "dump-unseen"
+	// EvDumpReleasing — F: releasing, population, mean.
+	EvDumpReleasing EvidenceKind = "dump-releasing"
 	// EvDumpSpread — F: named, distinct, most.
 	EvDumpSpread EvidenceKind = "dump-spread"
 	// EvDumpSameMutex — F: named. N: addr.
@@ -217,6 +219,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvBlockWaits,
 	EvMutexRelease,
 	EvDumpUnseen,
+	EvDumpReleasing,
 	EvDumpSpread,
 	EvDumpSameMutex,
 	EvWaitSpread,

@@ -226,9 +226,13 @@ func (g *goData) addrFacts(l *goLock, c *lockCase) {
 	// some goroutines always were. The waiting came in bursts (a holder
 	// preempted on a busy machine, a periodic pile-up), not as the standing
 	// queue a convoy is.
-	c.unseen = l.waiters == 0 && len(g.groups) > 0 && !g.stateInferred && c.mean >= convoyMeanWaiting
+	// Goroutines the dump caught in the lock's Unlock were seen in its
+	// queue: in starvation mode each hands the lock on and waits runnable.
+	c.unseen = l.waiters == 0 && l.releasing == 0 && len(g.groups) > 0 && !g.stateInferred && c.mean >= convoyMeanWaiting
 	c.spread = distinct >= 2 && 2*most < named
 	switch {
+	case l.waiters == 0 && l.releasing > 0:
+		c.ev = append(c.ev, fact("goroutines", EvDumpReleasing, "releasing", l.releasing, "population", g.population, "mean", c.mean))
 	case c.unseen:
 		c.ev = append(c.ev, fact("goroutines", EvDumpUnseen, "mean", c.mean))
 	case c.spread:
@@ -389,13 +393,17 @@ func (l *goLock) ioReleaseShare(h holderFacts) float64 {
 // lock is descheduled with it, and its waiters wait for the CPU it waits
 // for. The caller weighs it against the lock's own queue: a CPU queue
 // shorter than the crowd waiting for the lock does not explain that crowd.
+// Goroutines inside an Unlock are left out: one runnable there has handed
+// the lock to a waiter and yielded its CPU to it (a Go mutex in starvation
+// mode does), so it waits for the CPU the lock's own hand-off took, and a
+// convoy caught between hand-offs would otherwise read as a crowded CPU.
 func (g *goData) cpuQueue() (float64, int) {
 	if len(g.groups) == 0 || g.stateInferred || g.numCPU <= 0 {
 		return 0, 0
 	}
 	running, runnable := 0, 0
 	for _, gr := range g.groups {
-		if gr.sc.class == classLock || gr.sc.class == classIdle {
+		if gr.sc.class == classLock || gr.sc.class == classUnlock || gr.sc.class == classIdle {
 			continue
 		}
 		switch gr.state {

@@ -33,11 +33,14 @@ type lockNode struct {
 	waiters int
 	states  map[string]int
 	addrs   map[string]int
-	group   *gGroup // the largest dump group here
-	key     pointKey
-	flavor  lockFlavor
-	callers map[string]bool
-	parent  int
+	// releasing counts the dumped goroutines inside this Unlock site
+	// (release nodes only).
+	releasing int
+	group     *gGroup // the largest dump group here
+	key       pointKey
+	flavor    lockFlavor
+	callers   map[string]bool
+	parent    int
 }
 
 func (n *lockNode) fn() string { return enclosingFunc(n.key.fn) }
@@ -60,8 +63,13 @@ type goLock struct {
 	waitNS, waitCount int64 // block profile, at the Lock sites
 	relNS, relCount   int64 // mutex profile, at the Unlock sites
 	waiters           int   // dumped goroutines waiting
-	states            map[string]int
-	addrs             map[string]int // dumped waiters per lock address
+	// releasing is how many dumped goroutines were inside the lock's
+	// Unlock. A Go mutex in starvation mode hands itself straight to the
+	// next waiter and yields the releaser's CPU to it, so a convoy's
+	// goroutines pile up runnable in Unlock while its wait queue drains.
+	releasing int
+	states    map[string]int
+	addrs     map[string]int // dumped waiters per lock address
 	// addrNS is the measured delay per lock address, when the waits name
 	// their lock (the uprobes' go-lockwaits view).
 	addrNS map[string]int64
@@ -189,9 +197,22 @@ func lockNodes(g *goData) []*lockNode {
 		}
 		n.addGroup(gr)
 	}
+	relByKey := map[siteKey]*lockNode{}
 	for _, s := range g.mutex {
 		if s.sc.class == classUnlock {
-			nodes = append(nodes, &lockNode{release: true, site: s, key: s.key, flavor: s.sc.flavor, callers: s.callers})
+			n := &lockNode{release: true, site: s, key: s.key, flavor: s.sc.flavor, callers: s.callers}
+			relByKey[siteKey{pointKey: s.key, flavor: family(s.sc.flavor)}] = n
+			nodes = append(nodes, n)
+		}
+	}
+	// Dumped goroutines inside an Unlock count at the mutex profile's
+	// site of that Unlock; without one nothing pairs them with a Lock.
+	for _, gr := range g.groups {
+		if gr.sc.class != classUnlock {
+			continue
+		}
+		if n := relByKey[siteKey{pointKey: gr.key, flavor: family(gr.sc.flavor)}]; n != nil {
+			n.releasing += gr.count
 		}
 	}
 	return nodes
@@ -361,6 +382,7 @@ func (l *goLock) add(n *lockNode) {
 		l.releases = append(l.releases, n)
 		l.relNS += n.site.value
 		l.relCount += n.site.count
+		l.releasing += n.releasing
 		return
 	}
 	l.waits = append(l.waits, n)

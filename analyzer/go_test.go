@@ -578,6 +578,54 @@ func TestBurstsUnseenByTheDumpAreNoConvoy(t *testing.T) {
 	}
 }
 
+// A convoy on a Go mutex in starvation mode, dumped between hand-offs:
+// its wait queue has drained and 188 goroutines sit runnable inside the
+// lock's Unlock, each having handed the lock to the next waiter and yielded
+// its CPU to it (the go/stripe fixture's bad variant, one run in six). They
+// are the convoy seen, neither "nobody waiting" nor a crowded CPU.
+func TestConvoyCaughtInItsHandoffs(t *testing.T) {
+	onMsg := fr("app.(*Sub).onMsg@/src/app/sub.go:170")
+	worker := fr("app.worker@/src/app/sub.go:242", "runtime.goexit@/go/src/runtime/asm_amd64.s:1700")
+	block := contentionProf(t).add([]int64{757_432, 381 * sec}, stack(blockLock, onMsg, worker)...).build()
+	mutex := contentionProf(t).add([]int64{1_167_080, 584 * sec}, stack(unlockLeaf, fr("app.(*Sub).onMsg@/src/app/sub.go:172"), worker)...).build()
+	cpu := cpuProf(t, 3*time.Second).cpu(289, stack(fr("app.(*Sub).onMsg@/src/app/sub.go:171"), worker)...).build()
+	handoff := fr("internal/sync.runtime_Semrelease@/go/src/runtime/sema.go:124",
+		"internal/sync.(*Mutex).unlockSlow@/go/src/internal/sync/mutex.go:232",
+		"internal/sync.(*Mutex).Unlock@/go/src/internal/sync/mutex.go:198",
+		"sync.(*Mutex).Unlock@/go/src/sync/mutex.go:65")
+	for _, tc := range []struct {
+		name      string
+		releasing int
+		want      string
+	}{
+		{"caught in the hand-offs", 188, "lock-convoy@app.(*Sub).onMsg"},
+		// The same runnable crowd outside the lock is a crowded CPU.
+		{"crowd elsewhere", 0, "contention@app.(*Sub).onMsg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newDump(t).add(2, "runnable", stack(fr("runtime.Gosched@/go/src/runtime/proc.go:391"), worker)...)
+			if tc.releasing > 0 {
+				b.add(tc.releasing, "runnable", stack(handoff, fr("app.(*Sub).onMsg@/src/app/sub.go:172"), worker)...)
+			} else {
+				b.add(188, "runnable", stack(fr("app.parse@/src/app/parse.go:9"), worker)...)
+			}
+			r := rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}, b.build())
+			r.Meta.NumCPU = 2
+			res := analyze(t, r)
+			if diff := cmp.Diff([]string{tc.want}, kinds(res)); diff != "" {
+				t.Fatalf("findings (-want +got):\n%s", diff)
+			}
+			f := res.Findings[0]
+			if got := hasFact(f, EvDumpReleasing, "releasing", float64(tc.releasing)); got != (tc.releasing > 0) {
+				t.Errorf("hand-off fact %v, want %v:\n%s", got, tc.releasing > 0, evidenceData(f))
+			}
+			if got := hasFact(f, EvDumpUnseen); got == (tc.releasing > 0) {
+				t.Errorf("unseen fact %v:\n%s", got, evidenceData(f))
+			}
+		})
+	}
+}
+
 // A real debug=2 dump of the kvstore fixture's bad variant, taken alone:
 // 61 goroutines wait in RLock of one RWMutex while the goroutine that
 // holds its write side sits in fdatasync under (*store).commit. Without a

@@ -336,6 +336,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	analyzer.EvDumpUnseen: func(w words) string {
 		return fmt.Sprintf("the goroutine dump shows no goroutine waiting for this lock, although the profiles average %s waiting: the waiting came in bursts, not as a standing queue", w.num("mean"))
 	},
+	analyzer.EvDumpReleasing: func(w words) string {
+		return fmt.Sprintf("the goroutine dump caught none of the %s the profiles average waiting for this lock, but %d of %d goroutines inside its Unlock: Go's mutex in starvation mode hands the lock straight to the next waiter and gives it the releaser's CPU, so the queue had moved into the hand-offs", w.num("mean"), w.i("releasing"), w.i("population"))
+	},
 	analyzer.EvDumpSpread: func(w words) string {
 		return fmt.Sprintf("the %d waiters whose lock the dump names wait on %d different mutexes, at most %d on any one: this point takes one of several locks, and the profiles add them up", w.i("named"), w.i("distinct"), w.i("most"))
 	},
