@@ -2,6 +2,7 @@ package analyzer
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -286,7 +287,6 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	if x == nil {
 		return io
 	}
-	type hold struct{ from, to int64 }
 	var wakeups []recording.Event
 	for tid := range l.waiters {
 		te := x.thread(tid)
@@ -300,11 +300,17 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		}
 	}
 	sort.Slice(wakeups, func(i, j int) bool { return wakeups[i].T < wakeups[j].T })
+	cut := latchHoldCut(wakeups, x.last-x.first)
 	start := map[int]int64{}
 	holds := map[int][]hold{}
+	cutOff := 0
 	for _, e := range wakeups {
 		if from, ok := start[e.TID]; ok {
-			holds[e.TID] = append(holds[e.TID], hold{from, e.T})
+			if e.T-from <= cut {
+				holds[e.TID] = append(holds[e.TID], hold{from, e.T})
+			} else {
+				cutOff++
+			}
 			delete(start, e.TID)
 		}
 		start[e.Peer] = e.T
@@ -312,6 +318,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	var holdNS, sysNS, dNS int64
 	bySys := map[string]int64{}
 	doers := map[int]bool{}
+	ioHolds := map[int]int{} // per thread, the holds with logged I/O
 	for tid, hs := range holds {
 		te := x.thread(tid)
 		for _, h := range hs {
@@ -319,16 +326,21 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 			if te == nil {
 				continue
 			}
+			inIO := false
 			te.io.each(h.from, h.to, func(e recording.Event, ov int64) {
 				sysNS += ov
 				bySys[e.Syscall] += ov
-				doers[tid] = true
+				inIO = true
 			})
 			te.dsleep.each(h.from, h.to, func(e recording.Event, ov int64) {
 				dNS += ov
 				bySys["uninterruptible sleep"] += ov
-				doers[tid] = true
+				inIO = true
 			})
+			if inIO {
+				doers[tid] = true
+				ioHolds[tid]++
+			}
 		}
 	}
 	if holdNS <= 0 {
@@ -357,8 +369,12 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	}
 	// Every participant that held the lock did I/O in its holds: the lock
 	// orders their I/O. Threads never seen holding are not counted
-	// against it: the log is rate-limited.
-	io.waitersDoIO = io.victims <= len(l.waiters)-len(holds)
+	// against it: the log is rate-limited. Nor are threads seen holding
+	// without I/O, as long as all the holders' I/O rates are alike
+	// (sameIORate): the log keeps a sample of the I/O, and a thread seen
+	// in a few holds may by chance show none.
+	same, dry := sameIORate(holds, ioHolds)
+	io.waitersDoIO = same
 	for _, k := range byCount(bySys) {
 		io.calls = append(io.calls, Item{Name: k, Value: seconds(bySys[k])})
 	}
@@ -370,8 +386,88 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		all = 1
 	}
 	io.ev = []Evidence{fact("events", EvLatchHolderIO, "io_s", seconds(sysNS+dNS), "hold_s", seconds(holdNS),
-		"share", io.share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all, "calls", io.calls)}
+		"share", io.share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all,
+		"cut", float64(cutOff), "cut_s", seconds(cut), "dry", float64(dry), "calls", io.calls)}
 	return io
+}
+
+// latchDispersionZ is how far above its mean, in standard deviations, the
+// spread of the threads' I/O rates may go for all of them to do I/O at
+// one rate. If every holder does I/O in its holds with the same chance q,
+// the counts of holds with logged I/O are binomial, and sum (w-qh)^2 /
+// (q(1-q)h) over the k threads is about chi-square with k-1 degrees of
+// freedom (mean k-1, deviation sqrt(2(k-1))); three deviations above the
+// mean is passed by chance about one time in a hundred at 3 degrees of
+// freedom and less with more, so the bar holds from 4 threads to 128. A
+// few threads that do the I/O their waiters are spared spread the rates
+// far wider once each thread is seen in some tens of holds.
+const latchDispersionZ = 3
+
+// sameIORate reports whether the threads seen holding do I/O in their
+// holds at one rate, as far as the log's sample can tell (the binomial
+// dispersion test of latchDispersionZ), and how many of them showed none.
+func sameIORate(holds map[int][]hold, ioHolds map[int]int) (same bool, dry int) {
+	all, wet := 0, 0
+	for t, hs := range holds {
+		all += len(hs)
+		wet += ioHolds[t]
+		if ioHolds[t] == 0 {
+			dry++
+		}
+	}
+	k := len(holds)
+	if all == 0 || wet == 0 {
+		return false, dry
+	}
+	q := float64(wet) / float64(all)
+	if q >= 1 || k < 2 {
+		return true, dry // every hold seen did I/O
+	}
+	d := 0.0
+	for t, hs := range holds {
+		h := float64(len(hs))
+		dev := float64(ioHolds[t]) - q*h
+		d += dev * dev / (q * (1 - q) * h)
+	}
+	df := float64(k - 1)
+	return d <= df+latchDispersionZ*math.Sqrt(2*df), dry
+}
+
+// hold is one hold of a latch lock rebuilt from the event log.
+type hold struct{ from, to int64 }
+
+// latchMaxHoldRatio is how many mean holds a hold rebuilt from the event
+// log may last. The log is a rate-limited sample: when the wake-up that
+// ends a thread's hold was not kept, the hold rebuilt runs on to the
+// thread's next kept release, over the waits between, and at 64 backends
+// per CPU (4 in 10 wake-ups kept) those holds outweigh the real ones
+// three to one (18 s of holds in a 6 s run). The lock has one holder at a
+// time, so its holds add up to at most the span and the mean hold is at
+// most the span over the releases; a hold rebuilt across a thread's own
+// wait lasts a whole round of the queue, which with N waiters is about N
+// holds. Real holds vary with their I/O (an fsync's latency tail), rarely
+// beyond a few times their mean; cutting at four keeps those and drops
+// rounds of queue from five waiters on. A real hold cut for being long is
+// mostly I/O, so the cut can only lower the I/O share it measures.
+const latchMaxHoldRatio = 4
+
+// latchHoldCut returns the longest hold latchIO accepts: latchMaxHoldRatio
+// mean holds, the span over the releases. A release is a run of logged
+// release wake-ups by one thread (one release may grant the lock to
+// several waiters at once: PostgreSQL wakes every waiter for a finished
+// transaction together). A release whose wake-ups were all dropped is not
+// counted, so the mean is overestimated and the cut errs long.
+func latchHoldCut(wakeups []recording.Event, span int64) int64 {
+	releases := 0
+	for i, e := range wakeups {
+		if i == 0 || wakeups[i-1].TID != e.TID {
+			releases++
+		}
+	}
+	if releases == 0 || span <= 0 {
+		return math.MaxInt64
+	}
+	return latchMaxHoldRatio * span / int64(releases)
 }
 
 // releaseWake reports whether a logged wake-up came from a latch lock's
