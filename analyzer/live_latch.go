@@ -315,7 +315,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		}
 		start[e.Peer] = e.T
 	}
-	var holdNS, sysNS, dNS int64
+	var holdNS, sysNS, dNS, dInCalls int64
 	bySys := map[string]int64{}
 	doers := map[int]bool{}
 	ioHolds := map[int]int{} // per thread, the holds with logged I/O
@@ -336,6 +336,9 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 				dNS += ov
 				bySys["uninterruptible sleep"] += ov
 				inIO = true
+				// The part inside a logged I/O call is that call's time.
+				from, to := max(e.T, h.from), min(e.End(), h.to)
+				te.io.each(from, to, func(_ recording.Event, in int64) { dInCalls += in })
 			})
 			if inIO {
 				doers[tid] = true
@@ -350,12 +353,18 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	// view counts them all: scale the logged I/O by the share of the
 	// waiters' I/O time the log kept, as if the calls it dropped fell in
 	// the holds as often as those it kept.
+	// Uninterruptible sleep counts where it is not inside an I/O call
+	// (page faults, I/O through a mapping): the sleeps inside the logged
+	// calls are theirs, and as many again per call dropped, in
+	// proportion, are inside the calls the scaling adds back.
 	ioNS := sysNS
 	kept := ld.loggedIOShare(l.waiters)
+	inCalls := dInCalls
 	if kept > 0 {
 		ioNS = int64(float64(sysNS) / kept)
+		inCalls = int64(float64(dInCalls) / kept)
 	}
-	ioNS += dNS
+	ioNS += max(dNS-inCalls, 0)
 	io.share = min(float64(ioNS)/float64(holdNS), 1)
 	if io.share < ioMinExplained {
 		return io
