@@ -334,6 +334,17 @@ func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
 	if victimNS > 0 {
 		hurt = significantWait(victimNS, g.duration) && float64(victimNS) >= minShareOfAllWaiting*float64(totalWait)
 	}
+	// Waiters that do I/O of their own under the lock are still stalled
+	// by a holder's I/O they do not do, when the mutex profile charges
+	// most of their delay to that holder's Unlock: InfluxDB's writers
+	// write their WAL entry under the lock, and wait for the syncer's
+	// fsync under it.
+	if share := l.foreignIOReleaseShare(h); !hurt && len(l.waits) > 0 && share >= foreignIOMinShare {
+		hurt, io.foreignShare = true, share
+		victims = append([]*lockNode(nil), l.waits...)
+		sort.SliceStable(victims, func(i, j int) bool { return nodeWait(victims[i]) > nodeWait(victims[j]) })
+		io.victims = max(io.victims, 1)
+	}
 	io.waitersDoIO = !hurt
 	if hurt {
 		p := victims[0].point()
@@ -373,6 +384,34 @@ func (h holderFacts) chain() []chainLink {
 // I/O waits off the CPU, so a CPU profile samples it rarely; one sample of
 // it under a lock whose delay falls mostly on that holder's Unlock says the
 // waits last as long as that I/O.
+// foreignIOMinShare is the share of a lock's release delay that must be
+// charged to Unlocks of functions that do I/O under the lock and never
+// wait for it, for their I/O to be what the waiters wait for: a majority,
+// so that the holder doing it ends most of the waits. A share, so it holds
+// at any number of waiters.
+const foreignIOMinShare = 0.5
+
+// foreignIOReleaseShare is the share of the release delay charged to
+// Unlock sites, with I/O seen inside, in functions none of the lock's
+// Lock sites with waiting is in: a holder outside the queue (a syncer, a
+// flusher) whose I/O ends the waits.
+func (l *goLock) foreignIOReleaseShare(h holderFacts) float64 {
+	if l.relNS <= 0 {
+		return 0
+	}
+	waiting := map[string]bool{}
+	for _, n := range l.waits {
+		waiting[n.fn()] = true
+	}
+	var ns int64
+	for _, n := range l.releases {
+		if h.ioIn[n.fn()] && !waiting[n.fn()] {
+			ns += n.site.value
+		}
+	}
+	return float64(ns) / float64(l.relNS)
+}
+
 func (l *goLock) ioReleaseShare(h holderFacts) float64 {
 	if l.relNS <= 0 {
 		return 0

@@ -179,6 +179,10 @@ type ioFacts struct {
 	victimPoint *ProgramPoint
 	// holderSites names the functions that hold the lock across the I/O.
 	holderSites []string
+	// foreignShare is, when the waiters do I/O of their own under the
+	// lock, the share of their delay the mutex profile charges to the
+	// Unlocks of holders that do I/O and never wait (0 otherwise).
+	foreignShare float64
 }
 
 // arrayFacts places a lock in an array of locks (stripes).

@@ -48,6 +48,8 @@ type sugg struct {
 	ioShare      float64
 	victimAt     string
 	holderSites  []string
+	// foreignShare: see ioFacts.foreignShare.
+	foreignShare float64
 	// rate is the hand-off rate; cpus how many CPUs the machine has,
 	// share the share of CPU samples (spin).
 	rate  float64
@@ -102,8 +104,12 @@ func moveIOOff(s sugg) Suggestion {
 	}
 	why := fmt.Sprintf("The holder keeps the lock through calls that wait for the disk (%s), so every %s that needs the lock meanwhile waits for the disk too, though it does no I/O itself. ", s.calls, s.whom)
 	if s.victimAt != "" && len(s.holderSites) > 0 {
-		why = fmt.Sprintf("%ss at %s, whose own critical section does no I/O, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O, which grows with the data and the disk, not with the work the lock protects. ",
-			strings.ToUpper(s.whom[:1])+s.whom[1:], s.victimAt, strings.Join(s.holderSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(s.holderSites) == 1], s.calls)
+		own := "whose own critical section does no I/O"
+		if s.foreignShare > 0 {
+			own = fmt.Sprintf("whose own critical sections do I/O of their own but are charged only a part of the delay (the mutex profile charges %s of it to holders never seen waiting for it)", units.Percent(s.foreignShare))
+		}
+		why = fmt.Sprintf("%ss at %s, %s, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O, which grows with the data and the disk, not with the work the lock protects. ",
+			strings.ToUpper(s.whom[:1])+s.whom[1:], s.victimAt, own, strings.Join(s.holderSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(s.holderSites) == 1], s.calls)
 	}
 	gain := "the hold shrinks to the snapshot's cost, and with it most of the waiting"
 	if s.waitS > 0 {
@@ -326,6 +332,7 @@ func (c *lockCase) sugg() sugg {
 	if c.io.victimPoint != nil {
 		s.victimAt = pointString(*c.io.victimPoint)
 	}
+	s.foreignShare = c.io.foreignShare
 	if c.array != nil {
 		s.hotShare, s.array = c.array.hotShare, c.array.base
 	}
