@@ -33,13 +33,21 @@ type eventLog struct {
 func (l *eventLog) add(e rawEvent) {
 	last := len(l.chunks) - 1
 	if last < 0 || len(l.chunks[last]) == eventChunk {
+		var next []rawEvent
 		if l.n+eventChunk > maxEvents && len(l.chunks) > 0 {
+			// The oldest chunk goes, and its memory takes the new
+			// events: nothing outlives the log's lock with a reference
+			// into it (readers copy), and a full log then allocates
+			// nothing.
+			next = l.chunks[0][:0]
 			l.evicted += uint64(len(l.chunks[0]))
 			l.n -= len(l.chunks[0])
 			l.chunks[0] = nil
 			l.chunks = l.chunks[1:]
+		} else {
+			next = make([]rawEvent, 0, eventChunk)
 		}
-		l.chunks = append(l.chunks, make([]rawEvent, 0, eventChunk))
+		l.chunks = append(l.chunks, next)
 		last = len(l.chunks) - 1
 	}
 	l.chunks[last] = append(l.chunks[last], e)
@@ -159,13 +167,39 @@ type stackTable struct {
 	// index maps a hash to the stacks that have it.
 	index map[uint64][]int
 	seed  maphash.Seed
+	// same maps a stack source's own frames to their entry: the resolver
+	// hands out the one cached slice for each stack it has symbolized, so
+	// most events find theirs by identity, without hashing their frames.
+	same map[sharedFrames]int
+}
+
+// sharedFrames identifies a frames slice by its memory.
+type sharedFrames struct {
+	first     *recording.Frame
+	n         int
+	truncated bool
 }
 
 func newStackTable() *stackTable {
-	return &stackTable{index: map[uint64][]int{}, seed: maphash.MakeSeed()}
+	return &stackTable{index: map[uint64][]int{}, seed: maphash.MakeSeed(), same: map[sharedFrames]int{}}
 }
 
 func (t *stackTable) add(st recording.Stack) int {
+	var id sharedFrames
+	if len(st.Frames) > 0 {
+		id = sharedFrames{&st.Frames[0], len(st.Frames), st.Truncated}
+		if i, ok := t.same[id]; ok {
+			return i
+		}
+	}
+	i := t.addByContent(st)
+	if id.first != nil {
+		t.same[id] = i
+	}
+	return i
+}
+
+func (t *stackTable) addByContent(st recording.Stack) int {
 	var h maphash.Hash
 	h.SetSeed(t.seed)
 	for _, f := range st.Frames {

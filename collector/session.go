@@ -780,6 +780,10 @@ func (s *Session) pollLoop(ctx context.Context) {
 			if time.Since(lastScan) >= rescanEvery {
 				lastScan = time.Now()
 				s.rescan()
+				// Symbol tables no address needs any more give their
+				// memory back (a recording's addresses are symbolized
+				// once, within seconds of attaching).
+				s.objs.TrimDebugInfo()
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"debug/dwarf"
 	"debug/elf"
 	"sort"
+	"time"
 )
 
 // dwarfInfo answers "which functions are inlined at this address, and at
@@ -11,11 +12,21 @@ import (
 // indexed by address once; each unit's function tree and line table are
 // read the first time an address inside it is looked up.
 type dwarfInfo struct {
+	// d is the parsed DWARF, needed only to load a unit not loaded yet
+	// (see data); nil once dropped for being idle (trimData).
 	d      *dwarf.Data
 	budget *objBudget
 	cus    []cuRange
 	units  map[dwarf.Offset]*cuInfo
 	names  map[dwarf.Offset]string
+	// reload parses the DWARF again after a drop, charging its inflated
+	// sections to a part of the object's budget that dataBudget holds;
+	// used is when d was last needed, idle how long it may then stay
+	// unused (doubled at each drop, see dwarfIdleMax).
+	reload     func(*objBudget) *dwarf.Data
+	dataBudget *objBudget
+	used       time.Time
+	idle       time.Duration
 }
 
 type cuRange struct {
@@ -75,12 +86,61 @@ func (o *object) dwarf() *dwarfInfo {
 		if src.ef == nil {
 			continue
 		}
-		if d := loadDWARF(src.ef, src.data, o.budget); d != nil {
+		part := o.budget.part()
+		if d := loadDWARF(src.ef, src.data, part); d != nil {
 			o.dw = newDwarfInfo(d, o.budget)
+			o.dw.dataBudget = part
+			o.dw.used = time.Now()
+			o.dw.reload = func(b *objBudget) *dwarf.Data { return loadDWARF(src.ef, src.data, b) }
 			return o.dw
 		}
 	}
 	return nil
+}
+
+// Idle times of the parsed DWARF behind an index (see TrimDebugInfo). It
+// is the largest table a symbolizer holds (glibc's: 20 MB, debug/dwarf's
+// abbreviation tables for its 4,126 units and the inflated sections), and
+// it is needed only to load a unit not loaded yet: the units an address
+// was looked up in keep their functions, inline trees and lines, and a
+// recording's addresses fall in the same few units within seconds of
+// attaching. Parsing it again costs about 0.2 s of CPU for glibc, so each
+// drop doubles how long it must then stay unused before it goes again, up
+// to dwarfIdleMax: an object whose addresses keep reaching new units is
+// reparsed a few times and then kept.
+const (
+	dwarfIdleFirst = 5 * time.Second
+	dwarfIdleMax   = 10 * time.Minute
+)
+
+// data returns the parsed DWARF, parsing it again if it was dropped; nil
+// when that fails (over the budget).
+func (dw *dwarfInfo) data() *dwarf.Data {
+	dw.used = time.Now()
+	if dw.d == nil && dw.reload != nil {
+		dw.dataBudget = dw.budget.part()
+		dw.d = dw.reload(dw.dataBudget)
+	}
+	return dw.d
+}
+
+// trimData drops the parsed DWARF if it has not been needed for its idle
+// time, and reports whether it did. The loaded units stay.
+func (dw *dwarfInfo) trimData(now time.Time) bool {
+	if dw == nil || dw.d == nil || dw.reload == nil {
+		return false
+	}
+	if dw.idle == 0 {
+		dw.idle = dwarfIdleFirst
+	}
+	if now.Sub(dw.used) < dw.idle {
+		return false
+	}
+	dw.d = nil
+	dw.dataBudget.refund()
+	dw.dataBudget = nil
+	dw.idle = min(2*dw.idle, dwarfIdleMax)
+	return true
 }
 
 func dbgEF(d *debugFile) *elf.File {
@@ -253,9 +313,13 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	if u, ok := dw.units[off]; ok {
 		return u
 	}
+	d := dw.data()
+	if d == nil {
+		return nil
+	}
 	u := &cuInfo{}
 	dw.units[off] = u
-	r := dw.d.Reader()
+	r := d.Reader()
 	r.Seek(off)
 	cu, err := r.Next()
 	if err != nil || cu == nil {
@@ -281,7 +345,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 			parent := parents[len(parents)-1]
 			cur := parent
 			if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
-				if rs, err := dw.d.Ranges(e); err == nil && len(rs) > 0 {
+				if rs, err := d.Ranges(e); err == nil && len(rs) > 0 {
 					if !dw.budget.take(costNode+costRange*int64(len(rs)), "indexing its DWARF functions") {
 						// Over the budget: this unit gives line
 						// numbers without inline frames.
@@ -318,7 +382,13 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 		}
 	}
 	sort.Slice(u.tops, func(i, j int) bool { return u.tops[i].lo < u.tops[j].lo })
-	u.loadLines(dw.d, dw.budget)
+	u.loadLines(d, dw.budget)
+	u.entry = nil
+	// Names through abstract origins are resolved now, while the parsed
+	// DWARF is at hand: the unit must not need it again.
+	for i := range u.nodes {
+		dw.nodeName(&u.nodes[i])
+	}
 	return u
 }
 
@@ -366,7 +436,11 @@ func (dw *dwarfInfo) nameAt(off dwarf.Offset) string {
 	}
 	key := off
 	name := ""
-	r := dw.d.Reader()
+	d := dw.data()
+	if d == nil {
+		return ""
+	}
+	r := d.Reader()
 	for hops := 0; hops < 8 && off != 0; hops++ {
 		r.Seek(off)
 		e, err := r.Next()
@@ -388,7 +462,7 @@ func (dw *dwarfInfo) nodeName(n *dnode) string {
 	if n.name != "" || n.nameRef == 0 {
 		return n.name
 	}
-	n.name = dw.nameAt(n.nameRef)
+	n.name, n.nameRef = dw.nameAt(n.nameRef), 0
 	return n.name
 }
 

@@ -51,6 +51,33 @@ type objBudget struct {
 	name string
 	left int64
 	pool *limits
+	// parent, when set, makes this a part of parent's budget that can be
+	// given back whole (the DWARF index, dropped when idle): takes are
+	// charged to parent and counted in spent.
+	parent *objBudget
+	spent  int64
+}
+
+// part returns a budget drawn from b whose charges refund gives back.
+func (b *objBudget) part() *objBudget {
+	if b == nil {
+		return nil
+	}
+	return &objBudget{name: b.name, parent: b}
+}
+
+// refund gives back to the parent budget and the pool what a part took.
+func (b *objBudget) refund() {
+	if b == nil || b.parent == nil || b.spent == 0 {
+		return
+	}
+	b.parent.left += b.spent
+	if b.parent.pool != nil {
+		b.parent.pool.mu.Lock()
+		b.parent.pool.left += b.spent
+		b.parent.pool.mu.Unlock()
+	}
+	b.spent = 0
 }
 
 func (l *limits) forObject(name string) *objBudget {
@@ -62,6 +89,13 @@ func (l *limits) forObject(name string) *objBudget {
 // refused is noted once per object and use.
 func (b *objBudget) take(n int64, what string) bool {
 	if b == nil {
+		return true
+	}
+	if b.parent != nil {
+		if !b.parent.take(n, what) {
+			return false
+		}
+		b.spent += n
 		return true
 	}
 	if n < 0 || n > b.left {

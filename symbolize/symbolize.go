@@ -43,6 +43,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/contend-dev/contend/recording"
 )
@@ -117,6 +118,27 @@ func (c *ObjectCache) release(key string) bool {
 		delete(c.objs, key)
 	}
 	return true
+}
+
+// TrimDebugInfo drops the parsed DWARF of the cached objects that has not
+// been needed for a while (see dwarfIdleFirst), giving its memory back;
+// the units already loaded stay, and the DWARF is parsed again when an
+// address falls in a unit not loaded yet. It returns how many objects'
+// DWARF it dropped. A long-running symbolizer (contend top, the agent)
+// calls it now and then.
+func (c *ObjectCache) TrimDebugInfo() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, n := time.Now(), 0
+	for _, so := range c.objs {
+		if so.o.dw.trimData(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // Regs is the user register state a stack walk starts from: instruction

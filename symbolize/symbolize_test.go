@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/contend-dev/contend/internal/testbin"
 )
@@ -574,5 +575,57 @@ func TestSharedObjects(t *testing.T) {
 	procs[1].Close()
 	if len(cache.objs) != 0 {
 		t.Errorf("%d objects left in the cache after every process closed", len(cache.objs))
+	}
+}
+
+// The parsed DWARF behind an object's index, left unneeded for its idle
+// time, is dropped and its budget given back; addresses in units already
+// loaded are still named, with lines, without parsing it again; an address
+// in a unit not loaded parses it again, and the next idle time is twice as
+// long.
+func TestTrimDebugInfo(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g", "-gz") // compressed: the parse inflates, and is charged
+	cache := NewObjectCache()
+	tg := startTarget(t, bin, "1")
+	p, err := Open(tg.pid(), Options{Objects: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	teller := tg.fields(t)["teller"]
+	first := p.Frames(teller, true)
+	if first[0].Func != "teller" || first[0].Line == 0 {
+		t.Fatalf("Frames(teller) = %+v, want teller with a line from DWARF", first)
+	}
+	o := p.impl.exeObj
+	if o.dw == nil || o.dw.d == nil {
+		t.Fatal("the executable's DWARF was not loaded")
+	}
+	if n := cache.TrimDebugInfo(); n != 0 {
+		t.Fatalf("DWARF needed just now was dropped (%d)", n)
+	}
+	left, spent := o.budget.left, o.dw.dataBudget.spent
+	if spent == 0 {
+		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
+	}
+	o.dw.used = time.Now().Add(-dwarfIdleFirst)
+	if n := cache.TrimDebugInfo(); n != 1 || o.dw.d != nil {
+		t.Fatalf("TrimDebugInfo dropped %d, executable's DWARF kept %v; want the executable's dropped", n, o.dw.d != nil)
+	}
+	if o.budget.left != left+spent {
+		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
+	}
+	same := p.Frames(teller+1, true) // not cached, in a loaded unit
+	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
+		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
+	}
+	clear(o.dw.units) // as if teller's unit had never been loaded
+	again := p.Frames(teller+2, true)
+	if again[0].Func != "teller" || again[0].File != first[0].File || again[0].Line == 0 {
+		t.Errorf("Frames(teller+2) with no unit loaded = %+v, want teller in %s with a line", again, first[0].File)
+	}
+	if o.dw.d == nil || o.dw.idle != 2*dwarfIdleFirst {
+		t.Errorf("DWARF parsed again %v, next idle time %s; want parsed and %s", o.dw.d != nil, o.dw.idle, 2*dwarfIdleFirst)
 	}
 }
