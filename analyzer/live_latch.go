@@ -406,8 +406,9 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 // the counts of holds with logged I/O are binomial, and sum (w-qh)^2 /
 // (q(1-q)h) over the k threads is about chi-square with k-1 degrees of
 // freedom (mean k-1, deviation sqrt(2(k-1))); three deviations above the
-// mean is passed by chance about one time in a hundred at 3 degrees of
-// freedom and less with more, so the bar holds from 4 threads to 128. A
+// mean is passed by chance about two times in a hundred at 1 to 3 degrees
+// of freedom (2.2 % at 1, 1.6 % at 3) and less with more, so the bar holds
+// from 2 threads to 128. A
 // few threads that do the I/O their waiters are spared spread the rates
 // far wider once each thread is seen in some tens of holds.
 const latchDispersionZ = 3
