@@ -72,8 +72,8 @@ const (
 	// I/O time the log kept, 0 when unknown), holders (threads seen
 	// holding), in_io (of them, those in I/O while holding), all (1 when
 	// every holder did), cut (holds left out for lasting longer than
-	// cut_s, latchMaxHoldRatio mean holds), dry (threads seen holding
-	// with no logged I/O in any hold). I: system call → logged seconds.
+	// cut_s, latchMaxHoldRatio mean holds). I: system call → logged
+	// seconds.
 	EvLatchHolderIO EvidenceKind = "latch-holder-io"
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.

@@ -341,9 +341,7 @@ func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
 	// fsync under it.
 	if share := l.foreignIOReleaseShare(h); !hurt && len(l.waits) > 0 && share >= foreignIOMinShare {
 		hurt, io.foreignShare = true, share
-		victims = append([]*lockNode(nil), l.waits...)
-		sort.SliceStable(victims, func(i, j int) bool { return nodeWait(victims[i]) > nodeWait(victims[j]) })
-		io.victims = max(io.victims, 1)
+		victims = byWait(append([]*lockNode(nil), l.waits...))
 	}
 	io.waitersDoIO = !hurt
 	if hurt {
@@ -384,6 +382,10 @@ func (h holderFacts) chain() []chainLink {
 // I/O waits off the CPU, so a CPU profile samples it rarely; one sample of
 // it under a lock whose delay falls mostly on that holder's Unlock says the
 // waits last as long as that I/O.
+func (l *goLock) ioReleaseShare(h holderFacts) float64 {
+	return l.releaseShare(func(fn string) bool { return h.ioIn[fn] })
+}
+
 // foreignIOMinShare is the share of a lock's release delay that must be
 // charged to Unlocks of functions that do I/O under the lock and never
 // wait for it, for their I/O to be what the waiters wait for: a majority,
@@ -391,34 +393,26 @@ func (h holderFacts) chain() []chainLink {
 // at any number of waiters.
 const foreignIOMinShare = 0.5
 
-// foreignIOReleaseShare is the share of the release delay charged to
-// Unlock sites, with I/O seen inside, in functions none of the lock's
-// Lock sites with waiting is in: a holder outside the queue (a syncer, a
-// flusher) whose I/O ends the waits.
+// foreignIOReleaseShare is ioReleaseShare for the Unlock sites in
+// functions none of the lock's Lock sites with waiting is in: a holder
+// outside the queue (a syncer, a flusher) whose I/O ends the waits.
 func (l *goLock) foreignIOReleaseShare(h holderFacts) float64 {
-	if l.relNS <= 0 {
-		return 0
-	}
 	waiting := map[string]bool{}
 	for _, n := range l.waits {
 		waiting[n.fn()] = true
 	}
-	var ns int64
-	for _, n := range l.releases {
-		if h.ioIn[n.fn()] && !waiting[n.fn()] {
-			ns += n.site.value
-		}
-	}
-	return float64(ns) / float64(l.relNS)
+	return l.releaseShare(func(fn string) bool { return h.ioIn[fn] && !waiting[fn] })
 }
 
-func (l *goLock) ioReleaseShare(h holderFacts) float64 {
+// releaseShare is the share of the mutex profile's delay charged to the
+// Unlock sites whose function keep accepts.
+func (l *goLock) releaseShare(keep func(fn string) bool) float64 {
 	if l.relNS <= 0 {
 		return 0
 	}
 	var ns int64
 	for _, n := range l.releases {
-		if h.ioIn[n.fn()] {
+		if keep(n.fn()) {
 			ns += n.site.value
 		}
 	}
@@ -685,13 +679,19 @@ func (l *goLock) ioVictims(h holderFacts) []*lockNode {
 			out = append(out, n)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if nodeWait(out[i]) != nodeWait(out[j]) {
-			return nodeWait(out[i]) > nodeWait(out[j])
+	return byWait(out)
+}
+
+// byWait sorts Lock sites by their waiting, then by their dumped waiters,
+// most first, in place, and returns them.
+func byWait(nodes []*lockNode) []*lockNode {
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if nodeWait(nodes[i]) != nodeWait(nodes[j]) {
+			return nodeWait(nodes[i]) > nodeWait(nodes[j])
 		}
-		return out[i].waiters > out[j].waiters
+		return nodes[i].waiters > nodes[j].waiters
 	})
-	return out
+	return nodes
 }
 
 // ioName is the I/O call most seen under the lock.

@@ -317,8 +317,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 	}
 	var holdNS, sysNS, dNS, dInCalls int64
 	bySys := map[string]int64{}
-	doers := map[int]bool{}
-	ioHolds := map[int]int{} // per thread, the holds with logged I/O
+	ioHolds := map[int]int{} // per thread seen doing I/O, its holds with logged I/O
 	for tid, hs := range holds {
 		te := x.thread(tid)
 		for _, h := range hs {
@@ -341,7 +340,6 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 				te.io.each(from, to, func(_ recording.Event, in int64) { dInCalls += in })
 			})
 			if inIO {
-				doers[tid] = true
 				ioHolds[tid]++
 			}
 		}
@@ -370,20 +368,14 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		return io
 	}
 	io.explains = true
-	io.holders = len(doers)
-	for t := range l.waiters {
-		if !doers[t] {
-			io.victims++
-		}
-	}
+	io.holders = len(ioHolds)
 	// Every participant that held the lock did I/O in its holds: the lock
 	// orders their I/O. Threads never seen holding are not counted
 	// against it: the log is rate-limited. Nor are threads seen holding
 	// without I/O, as long as all the holders' I/O rates are alike
 	// (sameIORate): the log keeps a sample of the I/O, and a thread seen
 	// in a few holds may by chance show none.
-	same, dry := sameIORate(holds, ioHolds)
-	io.waitersDoIO = same
+	io.waitersDoIO = sameIORate(holds, ioHolds)
 	for _, k := range byCount(bySys) {
 		io.calls = append(io.calls, Item{Name: k, Value: seconds(bySys[k])})
 	}
@@ -395,8 +387,8 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		all = 1
 	}
 	io.ev = []Evidence{fact("events", EvLatchHolderIO, "io_s", seconds(sysNS+dNS), "hold_s", seconds(holdNS),
-		"share", io.share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(doers)), "all", all,
-		"cut", float64(cutOff), "cut_s", seconds(cut), "dry", float64(dry), "calls", io.calls)}
+		"share", io.share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(ioHolds)), "all", all,
+		"cut", float64(cutOff), "cut_s", seconds(cut), "calls", io.calls)}
 	return io
 }
 
@@ -415,23 +407,20 @@ const latchDispersionZ = 3
 
 // sameIORate reports whether the threads seen holding do I/O in their
 // holds at one rate, as far as the log's sample can tell (the binomial
-// dispersion test of latchDispersionZ), and how many of them showed none.
-func sameIORate(holds map[int][]hold, ioHolds map[int]int) (same bool, dry int) {
+// dispersion test of latchDispersionZ).
+func sameIORate(holds map[int][]hold, ioHolds map[int]int) bool {
 	all, wet := 0, 0
 	for t, hs := range holds {
 		all += len(hs)
 		wet += ioHolds[t]
-		if ioHolds[t] == 0 {
-			dry++
-		}
 	}
 	k := len(holds)
 	if all == 0 || wet == 0 {
-		return false, dry
+		return false
 	}
 	q := float64(wet) / float64(all)
 	if q >= 1 || k < 2 {
-		return true, dry // every hold seen did I/O
+		return true // every hold seen did I/O
 	}
 	d := 0.0
 	for t, hs := range holds {
@@ -440,7 +429,7 @@ func sameIORate(holds map[int][]hold, ioHolds map[int]int) (same bool, dry int) 
 		d += dev * dev / (q * (1 - q) * h)
 	}
 	df := float64(k - 1)
-	return d <= df+latchDispersionZ*math.Sqrt(2*df), dry
+	return d <= df+latchDispersionZ*math.Sqrt(2*df)
 }
 
 // hold is one hold of a latch lock rebuilt from the event log.

@@ -94,10 +94,7 @@ func TestSameIORate(t *testing.T) {
 		}
 		return holds, wet
 	}
-	allDo := func(holds map[int][]hold, wet map[int]int) bool {
-		same, _ := sameIORate(holds, wet)
-		return same
-	}
+	allDo := sameIORate
 	const runs = 200
 	for _, threads := range []int{4, 16, 32, 128} {
 		for _, meanHolds := range []int{10, 40, 160} {

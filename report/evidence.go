@@ -226,8 +226,8 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		if w.on("cut") {
 			t += fmt.Sprintf(" (%s holds longer than %s, four mean holds, were left out: the log lost the wake-up that ended them)", units.Count(w.i("cut")), w.sec("cut_s"))
 		}
-		if w.on("all") && w.on("dry") {
-			return t + fmt.Sprintf("; %d of the %d threads seen holding it did that I/O while holding, and all did it at one rate as far as the log's sample tells (the other %d were seen in too few holds to show any): the lock orders their I/O", w.i("in_io"), w.i("holders"), w.i("dry"))
+		if w.on("all") && w.i("in_io") < w.i("holders") {
+			return t + fmt.Sprintf("; %d of the %d threads seen holding it did that I/O while holding, and all did it at one rate as far as the log's sample tells (the other %d were seen in too few holds to show any): the lock orders their I/O", w.i("in_io"), w.i("holders"), w.i("holders")-w.i("in_io"))
 		}
 		if w.on("all") {
 			return t + fmt.Sprintf("; every one of the %d threads seen holding it did that I/O while holding, so the lock orders their I/O", w.i("holders"))
