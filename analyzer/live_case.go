@@ -177,6 +177,24 @@ func (ld *liveData) ioFacts(lf *lockFacts) ioFacts {
 		io.site = &site
 		io.holderSites = []string{shortFunc(site.Function)}
 	}
+	io.ev = []Evidence{fact("events", EvHolderIO, "io_s", seconds(lf.ioNS), "share", io.share,
+		"logged_s", seconds(lf.evWaitNS), "items", io.calls)}
+	site := ""
+	if io.site != nil {
+		site = pointString(*io.site)
+	}
+	switch {
+	case io.waitersDoIO:
+		names := make([]string, len(io.calls))
+		for i, c := range io.calls {
+			names[i] = c.Name
+		}
+		io.ev = append(io.ev, fact("events", EvWaitersDoIO, "share", io.share, "waiters", len(lf.g.waiters),
+			"calls", strings.Join(names, ", "), "site", site))
+	case site != "":
+		io.ev = append(io.ev, fact("io", EvIOSite, "holders", io.holders, "victims", io.victims,
+			"waiters", len(lf.g.waiters), "site", site))
+	}
 	return io
 }
 

@@ -146,6 +146,34 @@ func (x *eventIndex) releasedAt(addrs []uint64, holder int, from, to int64) int6
 	return end
 }
 
+// wakesOn returns the wakes on any of addrs, by time.
+func (x *eventIndex) wakesOn(addrs []uint64) []recording.Event {
+	var out []recording.Event
+	for _, a := range addrs {
+		out = append(out, x.wakes[a]...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
+	return out
+}
+
+// lastWaitEnd returns when tid's last wait on one of the own addresses
+// that ended in (after, before] ended, or after when none did.
+func (x *eventIndex) lastWaitEnd(tid int, own map[uint64]bool, after, before int64) int64 {
+	end := after
+	te := x.byTID[tid]
+	if te == nil {
+		return end
+	}
+	w := te.waits.ev
+	// A wait that ends after `after` began after after-maxDur.
+	for i := sort.Search(len(w), func(i int) bool { return w[i].T >= before }) - 1; i >= 0 && w[i].T >= after-te.waits.maxDur; i-- {
+		if e := w[i].End(); own[w[i].Addr] && e > end && e <= before {
+			end = e
+		}
+	}
+	return end
+}
+
 // span is a half-open time interval in nanoseconds.
 type span struct{ from, to int64 }
 

@@ -180,49 +180,44 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 	for _, w := range g.words {
 		own[w.addr] = true
 	}
+	// A JVM monitor's waiters park on words of their own, and each exit
+	// wakes one successor: its releases are the wakes on any of the
+	// group's words.
+	addrs := g.addrs()
+	var releases []recording.Event
+	if g.jvm != nil && !g.jvm.pause {
+		releases = x.wakesOn(addrs)
+	}
 	for _, w := range g.words {
 		for _, e := range x.waits[w.addr] {
 			durs = append(durs, e.Dur)
 			spans = append(spans, span{e.T, e.End()})
 			lf.evWaitNS += e.Dur
-			// The holder during the wait: the owner read beside the
-			// lock word when it began (glibc mutexes), else the thread
-			// that woke the waiter. A holder holds until it releases the
-			// lock, which wakes a waiter: its next wake on the lock ends
-			// the interval its I/O can explain.
-			holder := 0
-			if w.role != roleCond && ld.isTarget(e.Peer) && e.Peer != e.TID {
-				holder = e.Peer
-			} else if wk := x.waker(e.TID, e.T, e.End()); wk > 0 && wk != e.TID {
-				holder = wk
-			}
-			if holder == 0 {
-				continue
-			}
-			end := x.releasedAt(g.addrs(), holder, e.T, e.End())
-			if holder == e.Peer {
-				lf.holderPreempted(x, e.T, end, holder)
-			}
-			te := x.thread(holder)
-			if te == nil {
-				continue
-			}
-			te.waits.each(e.T, end, func(hw recording.Event, ov int64) {
-				if !own[hw.Addr] {
-					lf.holderWaits[hw.Addr] += ov
-				}
-			})
 			var cover []span
-			te.io.each(e.T, end, func(io recording.Event, ov int64) {
-				cover = append(cover, span{max(io.T, e.T), min(io.End(), end)})
-				lf.ioBySys[io.Syscall] += ov
-				lf.ioStacks[io.Stack] += ov
-				lf.ioHolders[holder] = true
-			})
-			te.dsleep.each(e.T, end, func(d recording.Event, _ int64) {
-				cover = append(cover, span{max(d.T, e.T), min(d.End(), end)})
-				lf.ioHolders[holder] = true
-			})
+			for _, h := range ld.holdsDuring(e, w, addrs, releases, own) {
+				if h.tid == e.Peer {
+					lf.holderPreempted(x, h.from, h.to, h.tid)
+				}
+				te := x.thread(h.tid)
+				if te == nil {
+					continue
+				}
+				te.waits.each(h.from, h.to, func(hw recording.Event, ov int64) {
+					if !own[hw.Addr] {
+						lf.holderWaits[hw.Addr] += ov
+					}
+				})
+				te.io.each(h.from, h.to, func(io recording.Event, ov int64) {
+					cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
+					lf.ioBySys[io.Syscall] += ov
+					lf.ioStacks[io.Stack] += ov
+					lf.ioHolders[h.tid] = true
+				})
+				te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
+					cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
+					lf.ioHolders[h.tid] = true
+				})
+			}
 			lf.ioNS += unionLength(cover)
 		}
 	}
@@ -241,6 +236,61 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 	lf.p50 = time.Duration(histQuantile(g.hist, 0.5))
 	lf.p99 = time.Duration(histQuantile(g.hist, 0.99))
 	lf.quantFrom = "histogram"
+}
+
+// holdPart is a thread's hold of a lock over part of a wait for it.
+type holdPart struct {
+	tid      int
+	from, to int64
+}
+
+// holdsDuring returns who held the lock while e waited for it, and over
+// which part of the wait: the holder's I/O in that part is what stalled
+// the waiter.
+//
+// With releases (a JVM monitor), every release during the wait ends a
+// hold, and the thread that released held the lock since the release
+// before it, or since its own wait for the lock ended when that is later
+// (a thread waiting for the lock does not hold it). A waiter queued
+// behind several holders is then stalled by each in turn: a holder that
+// writes to disk under the monitor stalls every thread that waited
+// meanwhile, not only the one its exit woke.
+//
+// Otherwise one thread holds over the whole wait: the owner read beside
+// the lock word when the wait began (glibc mutexes), else the thread that
+// woke the waiter. It holds until it releases the lock, which wakes a
+// waiter: its next wake on the lock ends the hold.
+func (ld *liveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []recording.Event, own map[uint64]bool) []holdPart {
+	x := ld.ev
+	if len(releases) > 0 {
+		var out []holdPart
+		prev := e.T
+		i := sort.Search(len(releases), func(i int) bool { return releases[i].T > e.T })
+		for ; i < len(releases) && releases[i].T <= e.End(); i++ {
+			r := releases[i]
+			if r.TID == e.TID || !ld.isTarget(r.TID) {
+				continue
+			}
+			from := max(prev, x.lastWaitEnd(r.TID, own, prev, r.T))
+			if r.T > from {
+				out = append(out, holdPart{r.TID, from, r.T})
+			}
+			prev = r.T
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	holder := 0
+	if w.role != roleCond && ld.isTarget(e.Peer) && e.Peer != e.TID {
+		holder = e.Peer
+	} else if wk := x.waker(e.TID, e.T, e.End()); wk > 0 && wk != e.TID {
+		holder = wk
+	}
+	if holder == 0 {
+		return nil
+	}
+	return []holdPart{{holder, e.T, x.releasedAt(addrs, holder, e.T, e.End())}}
 }
 
 // passOn counts, of the logged waits that ended while another thread

@@ -149,3 +149,59 @@ func TestJVMHolderAtSafepoint(t *testing.T) {
 		t.Errorf("chain %+v, want the safepoint first with 80%% of the waiting", c.chain)
 	}
 }
+
+// A monitor's exit wakes one successor, so the waiters queued behind a
+// holder that writes to disk are woken by the threads ahead of them, not
+// by the writer: each release during a wait ends a hold, and the writer's
+// I/O stalls every wait it falls in. When the writer's I/O comes after it
+// let the monitor go (the fixed variant), no hold contains it.
+func TestJVMHoldersInTurn(t *testing.T) {
+	ms := int64(time.Millisecond)
+	build := func(ioUnder bool) *lockCase {
+		f := newLiveFixture(time.Second)
+		waiters := []int{100, 101, 102, 103}
+		word := func(tid int) uint64 { return 0x7000 + uint64(tid-100)*0x100 }
+		for _, tid := range waiters {
+			f.parkWord(word(tid), tid, 100*ms, monitorWait("app.Claims.lookup"))
+		}
+		const writer = 110
+		f.ld.thread(writer)
+		// The writer releases to 100 at 55 ms (bad) or 5 ms (fixed);
+		// each waiter then releases to the next 15 ms later.
+		rel := 55 * ms
+		if !ioUnder {
+			rel = 5 * ms
+		}
+		evs := []recording.Event{{Kind: recording.EventIO, T: 6 * ms, Dur: 44 * ms, TID: writer, Syscall: "fsync", Stack: -1}}
+		f.wake(word(100), writer, 1, monitorRelease("app.Claims.update"))
+		evs = append(evs, recording.Event{Kind: recording.EventWake, T: rel, TID: writer, Peer: 1, Addr: word(100), Stack: -1},
+			recording.Event{Kind: recording.EventWakeup, T: rel, TID: writer, Peer: 100, Stack: -1})
+		for i, tid := range waiters {
+			end := rel + 5*ms + int64(i)*15*ms
+			evs = append(evs, recording.Event{Kind: recording.EventWait, T: 0, Dur: end, TID: tid, Addr: word(tid), Stack: -1})
+			if i+1 < len(waiters) {
+				next := waiters[i+1]
+				f.wake(word(next), tid, 1, monitorRelease("app.Claims.lookup"))
+				evs = append(evs, recording.Event{Kind: recording.EventWake, T: end + 10*ms, TID: tid, Peer: 1, Addr: word(next), Stack: -1},
+					recording.Event{Kind: recording.EventWakeup, T: end + 10*ms, TID: tid, Peer: next, Stack: -1})
+			}
+		}
+		f.ld.ev = indexEvents(evs)
+		locks := f.ld.jvmLocks(f.ld.lockGroups(), nil)
+		return f.ld.lockCase(groupOf(t, locks, word(100)), locks)
+	}
+	// Bad: the 44 ms fsync lies in every wait's first hold: 4 × 44 ms of
+	// the waits' 60+75+90+105 ms.
+	bad := build(true)
+	if want := 4 * 44.0 / 330; !bad.io.explains || bad.io.share < want-0.01 || bad.io.share > want+0.01 || bad.io.call != "fsync" {
+		t.Errorf("I/O under the monitor: explains %v, share %.2f (want %.2f), call %q", bad.io.explains, bad.io.share, want, bad.io.call)
+	}
+	// Only the first waiter was woken by the writer: counting its wait
+	// alone would give 44 of 330 ms, under the bar.
+	if 44.0/330 >= ioMinExplained {
+		t.Fatalf("the scenario does not tell the two rules apart")
+	}
+	if fixed := build(false); fixed.io.explains || fixed.io.share != 0 {
+		t.Errorf("I/O after the release: explains %v, share %.2f, want none", fixed.io.explains, fixed.io.share)
+	}
+}

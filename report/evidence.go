@@ -147,7 +147,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("lock-holder preemption: during %s of the logged waits the holder sat runnable without a CPU for %s, %s of the time waited", w.cnt("waits"), w.sec("runq_s"), w.pct("share"))
 	},
 	analyzer.EvHolderIO: func(w words) string {
-		t := fmt.Sprintf("while the lock's holder (the owner at wait time, until it released the lock) was in I/O system calls or uninterruptible sleep, waiters waited %s: %s of the %s logged", w.sec("io_s"), w.pct("share"), w.sec("logged_s"))
+		t := fmt.Sprintf("while a holder of the lock (from when it took the lock until it released it) was in I/O system calls or uninterruptible sleep, waiters waited %s: %s of the %s logged", w.sec("io_s"), w.pct("share"), w.sec("logged_s"))
 		if len(w.e.Items) > 0 {
 			t += "; by system call: " + w.items(units.Seconds)
 		}
