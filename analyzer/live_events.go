@@ -1,6 +1,8 @@
 package analyzer
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 
 	"github.com/contend-dev/contend/recording"
@@ -67,10 +69,63 @@ func indexEvents(evs []recording.Event) *eventIndex {
 		waits: map[uint64][]recording.Event{},
 		wakes: map[uint64][]recording.Event{},
 	}
-	sorted := sort.SliceIsSorted(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
-	if !sorted {
-		evs = append([]recording.Event(nil), evs...)
-		sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	byStart := func(a, b recording.Event) int { return cmp.Compare(a.T, b.T) }
+	if !slices.IsSortedFunc(evs, byStart) {
+		evs = slices.Clone(evs)
+		slices.SortStableFunc(evs, byStart)
+	}
+	// Each list is made at its final size: appending a window's events
+	// (up to the log's 120,000) one by one spent most of the indexing
+	// growing and copying the lists.
+	perAddr := map[uint64][2]int{}
+	perTID := map[int]*[6]int{}
+	count := func(tid, kind int) {
+		c := perTID[tid]
+		if c == nil {
+			c = new([6]int)
+			perTID[tid] = c
+		}
+		c[kind]++
+	}
+	for _, e := range evs {
+		switch e.Kind {
+		case recording.EventWait:
+			n := perAddr[e.Addr]
+			n[0]++
+			perAddr[e.Addr] = n
+			count(e.TID, 0)
+		case recording.EventWake:
+			n := perAddr[e.Addr]
+			n[1]++
+			perAddr[e.Addr] = n
+		case recording.EventIO:
+			count(e.TID, 1)
+		case recording.EventDSleep:
+			count(e.TID, 2)
+		case recording.EventRunq:
+			count(e.TID, 3)
+		case recording.EventWakeup:
+			if e.Peer > 0 {
+				count(e.Peer, 4)
+			}
+		}
+	}
+	for a, n := range perAddr {
+		if n[0] > 0 {
+			x.waits[a] = make([]recording.Event, 0, n[0])
+		}
+		if n[1] > 0 {
+			x.wakes[a] = make([]recording.Event, 0, n[1])
+		}
+	}
+	for tid, c := range perTID {
+		x.byTID[tid] = &threadEvents{
+			waits:   intervals{ev: make([]recording.Event, 0, c[0])},
+			io:      intervals{ev: make([]recording.Event, 0, c[1])},
+			dsleep:  intervals{ev: make([]recording.Event, 0, c[2])},
+			runq:    intervals{ev: make([]recording.Event, 0, c[3])},
+			wokenAt: make([]recording.Event, 0, c[4]),
+		}
 	}
 	for i, e := range evs {
 		if i == 0 || e.T < x.first {

@@ -1,9 +1,9 @@
 package collector
 
 import (
+	"cmp"
 	"hash/maphash"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/contend-dev/contend/recording"
@@ -154,7 +154,13 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 		}
 		out = append(out, e)
 	})
-	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
+	// The log is in arrival order, nearly sorted by start: a wait is
+	// logged when it ends. The generic sort skips sort.SliceStable's
+	// reflection, which was a fifth of the conversion's cost.
+	byStart := func(a, b recording.Event) int { return cmp.Compare(a.T, b.T) }
+	if !slices.IsSortedFunc(out, byStart) {
+		slices.SortStableFunc(out, byStart)
+	}
 	return out, t.stacks
 }
 

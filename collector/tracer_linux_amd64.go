@@ -686,13 +686,19 @@ func (t *bpfTracer) markNamed(hash uint64) error {
 
 func (t *bpfTracer) run(fn func([]byte)) error {
 	var rec ringbuf.Record
+	// The deadline bounds only a wait for data: the reader reads what
+	// the ring holds without looking at it. So it is set again only
+	// after it passed, not before every record (a clock read and a lock
+	// each, at up to eventRate records a second); a deadline that passed
+	// while records flowed costs one empty return once the ring is dry.
+	t.reader.SetDeadline(time.Now().Add(readerPoll))
 	for {
-		t.reader.SetDeadline(time.Now().Add(readerPoll))
 		err := t.reader.ReadInto(&rec)
 		switch {
 		case err == nil:
 			fn(rec.RawSample)
 		case errors.Is(err, os.ErrDeadlineExceeded):
+			t.reader.SetDeadline(time.Now().Add(readerPoll))
 		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
 			return nil
 		default:

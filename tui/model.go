@@ -40,10 +40,11 @@ const DefaultAnalyzeEvery = 2 * time.Second
 // garbage collections the load's allocations caused on other threads),
 // the next starts no sooner than d/loadShare after its start. The goal
 // for contend top is 5% of a core in all, and the recording itself takes
-// some of it; a target whose windows take long to analyze (thousands of
-// threads and stacks) is then refreshed less often, not analyzed without
-// pause.
-const loadShare = 0.05
+// most of it at 100k futex events a second (4.4 to 5.5% in make bench),
+// so the analyses get half of the goal, not all of it; a target whose
+// windows take long to analyze (thousands of threads and stacks) is then
+// refreshed less often, not analyzed without pause.
+const loadShare = 0.025
 
 // maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
 // (a machine short of CPU makes every load slow), the lists are never more

@@ -649,10 +649,11 @@ func TestLiveLoadsArePaced(t *testing.T) {
 	}
 	step(time.Second, 0, 1, "1 s after a load")
 	step(time.Second, 0, 2, "2 s after it")
-	// A load that took 300 ms is followed by 6 s (300 ms / loadShare)
-	// without one, however often the screen refreshes.
-	step(5*time.Second, 300*time.Millisecond, 2, "5 s after a 300 ms load")
-	step(time.Second, 0, 3, "6 s after a 300 ms load")
+	// A load that took 6 s × loadShare is followed by 6 s without one,
+	// however often the screen refreshes.
+	took := time.Duration(float64(6*time.Second) * loadShare)
+	step(5*time.Second, took, 2, "5 s after a load that took 6 s × loadShare")
+	step(time.Second, 0, 3, "6 s after a load that took 6 s × loadShare")
 	// However slow, a load never keeps the lists more than maxAnalyzeGap
 	// behind.
 	step(maxAnalyzeGap-time.Second, time.Hour, 3, "before maxAnalyzeGap after a slow load")
