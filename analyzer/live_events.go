@@ -212,21 +212,26 @@ func (x *eventIndex) wakesOn(addrs []uint64) []recording.Event {
 }
 
 // lastWaitEnd returns when tid's last wait on one of the own addresses
-// that ended in (after, before] ended, or after when none did.
+// that ended in (after, before] ended, or after when none did. A thread
+// waits on one futex at a time, so its waits ordered by start are ordered
+// by end too: the walk back from before stops at the first wait that
+// ended by after, having looked only at the waits in between.
 func (x *eventIndex) lastWaitEnd(tid int, own map[uint64]bool, after, before int64) int64 {
-	end := after
 	te := x.byTID[tid]
 	if te == nil {
-		return end
+		return after
 	}
 	w := te.waits.ev
-	// A wait that ends after `after` began after after-maxDur.
-	for i := sort.Search(len(w), func(i int) bool { return w[i].T >= before }) - 1; i >= 0 && w[i].T >= after-te.waits.maxDur; i-- {
-		if e := w[i].End(); own[w[i].Addr] && e > end && e <= before {
-			end = e
+	for i := sort.Search(len(w), func(i int) bool { return w[i].T >= before }) - 1; i >= 0; i-- {
+		e := w[i].End()
+		if e <= after {
+			break
+		}
+		if e <= before && own[w[i].Addr] {
+			return e
 		}
 	}
-	return end
+	return after
 }
 
 // span is a half-open time interval in nanoseconds.

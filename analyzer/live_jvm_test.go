@@ -205,3 +205,28 @@ func TestJVMHoldersInTurn(t *testing.T) {
 		t.Errorf("I/O after the release: explains %v, share %.2f, want none", fixed.io.explains, fixed.io.share)
 	}
 }
+
+// lastWaitEnd finds a thread's last wait for the lock that ended in a
+// span, skipping its waits on other words and the wait still under way.
+func TestLastWaitEnd(t *testing.T) {
+	own := map[uint64]bool{0x10: true}
+	x := indexEvents([]recording.Event{
+		{Kind: recording.EventWait, T: 0, Dur: 10, TID: 1, Addr: 0x10, Stack: -1},
+		{Kind: recording.EventWait, T: 12, Dur: 8, TID: 1, Addr: 0x20, Stack: -1},
+		{Kind: recording.EventWait, T: 25, Dur: 5, TID: 1, Addr: 0x10, Stack: -1},
+	})
+	for _, tc := range []struct{ after, before, want int64 }{
+		{5, 28, 10},  // the wait on the lock under way at 28 and the one on another word are skipped
+		{11, 40, 30}, // the last one
+		{11, 28, 11}, // none ended in (11, 28]
+		{31, 40, 31}, // none after 31
+		{0, 100, 30},
+	} {
+		if got := x.lastWaitEnd(1, own, tc.after, tc.before); got != tc.want {
+			t.Errorf("lastWaitEnd(%d, %d) = %d, want %d", tc.after, tc.before, got, tc.want)
+		}
+	}
+	if got := x.lastWaitEnd(2, own, 3, 9); got != 3 {
+		t.Errorf("a thread with no waits: %d, want 3", got)
+	}
+}
