@@ -346,7 +346,11 @@ func (c *lockCase) whyNotConvoy() []string {
 	case !c.known:
 		why = append(why, "how many take part is unknown: there is no goroutine dump, and without the profiled duration the wait cannot be turned into an average number of waiters")
 	case c.participants < minConvoyParticipants:
-		why = append(why, fmt.Sprintf("only %d %s wait for it, fewer than the %d that make a convoy", c.participants, plural(int64(c.participants), strings.TrimSuffix(c.unit, "s")), minConvoyParticipants))
+		verb := "wait"
+		if c.participants == 1 {
+			verb = "waits"
+		}
+		why = append(why, fmt.Sprintf("only %d %s %s for it, fewer than the %d that make a convoy", c.participants, plural(int64(c.participants), strings.TrimSuffix(c.unit, "s")), verb, minConvoyParticipants))
 	case !c.dumpOnly && c.mean < convoyMeanWaiting:
 		why = append(why, fmt.Sprintf("on average only %s wait at once, so no queue persists", units.Float(c.mean)))
 	}
