@@ -51,7 +51,7 @@ type threadEvents struct {
 	// waits are the thread's own futex waits, every address.
 	waits intervals
 	// wokenAt holds the sched_waking events whose wakee is this thread.
-	wokenAt []recording.Event
+	wokenAt intervals
 }
 
 // eventIndex is the event log indexed by thread and by lock address.
@@ -69,88 +69,112 @@ func indexEvents(evs []recording.Event) *eventIndex {
 		waits: map[uint64][]recording.Event{},
 		wakes: map[uint64][]recording.Event{},
 	}
-	byStart := func(a, b recording.Event) int { return cmp.Compare(a.T, b.T) }
 	if !slices.IsSortedFunc(evs, byStart) {
 		evs = slices.Clone(evs)
 		slices.SortStableFunc(evs, byStart)
 	}
-	// Each list is made at its final size: appending a window's events
-	// (up to the log's 120,000) one by one spent most of the indexing
-	// growing and copying the lists.
-	perAddr := map[uint64][2]int{}
-	perTID := map[int]*[6]int{}
-	count := func(tid, kind int) {
-		c := perTID[tid]
-		if c == nil {
-			c = new([6]int)
-			perTID[tid] = c
-		}
-		c[kind]++
-	}
+	// Each list is made at its final size, counted in a first pass:
+	// appending a window's events (up to the log's 120,000) one by one
+	// spent most of the indexing growing and copying the lists.
+	perAddr := map[uint64]*[2]int{}
+	perTID := map[int]*[threadLists]int{}
 	for _, e := range evs {
-		switch e.Kind {
-		case recording.EventWait:
-			n := perAddr[e.Addr]
-			n[0]++
-			perAddr[e.Addr] = n
-			count(e.TID, 0)
-		case recording.EventWake:
-			n := perAddr[e.Addr]
-			n[1]++
-			perAddr[e.Addr] = n
-		case recording.EventIO:
-			count(e.TID, 1)
-		case recording.EventDSleep:
-			count(e.TID, 2)
-		case recording.EventRunq:
-			count(e.TID, 3)
-		case recording.EventWakeup:
-			if e.Peer > 0 {
-				count(e.Peer, 4)
+		a, tid, k := route(e)
+		if a >= 0 {
+			if perAddr[e.Addr] == nil {
+				perAddr[e.Addr] = new([2]int)
+			}
+			perAddr[e.Addr][a]++
+		}
+		if k >= 0 {
+			if perTID[tid] == nil {
+				perTID[tid] = new([threadLists]int)
+			}
+			perTID[tid][k]++
+		}
+	}
+	for addr, n := range perAddr {
+		for a, m := range []map[uint64][]recording.Event{x.waits, x.wakes} {
+			if n[a] > 0 {
+				m[addr] = make([]recording.Event, 0, n[a])
 			}
 		}
 	}
-	for a, n := range perAddr {
-		if n[0] > 0 {
-			x.waits[a] = make([]recording.Event, 0, n[0])
+	for tid, n := range perTID {
+		te := &threadEvents{}
+		for k := range n {
+			te.list(k).ev = make([]recording.Event, 0, n[k])
 		}
-		if n[1] > 0 {
-			x.wakes[a] = make([]recording.Event, 0, n[1])
-		}
-	}
-	for tid, c := range perTID {
-		x.byTID[tid] = &threadEvents{
-			waits:   intervals{ev: make([]recording.Event, 0, c[0])},
-			io:      intervals{ev: make([]recording.Event, 0, c[1])},
-			dsleep:  intervals{ev: make([]recording.Event, 0, c[2])},
-			runq:    intervals{ev: make([]recording.Event, 0, c[3])},
-			wokenAt: make([]recording.Event, 0, c[4]),
-		}
+		x.byTID[tid] = te
 	}
 	for i, e := range evs {
 		if i == 0 || e.T < x.first {
 			x.first = e.T
 		}
 		x.last = max(x.last, e.End())
-		switch e.Kind {
-		case recording.EventWait:
+		a, tid, k := route(e)
+		switch a {
+		case 0:
 			x.waits[e.Addr] = append(x.waits[e.Addr], e)
-			x.of(e.TID).waits.add(e)
-		case recording.EventWake:
+		case 1:
 			x.wakes[e.Addr] = append(x.wakes[e.Addr], e)
-		case recording.EventIO:
-			x.of(e.TID).io.add(e)
-		case recording.EventDSleep:
-			x.of(e.TID).dsleep.add(e)
-		case recording.EventRunq:
-			x.of(e.TID).runq.add(e)
-		case recording.EventWakeup:
-			if e.Peer > 0 {
-				x.of(e.Peer).wokenAt = append(x.of(e.Peer).wokenAt, e)
-			}
+		}
+		if k >= 0 {
+			x.byTID[tid].list(k).add(e)
 		}
 	}
 	return x
+}
+
+// byStart orders events by their start.
+func byStart(a, b recording.Event) int { return cmp.Compare(a.T, b.T) }
+
+// The lists of threadEvents, by their index in route and list.
+const (
+	listWaits = iota
+	listIO
+	listDSleep
+	listRunq
+	listWokenAt
+	threadLists
+)
+
+// route names the lists an event goes in: its word's waits (0) or wakes
+// (1), or no word's (-1); and the thread whose list it joins, with the
+// list (listWaits …), or -1 for none.
+func route(e recording.Event) (addrList, tid, list int) {
+	switch e.Kind {
+	case recording.EventWait:
+		return 0, e.TID, listWaits
+	case recording.EventWake:
+		return 1, 0, -1
+	case recording.EventIO:
+		return -1, e.TID, listIO
+	case recording.EventDSleep:
+		return -1, e.TID, listDSleep
+	case recording.EventRunq:
+		return -1, e.TID, listRunq
+	case recording.EventWakeup:
+		if e.Peer > 0 {
+			return -1, e.Peer, listWokenAt
+		}
+	}
+	return -1, 0, -1
+}
+
+// list returns the thread's list k (listWaits …).
+func (t *threadEvents) list(k int) *intervals {
+	switch k {
+	case listWaits:
+		return &t.waits
+	case listIO:
+		return &t.io
+	case listDSleep:
+		return &t.dsleep
+	case listRunq:
+		return &t.runq
+	}
+	return &t.wokenAt
 }
 
 func (x *eventIndex) of(tid int) *threadEvents {
@@ -173,7 +197,7 @@ func (x *eventIndex) waker(tid int, from, to int64) int {
 	if te == nil {
 		return 0
 	}
-	w := te.wokenAt
+	w := te.wokenAt.ev
 	i := sort.Search(len(w), func(i int) bool { return w[i].T > to })
 	for i--; i >= 0 && w[i].T >= from; i-- {
 		if w[i].TID > 0 {
@@ -207,7 +231,7 @@ func (x *eventIndex) wakesOn(addrs []uint64) []recording.Event {
 	for _, a := range addrs {
 		out = append(out, x.wakes[a]...)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].T < out[j].T })
+	slices.SortStableFunc(out, byStart)
 	return out
 }
 

@@ -293,7 +293,7 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 		if te == nil {
 			continue
 		}
-		for _, e := range te.wokenAt {
+		for _, e := range te.wokenAt.ev {
 			if l.waiters[e.TID] && e.TID != tid && ld.releaseWake(e) {
 				wakeups = append(wakeups, e)
 			}
