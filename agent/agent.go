@@ -77,6 +77,10 @@ type Options struct {
 	Log func(format string, args ...any)
 	// Verbose logs a line per window too.
 	Verbose bool
+	// AfterWindow, when set, runs after each window was analysed and
+	// published (the agent's command gives the window's memory back
+	// there).
+	AfterWindow func()
 
 	// start starts a collector session; nil uses collector.Start. Tests
 	// replace it.
@@ -279,6 +283,9 @@ func (a *Agent) follow(ctx context.Context, s session) bool {
 		since = next
 		a.window++
 		alive := a.publish(rec, ended)
+		if a.opts.AfterWindow != nil {
+			a.opts.AfterWindow()
+		}
 		if ended || alive == 0 {
 			// alive == 0: every process of a --comm or --cgroup target is
 			// gone; watch for the next without probes attached.

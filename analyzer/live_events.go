@@ -18,11 +18,14 @@ import (
 // intervals is one thread's events of one kind, ordered by start, with the
 // longest duration among them (to bound a search by start time).
 type intervals struct {
-	ev     []recording.Event
+	// ev point into the analysed window's events: the index holds each
+	// event once, wherever it is listed (copies in two lists each were
+	// two thirds of a live view's allocation per analysis).
+	ev     []*recording.Event
 	maxDur int64
 }
 
-func (iv *intervals) add(e recording.Event) {
+func (iv *intervals) add(e *recording.Event) {
 	iv.ev = append(iv.ev, e)
 	iv.maxDur = max(iv.maxDur, e.Dur)
 }
@@ -39,7 +42,7 @@ func (iv *intervals) each(from, to int64, fn func(e recording.Event, overlap int
 		e := iv.ev[i]
 		s, t := max(e.T, from), min(e.End(), to)
 		if t > s {
-			fn(e, t-s)
+			fn(*e, t-s)
 		}
 	}
 }
@@ -57,8 +60,8 @@ type threadEvents struct {
 // eventIndex is the event log indexed by thread and by lock address.
 type eventIndex struct {
 	byTID map[int]*threadEvents
-	waits map[uint64][]recording.Event
-	wakes map[uint64][]recording.Event
+	waits map[uint64][]*recording.Event
+	wakes map[uint64][]*recording.Event
 	// first and last bound the times of the log's events.
 	first, last int64
 }
@@ -66,8 +69,8 @@ type eventIndex struct {
 func indexEvents(evs []recording.Event) *eventIndex {
 	x := &eventIndex{
 		byTID: map[int]*threadEvents{},
-		waits: map[uint64][]recording.Event{},
-		wakes: map[uint64][]recording.Event{},
+		waits: map[uint64][]*recording.Event{},
+		wakes: map[uint64][]*recording.Event{},
 	}
 	if !slices.IsSortedFunc(evs, byStart) {
 		evs = slices.Clone(evs)
@@ -94,25 +97,26 @@ func indexEvents(evs []recording.Event) *eventIndex {
 		}
 	}
 	for addr, n := range perAddr {
-		for a, m := range []map[uint64][]recording.Event{x.waits, x.wakes} {
+		for a, m := range []map[uint64][]*recording.Event{x.waits, x.wakes} {
 			if n[a] > 0 {
-				m[addr] = make([]recording.Event, 0, n[a])
+				m[addr] = make([]*recording.Event, 0, n[a])
 			}
 		}
 	}
 	for tid, n := range perTID {
 		te := &threadEvents{}
 		for k := range n {
-			te.list(k).ev = make([]recording.Event, 0, n[k])
+			te.list(k).ev = make([]*recording.Event, 0, n[k])
 		}
 		x.byTID[tid] = te
 	}
-	for i, e := range evs {
+	for i := range evs {
+		e := &evs[i]
 		if i == 0 || e.T < x.first {
 			x.first = e.T
 		}
 		x.last = max(x.last, e.End())
-		a, tid, k := route(e)
+		a, tid, k := route(*e)
 		switch a {
 		case 0:
 			x.waits[e.Addr] = append(x.waits[e.Addr], e)
@@ -226,12 +230,12 @@ func (x *eventIndex) releasedAt(addrs []uint64, holder int, from, to int64) int6
 }
 
 // wakesOn returns the wakes on any of addrs, by time.
-func (x *eventIndex) wakesOn(addrs []uint64) []recording.Event {
-	var out []recording.Event
+func (x *eventIndex) wakesOn(addrs []uint64) []*recording.Event {
+	var out []*recording.Event
 	for _, a := range addrs {
 		out = append(out, x.wakes[a]...)
 	}
-	slices.SortStableFunc(out, byStart)
+	slices.SortStableFunc(out, func(a, b *recording.Event) int { return byStart(*a, *b) })
 	return out
 }
 

@@ -184,7 +184,7 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 	// wakes one successor: its releases are the wakes on any of the
 	// group's words.
 	addrs := g.addrs()
-	var releases []recording.Event
+	var releases []*recording.Event
 	if g.jvm != nil && !g.jvm.pause {
 		releases = x.wakesOn(addrs)
 	}
@@ -194,7 +194,7 @@ func (ld *liveData) eventFacts(lf *lockFacts) {
 			spans = append(spans, span{e.T, e.End()})
 			lf.evWaitNS += e.Dur
 			var cover []span
-			for _, h := range ld.holdsDuring(e, w, addrs, releases, own) {
+			for _, h := range ld.holdsDuring(*e, w, addrs, releases, own) {
 				if h.tid == e.Peer {
 					lf.holderPreempted(x, h.from, h.to, h.tid)
 				}
@@ -260,7 +260,7 @@ type holdPart struct {
 // the lock word when the wait began (glibc mutexes), else the thread that
 // woke the waiter. It holds until it releases the lock, which wakes a
 // waiter: its next wake on the lock ends the hold.
-func (ld *liveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []recording.Event, own map[uint64]bool) []holdPart {
+func (ld *liveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []*recording.Event, own map[uint64]bool) []holdPart {
 	x := ld.ev
 	if len(releases) > 0 {
 		var out []holdPart
@@ -304,7 +304,7 @@ func (ld *liveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64,
 // anything over: passed falls to about one in a group.
 func (ld *liveData) passOn(g *lockGroup, own map[uint64]bool) (passed, of int) {
 	x := ld.ev
-	var waits []recording.Event
+	var waits []*recording.Event
 	for _, w := range g.words {
 		waits = append(waits, x.waits[w.addr]...)
 	}

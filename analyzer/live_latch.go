@@ -294,8 +294,8 @@ func (ld *liveData) latchIO(l *latchLock) ioFacts {
 			continue
 		}
 		for _, e := range te.wokenAt.ev {
-			if l.waiters[e.TID] && e.TID != tid && ld.releaseWake(e) {
-				wakeups = append(wakeups, e)
+			if l.waiters[e.TID] && e.TID != tid && ld.releaseWake(*e) {
+				wakeups = append(wakeups, *e)
 			}
 		}
 	}

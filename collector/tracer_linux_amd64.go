@@ -113,7 +113,11 @@ type bpfTracer struct {
 	probes   map[string]bool
 	counters []string // kernel counter names by index
 	reader   *ringbuf.Reader
-	update   *ebpf.Program // ct_target_update
+	// flushed is closed by flush: run reads what the ring holds and
+	// returns.
+	flushed   chan struct{}
+	flushOnce sync.Once
+	update    *ebpf.Program // ct_target_update
 	// sections holds each program's ELF section, which names the
 	// tracepoint of a TracePoint program.
 	sections map[string]string
@@ -132,7 +136,7 @@ type bpfTracer struct {
 // attaches them. The target set starts empty: setTarget fills it. On error
 // nothing stays loaded.
 func newTracer(cfg tracerConfig) (_ tracer, err error) {
-	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, aggs: map[string]string{}, sections: map[string]string{}, probes: cfg.probes}
+	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, aggs: map[string]string{}, sections: map[string]string{}, probes: cfg.probes, flushed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			t.close()
@@ -686,31 +690,49 @@ func (t *bpfTracer) markNamed(hash uint64) error {
 
 func (t *bpfTracer) run(fn func([]byte)) error {
 	var rec ringbuf.Record
-	// The deadline bounds only a wait for data: the reader reads what
-	// the ring holds without looking at it. So it is set again only
-	// after it passed, not before every record (a clock read and a lock
-	// each, at up to eventRate records a second); a deadline that passed
-	// while records flowed costs one empty return once the ring is dry.
-	t.reader.SetDeadline(time.Now().Add(readerPoll))
+	// The probes never wake the reader (BPF_RB_NO_WAKEUP), so it never
+	// waits in the kernel for them: a Go ticker wakes it and it reads
+	// what the ring holds without waiting (a deadline in the past makes
+	// the reader's epoll_wait return at once). A reader blocked in
+	// epoll_wait for readerPoll was a system call of 50 ms 20 times a
+	// second: Go's sysmon takes the processor back from a call that long
+	// (after 10 ms) and each time drops back to polling every 20 µs,
+	// about 1,200 wakeups of contend a second, a third of its CPU.
+	t.reader.SetDeadline(time.Unix(0, 1))
+	tick := time.NewTicker(readerPoll)
+	defer tick.Stop()
 	for {
-		err := t.reader.ReadInto(&rec)
-		switch {
-		case err == nil:
-			fn(rec.RawSample)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			t.reader.SetDeadline(time.Now().Add(readerPoll))
-		case errors.Is(err, ringbuf.ErrFlushed), errors.Is(err, ringbuf.ErrClosed), errors.Is(err, os.ErrClosed):
-			return nil
-		default:
+		last := false
+		select {
+		case <-tick.C:
+		case <-t.flushed:
+			last = true
+		}
+		for {
+			err := t.reader.ReadInto(&rec)
+			if err == nil {
+				fn(rec.RawSample)
+				continue
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break // the ring is read to its end
+			}
+			if errors.Is(err, ringbuf.ErrFlushed) {
+				continue // a flush of the reader's own: read on
+			}
+			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
+				return nil
+			}
 			return fmt.Errorf("read ring buffer: %w", err)
+		}
+		if last {
+			return nil
 		}
 	}
 }
 
 func (t *bpfTracer) flush() {
-	if t.reader != nil {
-		t.reader.Flush()
-	}
+	t.flushOnce.Do(func() { close(t.flushed) })
 }
 
 // detach closes every link at once: closing a syscall tracepoint's perf

@@ -2,6 +2,7 @@ package symbolize
 
 import (
 	"debug/elf"
+	"errors"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -281,5 +282,23 @@ func benchLargeObject(b *testing.B, path string) {
 	b.ReportMetric(float64(len(o.funcs.syms)+len(o.objs.syms)), "symbols")
 	if found < len(addrs) {
 		b.Fatalf("only %d of %d addresses named", found, len(addrs))
+	}
+}
+
+// BenchmarkOpenKernel reads this machine's /proc/kallsyms: what every
+// start of contend pays, and the memory that it leaves behind as garbage.
+func BenchmarkOpenKernel(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		k, err := OpenKernel("")
+		if errors.Is(err, ErrKallsymsHidden) {
+			b.Skip("kernel addresses are hidden (kptr_restrict)")
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(k.syms) == 0 {
+			b.Fatal("no symbols")
+		}
 	}
 }

@@ -99,6 +99,10 @@ type Options struct {
 	// Now returns the current time, for export directory names; nil means
 	// time.Now.
 	Now func() time.Time
+	// AfterLoad, when set, runs on the loading goroutine after each
+	// snapshot was analysed and let go (contend top gives the memory of
+	// the snapshot and the analysis back there).
+	AfterLoad func()
 }
 
 // Messages the model handles besides keys and window sizes.
@@ -311,10 +315,14 @@ func (m *Model) tickCmd() tea.Cmd {
 func (m *Model) loadCmd(gen int) tea.Cmd {
 	m.loadOn = gen
 	m.lastLoad = m.opts.Now()
-	src, an, window := m.src, m.analyze, m.curWindow()
+	src, an, window, after := m.src, m.analyze, m.curWindow(), m.opts.AfterLoad
 	return func() tea.Msg {
 		start, cpu := time.Now(), processCPU()
 		msg := load(src, an, window, gen)
+		if after != nil {
+			// Counted in the load's cost, so paced with it.
+			after()
+		}
 		msg.took = max(time.Since(start), processCPU()-cpu)
 		return msg
 	}

@@ -701,3 +701,28 @@ func TestLiveFirstLoadWaitsForASecond(t *testing.T) {
 		t.Errorf("a target gone after 400 ms: %d analyses, want its last one", h.an.calls)
 	}
 }
+
+func TestAfterLoadRunsOnceALoadIsDone(t *testing.T) {
+	var calls int
+	var analysed bool
+	an := &fakeAnalyzer{res: hmResult()}
+	m := New(liveSource(), Options{
+		Analyze: func(rec *recording.Recording) (*analyzer.Result, error) {
+			analysed = true
+			return an.analyze(rec)
+		},
+		AfterLoad: func() {
+			if !analysed {
+				t.Error("AfterLoad ran before the analysis")
+			}
+			calls++
+		},
+	})
+	msg := m.loadCmd(0)()
+	if calls != 1 {
+		t.Fatalf("AfterLoad ran %d times for one load, want 1", calls)
+	}
+	if f, ok := msg.(frameMsg); !ok || f.err != nil || f.frame == nil {
+		t.Fatalf("load gave %#v, want a frame", msg)
+	}
+}

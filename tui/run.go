@@ -23,6 +23,14 @@ func CheckTerminal() error {
 	return nil
 }
 
+// frameRate is how many times a second the screen may be redrawn. The
+// renderer wakes the process at this rate whether or not anything
+// changed (Bubble Tea's default, 60, was 120 wakeups of contend top a
+// second with the timers' slack); the data changes once a second, and a
+// key's answer within 1/20 s is under the ~0.1 s at which a delay is
+// seen.
+const frameRate = 20
+
 // Run shows src full screen on stderr until the user quits or ctx ends.
 // The terminal is restored (alternate screen left, cursor shown) before
 // Run returns, whatever the outcome.
@@ -32,7 +40,7 @@ func Run(ctx context.Context, src Source, opts Options) error {
 	}
 	// Keys come from the controlling terminal when stdin is a pipe: the
 	// program opens it by itself.
-	p := tea.NewProgram(New(src, opts), tea.WithContext(ctx), tea.WithOutput(os.Stderr))
+	p := tea.NewProgram(New(src, opts), tea.WithContext(ctx), tea.WithOutput(os.Stderr), tea.WithFPS(frameRate))
 	_, err := p.Run()
 	switch {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 )
 
 // memoryLimit is the soft limit of contend's Go heap while it records
@@ -17,17 +18,54 @@ import (
 const memoryLimit = 64 << 20
 
 // topMemoryLimit is memoryLimit for contend top, whose live heap is
-// larger than a recording's: the symbol tables, its converted event
-// cache, and at each analysis the window's snapshot and the analyzer's
-// indexes, 45 to 60 MB in all on the stripe fixture (measured with the
-// heap profile). Under memoryLimit that left the collector no headroom:
-// it ran back to back, 30 to 40 collections a second, a third of a core;
-// at 96 MiB it runs about once a second and top takes 8 to 9 % of a core
-// (GODEBUG=gctrace=1 and /proc/PID/stat over 30 s, 2 runs each), for
-// about 20 MB more resident memory in steady state and the same peak
-// (reached while the probes attach and the first analysis loads the
-// debug information).
-const topMemoryLimit = 96 << 20
+// larger than a recording's: the symbol tables and its converted event
+// cache, 25 to 35 MB on the stripe fixture and the paced target between
+// analyses (runtime/metrics /gc/heap/live:bytes), and at each analysis
+// the window's events and the analyzer's work on them, 20 to 40 MB more
+// for a moment. What bounds top's memory is that the moment passes:
+// settleMemory collects and gives the pages back after each analysis,
+// so the heap climbs back from the live data alone. Under 64 MiB an
+// analysis on the stripe fixture still ran into the limit (16 % of a
+// core, the collector back to back); at 72 MiB top took 3.1-6.1 % of a
+// core with 87-101 MB resident (VmRSS each second) and a high-water mark
+// of 103-109 MB, reached at the first analysis (glibc's debug information
+// parsed on top of the first window), against 6.2-7.4 % and 120-125 MB
+// at the previous 96 MiB without the settling (/proc/PID/stat over 20 s,
+// 2 runs each on paced and stripe, alternated).
+const topMemoryLimit = 72 << 20
+
+// settleHeadroom is the limit's least room over the live heap, as a
+// factor: an analysis's own memory came to 0.5-1 times the live heap
+// between analyses on the fixtures (20-40 MB over 20-42 MB: the window's
+// events copied, indexed and analysed), and the limit is soft, so a
+// larger analysis costs collections during it, not a stall. Twice the
+// live heap, Go's own pacing (GOGC=100), kept the agent's limit at 80 MB
+// for its 40 MB live heap: 100 MB resident at its peak instead of 95.
+const settleHeadroom = 1.5
+
+// settleMemory runs after each of top's analyses and each of the agent's
+// windows (with their floors, topMemoryLimit and agentMemoryLimit): it
+// collects and returns the freed pages to the system at once
+// (debug.FreeOSMemory; Go's scavenger would give them back over
+// minutes), then re-aims the limit at settleHeadroom times the live heap
+// when that is above the floor. A live heap near the limit (a target with
+// many more threads or stacks than the fixtures) would otherwise leave
+// the collector no room for the next analysis and run it back to back.
+// With GOMEMLIMIT set only the collection runs.
+func settleMemory(floor int64) func() {
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	return func() {
+		debug.FreeOSMemory()
+		if os.Getenv("GOMEMLIMIT") != "" {
+			return
+		}
+		metrics.Read(live)
+		if live[0].Value.Kind() != metrics.KindUint64 {
+			return
+		}
+		debug.SetMemoryLimit(max(floor, int64(settleHeadroom*float64(live[0].Value.Uint64()))))
+	}
+}
 
 // limitMemory sets limit (memoryLimit or topMemoryLimit) unless
 // GOMEMLIMIT is set.

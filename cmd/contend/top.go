@@ -104,7 +104,12 @@ func runTop(ctx context.Context, o topOptions) error {
 	if err != nil {
 		return fmt.Errorf("top: %w", err)
 	}
-	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", AnalyzeEvery: tui.DefaultAnalyzeEvery, ExportDir: o.exportDir, ExportOwner: recordingOwner()})
+	// Attaching leaves its garbage (the kernel's BTF decoded, the symbol
+	// table's reading) to be collected before the first analysis comes
+	// on top of it.
+	settle := settleMemory(topMemoryLimit)
+	settle()
+	runErr := tui.Run(ctx, tui.NewSessionSource(sess), tui.Options{Title: "contend top", AnalyzeEvery: tui.DefaultAnalyzeEvery, ExportDir: o.exportDir, ExportOwner: recordingOwner(), AfterLoad: settle})
 	// The view showed what it had; building the whole session's
 	// recording would only delay the exit (and a signal's).
 	stopErr := sess.Close()
