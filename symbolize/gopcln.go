@@ -29,6 +29,8 @@ type pclntab struct {
 
 // Magic numbers of the pclntab header, per Go release.
 const (
+	go12magic  = 0xfffffffb
+	go116magic = 0xfffffffa
 	go118magic = 0xfffffff0
 	go120magic = 0xfffffff1
 )
@@ -79,6 +81,39 @@ func (o *object) pcln() *pclntab {
 	return o.gotab
 }
 
+// legacyCountFits reports whether a table debug/gosym would read claims
+// no more functions than it has bytes for. gosym makes its function list
+// at the size the header gives before it reads an entry (and recovers
+// from a panic, not from running out of memory): a corrupt count took
+// the process down (found by FuzzPclntab: a big-endian Go 1.20 header
+// asking for 77 GB). Every version's function table spends at least 8
+// bytes on a function (two 4-byte words since Go 1.18, two pointers
+// before).
+func legacyCountFits(data []byte) bool {
+	if len(data) < 16 {
+		return false
+	}
+	var order binary.ByteOrder
+	switch known := func(m uint32) bool { return m == go12magic || m == go116magic || m == go118magic || m == go120magic }; {
+	case known(binary.LittleEndian.Uint32(data)):
+		order = binary.LittleEndian
+	case known(binary.BigEndian.Uint32(data)):
+		order = binary.BigEndian
+	default:
+		return false // nothing gosym reads
+	}
+	var n uint64
+	switch data[7] {
+	case 4:
+		n = uint64(order.Uint32(data[8:]))
+	case 8:
+		n = order.Uint64(data[8:])
+	default:
+		return false
+	}
+	return n <= uint64(len(data))/8
+}
+
 // legacyTableCost bounds what debug/gosym allocates per byte of a Go 1.2
 // to 1.17 table: a Func and its Sym for each 16-byte function entry.
 const legacyTableCost = 8
@@ -105,6 +140,9 @@ func (o *object) elfSymbol(name string) (uint64, bool) {
 func newPclntab(data []byte, text uint64) *pclntab {
 	magic := binary.LittleEndian.Uint32(data)
 	if magic != go118magic && magic != go120magic {
+		if !legacyCountFits(data) {
+			return nil
+		}
 		lt := gosym.NewLineTable(data, text)
 		tab, err := gosym.NewTable(nil, lt)
 		if err != nil || len(tab.Funcs) == 0 {

@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -140,5 +141,38 @@ func TestGoDataSymbol(t *testing.T) {
 	name, ok := p.DataSymbol(bias + v + 8)
 	if want := fmt.Sprintf("runtime.sched+0x8 (%s)", "goprog"); !ok || name != want {
 		t.Errorf("DataSymbol(&runtime.sched+8) = %q, %v; want %q", name, ok, want)
+	}
+}
+
+func TestLegacyCountFits(t *testing.T) {
+	header := func(order binary.ByteOrder, magic uint32, ptr byte, nfunc uint64, size int) []byte {
+		b := make([]byte, size)
+		order.PutUint32(b, magic)
+		b[6], b[7] = 1, ptr
+		if ptr == 4 {
+			order.PutUint32(b[8:], uint32(nfunc))
+		} else {
+			order.PutUint64(b[8:], nfunc)
+		}
+		return b
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want bool
+	}{
+		{"go1.16, 8 functions in 4 KB", header(binary.LittleEndian, go116magic, 8, 8, 4096), true},
+		{"go1.2 32-bit, big-endian", header(binary.BigEndian, go12magic, 4, 100, 4096), true},
+		{"as many functions as 8-byte entries", header(binary.LittleEndian, go12magic, 8, 512, 4096), true},
+		{"one function more than the bytes hold", header(binary.LittleEndian, go12magic, 8, 513, 4096), false},
+		{"big-endian go1.20 asking for 77 GB", header(binary.BigEndian, go120magic, 8, 1<<33, 64), false},
+		{"pointer size 2", header(binary.LittleEndian, go116magic, 2, 1, 4096), false},
+		{"no known magic", header(binary.LittleEndian, 0x12345678, 8, 1, 4096), false},
+		{"shorter than a header", header(binary.LittleEndian, go116magic, 4, 0, 12), false},
+	}
+	for _, c := range cases {
+		if got := legacyCountFits(c.data); got != c.want {
+			t.Errorf("%s: legacyCountFits = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
