@@ -717,9 +717,6 @@ func (t *bpfTracer) run(fn func([]byte)) error {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				break // the ring is read to its end
 			}
-			if errors.Is(err, ringbuf.ErrFlushed) {
-				continue // a flush of the reader's own: read on
-			}
 			if errors.Is(err, ringbuf.ErrClosed) || errors.Is(err, os.ErrClosed) {
 				return nil
 			}
