@@ -36,6 +36,7 @@ func (ld *liveData) lockCase(g *lockGroup, locks []*lockGroup) *lockCase {
 		p99:          lf.p99,
 		wakeLatency:  lf.wakeLatency,
 		cond:         g.role == roleCond,
+		mutex:        g.role == roleMutex,
 		turns:        g.turns,
 		cpuNS:        lf.cpuNS,
 		machNS:       lf.machNS,
