@@ -316,11 +316,14 @@ type lockGroup struct {
 
 	waits, blocked, timeouts, woken uint64
 	waitNS                          int64
-	maxNS                           uint64
-	hist                            []uint64
-	waiters, wakers                 map[int]bool
-	truncated                       bool
-	owners                          map[int]uint64
+	// runqNS is the part of waitNS the woken waiters spent runnable,
+	// waiting for a CPU (LockStat.RunqNS; 0 in older recordings).
+	runqNS          int64
+	maxNS           uint64
+	hist            []uint64
+	waiters, wakers map[int]bool
+	truncated       bool
+	owners          map[int]uint64
 	// seen is the most distinct waiters the kernel counted on one of the
 	// group's words (LockStat.WaitersSeen), exited threads included:
 	// their samples are folded without a thread id, so waiters alone
@@ -596,6 +599,7 @@ func (ld *liveData) sumGroup(g *lockGroup) {
 		g.timeouts += st.Timeouts
 		g.woken += st.Woken
 		g.waitNS += int64(st.WaitNS)
+		g.runqNS += int64(st.RunqNS)
 		g.maxNS = max(g.maxNS, st.MaxNS)
 		g.truncated = g.truncated || st.WaitersTruncated
 		g.seen = max(g.seen, st.WaitersSeen)

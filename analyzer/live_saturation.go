@@ -97,18 +97,28 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	}
 	// Lock waits must be the smaller part: a crowd queued on a lock whose
 	// holder is preempted is the lock's verdict, with the run queue as its
-	// cause in the chain.
-	var lockNS int64
+	// cause in the chain. The run-queue time inside the lock waits, from a
+	// waiter's wake to its running again, is the lock's hand-off: it is
+	// weighed with the lock, and only what the threads queue for a CPU
+	// outside lock waits is weighed against it. Without that, a convoy on
+	// one mutex at 32 threads per CPU (the stripe fixture), whose woken
+	// waiters spend 0.45–0.9 of their wait queued for a CPU while others
+	// barge in, weighs the same time on both sides and the verdict is a
+	// coin toss. In older recordings (no LockStat.RunqNS) the whole run
+	// queue is weighed, as before.
+	var lockNS, lockRunqNS int64
 	for _, g := range locks {
 		if !g.idle {
+			n := int64(max(len(g.waiters), 1))
 			for t := range g.waiters {
 				if busy[t] {
-					lockNS += g.waitNS / int64(max(len(g.waiters), 1))
+					lockNS += g.waitNS / n
+					lockRunqNS += g.runqNS / n
 				}
 			}
 		}
 	}
-	if lockNS >= runqNS {
+	if lockNS >= runqNS-min(lockRunqNS, runqNS) {
 		return
 	}
 	var busyRunq, busyTime int64

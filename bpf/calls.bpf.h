@@ -164,19 +164,28 @@ static __always_inline bool ct_is_io(long nr)
 	return false;
 }
 
-// ct_call_ended consumes thread pid_tgid's start entry for the syscall nr
-// ending at now and returns it; ts is 0 when the call never left the CPU
-// (no entry, or the entry of another call).
-static __always_inline struct ct_call_start ct_call_ended(__u64 pid_tgid, long nr)
+// ct_call_resumed ends thread t's call in progress at its switch-in at
+// now: it copies the call's entry to *s, marks the entry done and returns
+// true, when the entry is a futex wait (futex) or an I/O call (!futex)
+// that t is still inside. An entry of the other kind is left to its own
+// family's probe. An entry t is no longer inside (a call seeded at attach
+// that returned before the entry was written) is dropped and counted.
+static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, __u64 now,
+					    struct ct_call_start *s)
 {
-	struct ct_call_start s = {};
-	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &pid_tgid);
-	if (!sp || !sp->ts)
-		return s;
-	if (sp->nr == nr)
-		s = *sp;
+	__u64 key = ((__u64)t->tgid << 32) | (__u32)t->pid;
+	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
+	if (!sp || !sp->ts || (sp->op != 0) != futex)
+		return false;
+	*s = *sp;
 	ct_start_done(&sp->ts);
-	return s;
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (!ur || (long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS || (long)BPF_CORE_READ(ur, orig_ax) != s->nr ||
+	    BPF_CORE_READ(ur, sp) != s->sp || s->ts > now) {
+		ct_count(CT_INFO_CALL_STALE);
+		return false;
+	}
+	return true;
 }
 
 #endif

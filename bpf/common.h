@@ -61,7 +61,7 @@ enum ct_counter {
 	CT_INFO_WINDOW_PARTIAL,    // window shorter than asked (unmapped page)
 	CT_INFO_NO_START,          // switch-in without a switch-out entry
 	CT_INFO_OFFCPU_SPILLED,    // offcpu map full: the entry goes to the spill map, stackless
-	CT_INFO_CALL_UNBLOCKED,    // traced call ended without leaving the CPU (duration 0)
+	CT_INFO_CALL_STALE,        // call start found at switch-in that is no longer the thread's call (dropped)
 	CT_EV_GOSYNC,              // Go lock slow path entered (gosync uprobes)
 	CT_DROP_MAP_FULL_GOSYNC,   // ct_gosync full: a Go lock wait was not counted
 	CT_INFO_GOSYNC_NO_START,   // Go lock slow path left without its entry (entered before attach)
@@ -186,10 +186,11 @@ struct ct_window {
 };
 
 // ct_call_start: a traced syscall (futex wait or I/O call) that left the
-// CPU, from the thread's first switch-out inside it to its exit (ts 0 once
-// it ended). ip, sp and bp are the user registers of the call: the
-// collector unwinds a copy of the stack of a call still in progress from
-// them (stacks are otherwise taken at the syscall's exit).
+// CPU asleep, from the thread's switch-out inside it to its next switch-in
+// (ts 0 once it ended). ip, sp and bp are the user registers of the call,
+// stack the user stack walked from them at the switch-out (the thread's
+// memory can only be read while it runs): the collector unwinds a copy of
+// the stack of a call still in progress from the registers.
 struct ct_call_start {
 	__u64 ts;
 	__u64 addr;   // futex address (futex waits)
@@ -200,7 +201,10 @@ struct ct_call_start {
 	__u32 owner;  // tid read beside the futex word when the wait blocked, 0 if none
 	__u8 op;      // enum ct_futex_op (futex waits), 0 for I/O
 	__u8 shared;  // 1: a process-shared futex (no FUTEX_PRIVATE_FLAG)
-	__u8 _pad[6];
+	__u8 timeout; // 1: woken by no futex wake (a timer, a signal)
+	__u8 _pad[5];
+	__u64 stack;  // user stack hash (ct_stacks) or CT_STACK_*
+	__u64 woken_ts; // when the thread was last woken (sched_waking), 0 if never seen
 };
 
 #endif

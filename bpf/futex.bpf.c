@@ -1,18 +1,22 @@
 //go:build ignore
 
-// futex probe family: every futex wait of the target, aggregated per lock
-// and per (thread, lock, user stack, owner), and every wake per (thread,
-// lock, waker stack). The programs hook only the exits of the futex
-// syscalls (syscalls:sys_exit_futex and the futex2 calls): a wait's start
-// is its first switch-out, recorded by sched.bpf.c. Hooking the syscall
-// entries as well would make every syscall of every process on the machine
-// pass through one more tracing hook. Stacks are taken only for waits of at
-// least stack_threshold_ns and for wakes that woke a thread.
+// futex probe family: every futex wait of the target that sleeps,
+// aggregated per lock and per (thread, lock, user stack, owner), and every
+// wake that woke a thread per (thread, lock, waker stack). No syscall is
+// hooked: enabling any syscall tracepoint, even one syscall's, makes every
+// syscall of every process on the machine take the kernel's slow path, so
+// recording one process would tax all the others. A wait is seen from the
+// scheduler instead: it starts when its thread goes to sleep inside a
+// futex call (the switch-out probe in sched.bpf.c reads the call from the
+// thread's saved registers and walks its stack), and ends at the thread's
+// next switch-in (ct_futex_switch_in). A wake is seen when a futex call
+// wakes a sleeping thread (ct_futex_waking, on sched_waking, in the
+// waker's context). Waits that never sleep (the word changed before the
+// thread could) and wakes that wake nobody cost the target's threads a
+// syscall but nobody a wait; they are not seen. Stacks go with waits of at
+// least stack_threshold_ns and with every wake.
 #include "helpers.bpf.h"
 #include "calls.bpf.h"
-
-#define CT_EAGAIN 11
-#define CT_ETIMEDOUT 110
 
 // Waits at least this long carry a stack and an event; set by the collector.
 const volatile __u64 stack_threshold_ns = 10000;
@@ -30,117 +34,114 @@ CT_AGG_MAP(ct_futex_locks, struct ct_lock_key, struct ct_lock_val, 8192);
 // ct_futex_wakes: key struct ct_wake_key, value struct ct_wake_val.
 CT_AGG_MAP(ct_futex_wakes, struct ct_wake_key, struct ct_wake_val, 16384);
 
-static __always_inline void ct_wait_exit(void *ctx, struct pt_regs *regs, __u64 pid_tgid, long nr,
-					 struct ct_futex_call *c, long ret, __u32 gen)
+// ct_wait_end accounts the futex wait s of thread pid_tgid, ended by its
+// switch-in at now.
+static __always_inline void ct_wait_end(__u64 pid_tgid, struct ct_call_start *s, __u64 now, __u32 gen)
 {
 	ct_count(CT_EV_FUTEX_WAIT);
-	struct ct_call_start s = ct_call_ended(pid_tgid, nr);
-	__u64 now = bpf_ktime_get_ns();
-	__u64 dur = 0, start = now;
-	if (s.ts && s.ts <= now) {
-		start = s.ts;
-		dur = now - s.ts;
-		// futex_waitv's vector may have changed meanwhile: keep the
-		// address it blocked on.
-		c->addr = s.addr;
-	}
+	__u64 start = s->ts, dur = now - s->ts;
+	// The part of the wait the thread spent woken and runnable, waiting
+	// for a CPU: from its wake to now. A wake before the sleep's own
+	// entry was written (see ct_call_switch_out) made the whole sleep
+	// runnable.
+	__u64 runq = 0, w = s->woken_ts;
+	if (w >= start)
+		runq = now > w ? now - w : 0;
+	else if (w)
+		runq = dur;
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 
 	struct ct_lock_key lk = {};
-	lk.addr = c->addr;
+	lk.addr = s->addr;
 	lk.pid = pid;
-	lk.shared = c->shared;
+	lk.shared = s->shared;
 	struct ct_lock_val *lv = CT_AGG(ct_futex_locks, gen, &lk, struct ct_lock_val,
 					CT_DROP_MAP_FULL_FUTEX_LOCK);
 	if (lv) {
 		__sync_fetch_and_add(&lv->waits, 1);
-		if (s.ts)
-			__sync_fetch_and_add(&lv->blocked, 1);
-		if (ret == -CT_ETIMEDOUT)
+		__sync_fetch_and_add(&lv->blocked, 1);
+		if (s->timeout)
 			__sync_fetch_and_add(&lv->timeouts, 1);
-		if (dur) {
-			__sync_fetch_and_add(&lv->total_ns, dur);
-			ct_max(&lv->max_ns, dur);
-		}
+		__sync_fetch_and_add(&lv->total_ns, dur);
+		if (runq)
+			__sync_fetch_and_add(&lv->runq_ns, runq);
+		ct_max(&lv->max_ns, dur);
 		__u32 slot = ct_log2(dur);
 		if (slot >= CT_HIST_SLOTS)
 			slot = CT_HIST_SLOTS - 1;
 		__sync_fetch_and_add(&lv->hist[slot], 1);
 	}
 
+	bool long_wait = dur >= stack_threshold_ns;
 	struct ct_wait_key k = {};
-	k.addr = c->addr;
+	k.addr = s->addr;
 	k.pid = pid;
 	k.tid = tid;
-	k.owner = s.owner;
-	k.op = c->op;
-	k.shared = c->shared;
-	k.stack = CT_STACK_NONE;
-	bool long_wait = dur >= stack_threshold_ns;
-	struct ct_uregs u = {};
-	if (long_wait) {
-		u = ct_read_uregs(regs);
-		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, u);
-	}
+	k.owner = s->owner;
+	k.op = s->op;
+	k.shared = s->shared;
+	k.stack = long_wait ? s->stack : CT_STACK_NONE;
 	struct ct_agg *v = CT_AGG(ct_futex_waits, gen, &k, struct ct_agg, CT_DROP_MAP_FULL_FUTEX_WAIT);
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);
-		if (dur) {
-			__sync_fetch_and_add(&v->total_ns, dur);
-			ct_max(&v->max_ns, dur);
-		}
+		__sync_fetch_and_add(&v->total_ns, dur);
+		ct_max(&v->max_ns, dur);
 	}
 	if (!long_wait)
 		return;
 
 	struct ct_event e = {};
 	e.kind = CT_K_WAIT;
-	e.op = c->op;
+	e.op = s->op;
 	e.pid = pid;
 	e.tid = tid;
-	e.peer = s.owner;
+	e.peer = s->owner;
 	e.stack = k.stack;
 	e.ts = start;
 	e.dur = dur;
-	e.addr = c->addr;
+	e.addr = s->addr;
 	ct_emit(&e, now);
-	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, start, now, u);
 }
 
-static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 pid_tgid,
-					 struct ct_futex_call *c, long ret, __u32 gen)
+// ct_futex_switch_in ends a target thread's futex wait at its switch-in:
+// the thread was woken (or its timeout fired) and runs again, on its way
+// out of the call.
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ct_futex_switch_in, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	if (!ct_is_target(next->tgid))
+		return 0;
+	struct ct_call_start s;
+	__u64 now = bpf_ktime_get_ns();
+	if (!ct_call_resumed(next, true, now, &s))
+		return 0;
+	__u64 pid_tgid = ((__u64)next->tgid << 32) | (__u32)next->pid;
+	ct_wait_end(pid_tgid, &s, now, ct_gen_now());
+	return 0;
+}
+
+// ct_wake_seen accounts a wake by the current thread pid_tgid, in futex
+// call c (registers regs), that woke one sleeping thread.
+static __always_inline void ct_wake_seen(struct pt_regs *regs, __u64 pid_tgid, struct ct_futex_call *c,
+					 __u32 gen)
 {
 	ct_count(CT_EV_FUTEX_WAKE);
-	__u64 woken = 0;
-	if (c->op == CT_OP_UNLOCK_PI) {
-		// The kernel is only entered to unlock a PI futex with waiters
-		// (FUTEX_WAITERS set), and success hands it to one of them.
-		woken = ret == 0;
-	} else if (ret > 0) {
-		woken = ret;
-	}
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
+	struct ct_uregs u = ct_read_uregs(regs);
 
 	struct ct_wake_key k = {};
 	k.addr = c->addr;
 	k.pid = pid;
 	k.tid = tid;
 	k.shared = c->shared;
-	k.stack = CT_STACK_NONE;
-	struct ct_uregs u = {};
-	if (woken) {
-		u = ct_read_uregs(regs);
-		k.stack = ct_user_stack(CT_FAM_FUTEX, pid, u);
-	}
+	k.stack = ct_user_stack(CT_FAM_FUTEX, pid, u);
 	struct ct_wake_val *v = CT_AGG(ct_futex_wakes, gen, &k, struct ct_wake_val,
 				       CT_DROP_MAP_FULL_FUTEX_WAKE);
 	if (v) {
 		__sync_fetch_and_add(&v->wakes, 1);
-		if (woken)
-			__sync_fetch_and_add(&v->woken, woken);
+		__sync_fetch_and_add(&v->woken, 1);
 	}
-	if (!woken)
-		return;
 
 	__u64 now = bpf_ktime_get_ns();
 	struct ct_event e = {};
@@ -148,7 +149,7 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 	e.op = c->op;
 	e.pid = pid;
 	e.tid = tid;
-	e.peer = woken;
+	e.peer = 1;
 	e.stack = k.stack;
 	e.ts = now;
 	e.addr = c->addr;
@@ -156,36 +157,42 @@ static __always_inline void ct_wake_exit(void *ctx, struct pt_regs *regs, __u64 
 	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, now, now, u);
 }
 
-// ct_futex_exit accounts a futex-class syscall nr of the target ending
-// with ret. The argument registers saved at entry are intact at exit (the
-// result goes to ax), so the call is decoded from them.
-static __always_inline int ct_futex_exit(void *ctx, long nr, long ret)
+// ct_futex_waking sees a sleeping thread p being woken. When the current
+// thread is a target's, inside a futex call that wakes, and not in an
+// interrupt that merely interrupted it, the call woke p: a wake. When p is
+// a target's thread asleep in a futex wait, the wait is marked as ended by
+// a timeout (or a signal) unless such a call woke it.
+SEC("tp_btf/sched_waking")
+int BPF_PROG(ct_futex_waking, struct task_struct *p)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	if (!ct_is_target(pid_tgid >> 32))
+	struct task_struct *cur = bpf_get_current_task_btf();
+	bool cur_target = ct_is_target(cur->tgid), p_target = ct_is_target(p->tgid);
+	if (!cur_target && !p_target)
 		return 0;
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	struct ct_futex_call c = ct_decode_futex(regs, nr);
-	if (c.op == 0)
-		return 0;
-	__u32 gen = ct_gen_now();
-	if (c.op <= CT_OP_LAST_WAIT)
-		ct_wait_exit(ctx, regs, pid_tgid, nr, &c, ret, gen);
-	else
-		ct_wake_exit(ctx, regs, pid_tgid, &c, ret, gen);
+	struct ct_futex_call c = {};
+	struct pt_regs *ur = 0;
+	if (cur->pid != 0 && ct_irq_depth_of(CT_IRQ_HARD) == 0 && ct_irq_depth_of(CT_IRQ_SOFT) == 0) {
+		ur = (struct pt_regs *)bpf_task_pt_regs(cur);
+		if (ur && (long)BPF_CORE_READ(ur, ax) == -CT_ENOSYS) {
+			long nr = BPF_CORE_READ(ur, orig_ax);
+			if (ct_is_futex(nr))
+				c = ct_decode_futex(ur, nr);
+		}
+	}
+	bool wake = c.op > CT_OP_LAST_WAIT;
+	if (p_target) {
+		__u64 key = ((__u64)p->tgid << 32) | (__u32)p->pid;
+		struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
+		// Marked (timeout and woken_ts) whatever the entry holds: the wake of a sleep can
+		// come before the switch-out that writes the sleep's entry
+		// (see ct_call_switch_out), and the last wake before a
+		// switch-in is the one that ended the sleep.
+		if (sp) {
+			sp->timeout = !wake;
+			sp->woken_ts = bpf_ktime_get_ns();
+		}
+	}
+	if (wake && cur_target)
+		ct_wake_seen(ur, bpf_get_current_pid_tgid(), &c, ct_gen_now());
 	return 0;
 }
-
-// CT_FUTEX_EXIT defines the exit program of one futex-class syscall.
-#define CT_FUTEX_EXIT(name, nr)                                                   \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                                \
-	int ct_exit_##name(struct trace_event_raw_sys_exit *ctx)                  \
-	{                                                                         \
-		return ct_futex_exit(ctx, nr, ctx->ret);                          \
-	}
-
-CT_FUTEX_EXIT(futex, NR_futex)
-CT_FUTEX_EXIT(futex_wait, NR_futex_wait)
-CT_FUTEX_EXIT(futex_waitv, NR_futex_waitv)
-CT_FUTEX_EXIT(futex_wake, NR_futex_wake)
-CT_FUTEX_EXIT(futex_requeue, NR_futex_requeue)

@@ -58,9 +58,10 @@ struct ct_lock_key {
 struct ct_lock_val {
 	__u64 waits;
 	__u64 blocked;   // waits that left the CPU
-	__u64 timeouts;  // waits that returned ETIMEDOUT
+	__u64 timeouts;  // waits woken by no futex wake (a timer, a signal)
 	__u64 total_ns;
 	__u64 max_ns;
+	__u64 runq_ns;   // of total_ns, the time the woken waiters spent runnable, waiting for a CPU
 	__u64 hist[CT_HIST_SLOTS];
 };
 

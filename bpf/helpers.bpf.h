@@ -145,14 +145,15 @@ struct {
 } ct_stackbuf SEC(".maps");
 
 // ct_call_start: key pid_tgid (one entry per thread), value struct
-// ct_call_start: the traced syscall the thread is blocked in, written by
-// the switch-out probe (sched.bpf.c) at the first switch-out inside the
-// call, consumed (ts set to 0) at the syscall's exit by the futex and io
-// probes, deleted when the thread exits. Only calls that leave the CPU
-// get an entry, so a thread's futex calls that return at once never touch
-// this map. LRU so that a thread that exits unseen cannot pin an entry.
-// Readers: the exit probes, and the collector, which reads the calls still
-// in progress (ts != 0) at every drain and seeds the calls already in
+// ct_call_start: the traced syscall the thread is asleep in, written by the
+// switch-out probe (sched.bpf.c) when the thread goes to sleep inside the
+// call, consumed (ts set to 0) at the thread's next switch-in by the futex
+// and io probes, deleted when the thread exits. Only calls that sleep get
+// an entry, so a thread's futex calls that return at once never touch this
+// map, and no syscall of any process passes through a tracing hook. LRU so
+// that a thread that exits unseen cannot pin an entry. Readers: the
+// switch-in probes, and the collector, which reads the calls still in
+// progress (ts != 0) at every drain and seeds the calls already in
 // progress when it attaches (from /proc/PID/task/TID/syscall, with ts the
 // start of the recording). A reader may see an entry being rewritten;
 // ct_start_set writes ts last.
@@ -162,6 +163,31 @@ struct {
 	__type(key, __u64);
 	__type(value, struct ct_call_start);
 } ct_call_start SEC(".maps");
+
+// ct_irq: key CT_IRQ_HARD or CT_IRQ_SOFT, value the per-CPU nesting depth
+// of that context, kept by the entry and exit tracepoints of every kind of
+// hard interrupt that can wake a task (device handlers, the local timer
+// that runs hrtimer callbacks, irq_work, function-call IPIs) and of
+// softirqs (sched.bpf.c). The sched_waking probes read it to tell a wakeup
+// by a task from one by an interrupt that merely interrupted that task: a
+// futex wait's timer fires in an interrupt, perhaps on top of a thread in
+// the middle of a futex wake. Reader: the programs.
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} ct_irq SEC(".maps");
+
+#define CT_IRQ_HARD 0
+#define CT_IRQ_SOFT 1
+
+// ct_irq_depth returns this CPU's nesting depth of interrupt context key.
+static __always_inline __u32 ct_irq_depth_of(__u32 key)
+{
+	__u32 *depth = bpf_map_lookup_elem(&ct_irq, &key);
+	return depth ? *depth : 0;
+}
 
 // CT_AGG_MAP declares the two generations (name_0, name_1) of an aggregate
 // hash map (see ct_gen). Reader: the collector, which drains the

@@ -72,21 +72,6 @@ CT_AGG_MAP(ct_offcpu_spill, struct ct_offcpu_key, struct ct_offcpu_val, 16384);
 // generations).
 CT_AGG_MAP(ct_wakes, struct ct_wakes_key, __u64, 16384);
 
-// ct_irq: key 0 (hardirq) or 1 (softirq), value the per-CPU nesting depth
-// of that context, kept by the entry and exit tracepoints of every kind of
-// hard interrupt that can wake a task (device handlers, the local timer
-// that runs hrtimer callbacks, irq_work, function-call IPIs) and of
-// softirqs. sched_waking reads it to tell a wakeup by a task from one by
-// an interrupt that merely interrupted that task. Reader: these programs.
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u32);
-} ct_irq SEC(".maps");
-
-#define CT_IRQ_HARD 0
-#define CT_IRQ_SOFT 1
 
 static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
 {
@@ -100,12 +85,16 @@ static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
 }
 
 // ct_call_switch_out starts timing the traced syscall prev (the current
-// task, leaving the CPU at now) is in, if it is in one and the call has no
-// start yet: a call is timed from its first switch-out. ur holds prev's
-// user registers; inside a syscall, ax still holds -ENOSYS (the entry code
-// stores it there until the call returns) and orig_ax the syscall number,
-// which tells a syscall from an interrupt or fault frame.
-static __always_inline void ct_call_switch_out(struct task_struct *prev, struct pt_regs *ur, __u64 now)
+// task, going to sleep at now) is in, if it is in one and the call has no
+// start yet. ur holds prev's user registers, u what the stack walks start
+// from; inside a syscall, ax still holds -ENOSYS (the entry code stores it
+// there until the call returns) and orig_ax the syscall number, which
+// tells a syscall from an interrupt or fault frame. The call's user stack
+// is walked here, while prev's memory is the current one, and kept in the
+// entry: the switch-in that ends the call runs in another task. *stack
+// receives it (0 when no call started), for the off-CPU view to reuse.
+static __always_inline void ct_call_switch_out(struct task_struct *prev, struct pt_regs *ur,
+					       struct ct_uregs u, __u64 now, __u64 *stack)
 {
 	if ((long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS)
 		return;
@@ -115,8 +104,11 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		return;
 	__u64 key = ((__u64)prev->tgid << 32) | (__u32)prev->pid;
 	struct ct_call_start *cur = bpf_map_lookup_elem(&ct_call_start, &key);
-	if (cur && cur->ts && cur->nr == nr)
+	if (cur && cur->ts && cur->nr == nr && cur->sp == u.sp) {
+		// Seeded at attach and not yet ended: the same call.
+		*stack = cur->stack;
 		return;
+	}
 	struct ct_call_start s = {};
 	s.nr = nr;
 	if (fut) {
@@ -137,10 +129,13 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		}
 		s.owner = owner;
 	}
-	struct ct_uregs u = ct_read_uregs(ur);
+	__u32 pid = prev->tgid;
 	s.ip = u.ip;
 	s.sp = u.sp;
 	s.bp = u.bp;
+	s.stack = ct_user_stack(CT_FAM_SCHED, pid, u);
+	*stack = s.stack;
+	ct_send_window(CT_FAM_SCHED, pid, prev->pid, s.stack, now, now, u);
 	if (cur) {
 		ct_start_done(&cur->ts);
 		cur->addr = s.addr;
@@ -151,6 +146,11 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		cur->owner = s.owner;
 		cur->op = s.op;
 		cur->shared = s.shared;
+		// cur->timeout is left as it is: every sleep ends with the
+		// sched_waking that woke it, which sets it, and that one can
+		// come first, from another CPU between the scheduler taking
+		// prev off its run queue and this tracepoint.
+		cur->stack = s.stack;
 		ct_start_set(&cur->ts, now);
 		return;
 	}
@@ -159,9 +159,11 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		ct_count(CT_DROP_START_UPDATE);
 }
 
-// ct_offcpu_out records prev's switch-out for the off-CPU view.
+// ct_offcpu_out records prev's switch-out for the off-CPU view. stack is
+// prev's user stack when ct_call_switch_out walked it, else 0.
 static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, struct pt_regs *ur,
-					  bool preempt, unsigned int prev_state, __u64 now)
+					  struct ct_uregs u, __u64 stack, bool preempt,
+					  unsigned int prev_state, __u64 now)
 {
 	ct_count(CT_EV_SWITCH);
 	__u32 pid = prev->tgid, tid = prev->pid;
@@ -171,15 +173,14 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	if (s.state == CT_ST_RUNNABLE)
 		s.runnable_ts = now;
 	// prev is the current task: its user stack is at hand.
-	struct ct_uregs u = ct_read_uregs(ur);
-	s.stack = ct_user_stack(CT_FAM_SCHED, pid, u);
+	s.stack = stack ? stack : ct_user_stack(CT_FAM_SCHED, pid, u);
 	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (st)
 		*st = s;
 	else
 		ct_count(CT_DROP_START_UPDATE);
-	if (ur)
+	if (ur && !stack)
 		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
 }
 
@@ -254,10 +255,16 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	if (ct_is_target(prev->tgid) && !(prev_state & CT_TASK_DEAD)) {
 		now = bpf_ktime_get_ns();
 		struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(prev);
-		if (ur && (futex_enabled || io_enabled))
-			ct_call_switch_out(prev, ur, now);
+		struct ct_uregs u = ct_read_uregs(ur);
+		__u64 stack = 0;
+		// A call is timed while its thread sleeps: a thread preempted
+		// inside one is runnable, waiting for a CPU and not for the
+		// call (the off-CPU view counts that time as run-queue time).
+		bool asleep = !preempt && (prev_state & CT_TASK_REPORT) != CT_TASK_RUNNING;
+		if (ur && asleep && (futex_enabled || io_enabled))
+			ct_call_switch_out(prev, ur, u, now, &stack);
 		if (sched_enabled)
-			ct_offcpu_out(ctx, prev, ur, preempt, prev_state, now);
+			ct_offcpu_out(ctx, prev, ur, u, stack, preempt, prev_state, now);
 	}
 	if (!sched_enabled || !ct_is_target(next->tgid))
 		return 0;
@@ -274,13 +281,9 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 // run tracing programs on a private stack.)
 static __always_inline __u8 ct_wake_context(struct task_struct *cur)
 {
-	__u32 key = CT_IRQ_HARD;
-	__u32 *depth = bpf_map_lookup_elem(&ct_irq, &key);
-	if (depth && *depth > 0)
+	if (ct_irq_depth_of(CT_IRQ_HARD) > 0)
 		return CT_CTX_HARDIRQ;
-	key = CT_IRQ_SOFT;
-	depth = bpf_map_lookup_elem(&ct_irq, &key);
-	if (depth && *depth > 0)
+	if (ct_irq_depth_of(CT_IRQ_SOFT) > 0)
 		return CT_CTX_SOFTIRQ;
 	if (cur->pid == 0)
 		return CT_CTX_IDLE;

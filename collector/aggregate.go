@@ -111,6 +111,7 @@ func addLock(a, b lockVal) lockVal {
 	a.Blocked += b.Blocked
 	a.Timeouts += b.Timeouts
 	a.TotalNS += b.TotalNS
+	a.RunqNS += b.RunqNS
 	a.MaxNS = max(a.MaxNS, b.MaxNS)
 	for i := range a.Hist {
 		a.Hist[i] += b.Hist[i]

@@ -48,7 +48,7 @@ type Check struct {
 type DoctorReport struct {
 	// Kernel is the running kernel's release (uname -r).
 	Kernel string `json:"kernel"`
-	// System: kernel version, BTF, tracefs, sysctls, user namespace.
+	// System: kernel version, BTF, sysctls, user namespace.
 	System []Check `json:"system"`
 	// Capabilities held and missing.
 	Capabilities []Check `json:"capabilities"`
@@ -206,7 +206,7 @@ func (d *doctor) kernelLacks(err error) {
 	}
 }
 
-// system checks the kernel release, BTF, tracefs, sysctls and user
+// system checks the kernel release, BTF, sysctls and user
 // namespace.
 func (d *doctor) system() {
 	r := d.r
@@ -246,13 +246,6 @@ func (d *doctor) system() {
 		r.System = append(r.System, Check{Name: "BTF " + btfFile, Status: CheckOK})
 	}
 
-	if tc := tracefsCheck(d.opts.SysRoot); tc.Status == CheckMissing {
-		r.System = append(r.System, tc)
-		d.fix(tc.Fix)
-		d.kernelLacks(fmt.Errorf("tracefs is not mounted: %w", ErrKernel))
-	} else {
-		r.System = append(r.System, tc)
-	}
 	r.System = append(r.System, sysctlCheck(d.opts.ProcRoot, "kernel.perf_event_paranoid", map[string]string{
 		"-1": "perf events unrestricted",
 		"0":  "per-CPU events allowed without CAP_PERFMON",
@@ -332,7 +325,6 @@ func (d *doctor) features() {
 	d.specErrs = map[string]error{}
 	var feats []kernelFeature
 	tracepoints := map[string]bool{}
-	eventTPs := map[string]bool{}
 	for _, fam := range doctorFamilies {
 		spec, err := fam.load()
 		if err != nil {
@@ -347,9 +339,6 @@ func (d *doctor) features() {
 			}
 			if p.Type == ebpf.Tracing && p.AttachType == ebpf.AttachTraceRawTp {
 				tracepoints[p.AttachTo] = true
-			}
-			if p.Type == ebpf.TracePoint {
-				eventTPs[strings.TrimPrefix(p.SectionName, "tracepoint/")] = true
 			}
 		}
 	}
@@ -366,15 +355,6 @@ func (d *doctor) features() {
 		})
 		r.Features = append(r.Features, d.presence("tracepoints "+strings.Join(names, ", "), "the kernel's BTF", "", absent, nil,
 			"use a newer kernel", "tracepoints"))
-	}
-	if dir := tracefsDir(d.opts.SysRoot); dir != "" && len(eventTPs) > 0 {
-		names := sortedKeys(eventTPs)
-		absent, unreadable := splitPresent(names, func(tp string) error {
-			_, err := os.Stat(filepath.Join(dir, "events", tp))
-			return err
-		})
-		r.Features = append(r.Features, d.presence(fmt.Sprintf("%d syscall tracepoints (%s …)", len(names), names[0]), "tracefs",
-			" (a kernel built without CONFIG_FTRACE_SYSCALLS?)", absent, unreadable, "use a kernel built with CONFIG_FTRACE_SYSCALLS", "syscall tracepoints"))
 	}
 	defer func() { d.featureGap = d.kernelGap }()
 
@@ -546,30 +526,6 @@ func countStatus(list []Check, statuses ...CheckStatus) int {
 
 // minKernelWhy says why MinKernel is what it is, for the report.
 const minKernelWhy = "bpf_task_pt_regs (5.15), which the futex and I/O probes use to read syscall arguments"
-
-// tracefsFix mounts tracefs where contend, perf and bpftrace look for it.
-const tracefsFix = "mount -t tracefs nodev /sys/kernel/tracing"
-
-// tracefsDir returns where tracefs is mounted under sysRoot, "" when it is
-// not.
-func tracefsDir(sysRoot string) string {
-	for _, dir := range []string{filepath.Join(sysRoot, "kernel", "tracing"), filepath.Join(sysRoot, "kernel", "debug", "tracing")} {
-		var st unix.Statfs_t
-		if unix.Statfs(dir, &st) == nil && st.Type == unix.TRACEFS_MAGIC {
-			return dir
-		}
-	}
-	return ""
-}
-
-// tracefsCheck reports whether tracefs is mounted: the futex and I/O
-// probes attach to syscall tracepoints, which are found through it.
-func tracefsCheck(sysRoot string) Check {
-	if dir := tracefsDir(sysRoot); dir != "" {
-		return Check{Name: "tracefs", Status: CheckOK, Detail: "mounted at " + dir + "; the futex and I/O probes attach to its syscall tracepoints"}
-	}
-	return Check{Name: "tracefs", Status: CheckMissing, Detail: "not mounted; the futex and I/O probes attach to syscall tracepoints, which are listed there", Fix: tracefsFix}
-}
 
 // sysctlCheck reports a sysctl's value with its meaning.
 func sysctlCheck(procRoot, name string, meanings map[string]string, note string) Check {

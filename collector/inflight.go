@@ -12,17 +12,18 @@ import (
 )
 
 // Waits and I/O calls still in progress. The kernel aggregates a futex
-// wait or an I/O call at its syscall exit, so a thread blocked for the
-// whole recording would show only in the /proc timeline. The collector
-// therefore reads the per-thread start entries (ct_call_start, written at
-// a call's first switch-out) at every drain and accounts the calls still
-// in progress up to the snapshot's end. The kernel takes stacks at
-// syscall exit, so for these the collector copies the thread's user stack
-// from /proc/PID/mem while the call lasts and unwinds it from the
-// registers the entry holds (Session.unwindOpen). Calls already in
-// progress when the probes attach have no start entry; the collector
-// seeds one from /proc/PID/task/TID/syscall, timed from the start of the
-// recording.
+// wait or an I/O call when its thread runs again, so a thread blocked for
+// the whole recording would show only in the /proc timeline. The
+// collector therefore reads the per-thread start entries (ct_call_start,
+// written when a call's thread goes to sleep) at every drain and accounts
+// the calls still in progress up to the snapshot's end. Their stacks are
+// unwound from a copy of the thread's user stack the collector takes from
+// /proc/PID/mem while the call lasts, from the registers the entry holds
+// (Session.unwindOpen): the frame-pointer walk the kernel keeps in the
+// entry stops at the first function built without frame pointers. Calls
+// already in progress when the probes attach have no start entry; the
+// collector seeds one from /proc/PID/task/TID/syscall, timed from the
+// start of the recording (such a call ends with no stack).
 
 // openCall is a futex wait or an I/O call in progress.
 type openCall struct {

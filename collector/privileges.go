@@ -172,7 +172,7 @@ func procAccessError(path string, pid int) error {
 
 // MinKernel is the oldest kernel the probes run on. The newest facility
 // they use is bpf_task_pt_regs (5.15), with which the futex and I/O probes
-// read syscall arguments at syscall exit; the rest is older: the BPF ring
+// read a sleeping thread's syscall and its arguments; the rest is older: the BPF ring
 // buffer, CAP_BPF and CAP_PERFMON 5.8, bpf_get_current_task_btf 5.11, BTF
 // tracepoints (tp_btf) and bpf_probe_read_user 5.5, read-only globals set
 // before load 5.2, LRU hash maps 4.10, perf_event programs 4.9,

@@ -199,6 +199,7 @@ type lockVal struct {
 	Timeouts uint64
 	TotalNS  uint64
 	MaxNS    uint64
+	RunqNS   uint64
 	Hist     [histSlots]uint64
 }
 
@@ -278,18 +279,22 @@ type goSyncKey struct {
 }
 
 // callStart mirrors struct ct_call_start: a thread's traced syscall that
-// left the CPU, TS 0 once it ended, with the user registers of the call.
+// left the CPU asleep, TS 0 once it ended, with the user registers of the
+// call and the stack walked from them.
 type callStart struct {
-	TS     uint64
-	Addr   uint64
-	IP     uint64
-	SP     uint64
-	BP     uint64
-	NR     uint32
-	Owner  uint32
-	Op     uint8
-	Shared uint8
-	_      [6]uint8
+	TS      uint64
+	Addr    uint64
+	IP      uint64
+	SP      uint64
+	BP      uint64
+	NR      uint32
+	Owner   uint32
+	Op      uint8
+	Shared  uint8
+	Timeout uint8
+	_       [5]uint8
+	Stack   uint64
+	WokenTS uint64
 }
 
 // stackVal mirrors struct ct_stack: the frames of one stack of process PID

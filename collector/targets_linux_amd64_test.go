@@ -297,12 +297,17 @@ func TestCgroupTarget(t *testing.T) {
 	}
 }
 
+// maxChurnUnseen is the share of TestChurnNothingLost's waits allowed
+// to time out before they sleep (unseen by design, see the test).
+const maxChurnUnseen = 0.001
+
 // TestChurnNothingLost records a program that starts 3,000 threads, 16 at
-// a time, each making 200 FUTEX_WAKE calls: every call is counted, no
-// counter reports a loss, and the exited threads are folded.
+// a time, each making 200 futex waits that sleep until their timeout:
+// every wait is counted, as a timeout, no counter reports a loss, and the
+// exited threads are folded.
 func TestChurnNothingLost(t *testing.T) {
 	requireRoot(t)
-	bin := testbin.C(t, "testdata/churnwake.c", "-O2", "-g")
+	bin := testbin.C(t, "testdata/churnwait.c", "-O2", "-g")
 	goFile := filepath.Join(t.TempDir(), "go")
 	p := testbin.Start(t, bin, goFile, "3000", "16", "200")
 	pid := mustPID(t, p)
@@ -317,7 +322,7 @@ func TestChurnNothingLost(t *testing.T) {
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wakes, err := p.Value("wakes", 2*time.Minute)
+	waits, err := p.Value("waits", 3*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,10 +332,13 @@ func TestChurnNothingLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRoundTrip(t, rec)
-	want, _ := strconv.ParseInt(wakes, 10, 64)
+	want, _ := strconv.ParseInt(waits, 10, 64)
+	if want < 3000*200*9/10 {
+		t.Fatalf("the program's waits timed out %d times of 600000", want)
+	}
 	var got, folded int64
-	for _, smp := range rec.Profile(recording.ViewFutexWake).Sample {
-		if smp.Label[recording.LabelLock][0] != word {
+	for _, smp := range rec.Profile(recording.ViewFutexWait).Sample {
+		if smp.Label[recording.LabelLock][0] != word || len(smp.NumLabel[recording.LabelInProgress]) > 0 {
 			continue
 		}
 		got += smp.Value[0]
@@ -338,8 +346,14 @@ func TestChurnNothingLost(t *testing.T) {
 			folded += smp.NumLabel[recording.LabelThreads][0]
 		}
 	}
-	if got != want {
-		t.Errorf("recorded %d wakes on %s, the program made %d", got, word, want)
+	// A wait whose 20 µs timer fires before its thread reaches the
+	// scheduler (the thread was preempted on its way into the call)
+	// returns ETIMEDOUT without sleeping, and the probes, which see
+	// waits as sleeps, do not count it; the program cannot tell. The
+	// loss allowed is the 0.1 %; here it is a few dozen of
+	// 600,000, and 0 for waits that are not that short.
+	if got > want || float64(got) < float64(want)*(1-maxChurnUnseen) {
+		t.Errorf("recorded %d waits on %s, the program's waits timed out %d times", got, word, want)
 	}
 	for k, v := range rec.Meta.Counters {
 		if strings.HasPrefix(k, recording.CounterDropPrefix) && v > 0 {
@@ -347,12 +361,31 @@ func TestChurnNothingLost(t *testing.T) {
 		}
 	}
 	if folded < 2000 {
-		t.Errorf("%d exited threads folded into the wake samples, want most of the 3000", folded)
+		t.Errorf("%d exited threads folded into the wait samples, want most of the 3000", folded)
 	}
+	found := false
 	for _, ls := range rec.Locks {
-		if fmt.Sprintf("0x%x", ls.Addr) == word && (ls.WakersSeen < 2900 || ls.WakersSeen > 3001) {
-			t.Errorf("lock %s: %d distinct wakers seen, want the 3000 threads", word, ls.WakersSeen)
+		if fmt.Sprintf("0x%x", ls.Addr) != word {
+			continue
 		}
+		found = true
+		// A thread whose last waits reach the collector after its exit
+		// was folded is counted twice; a handful of 3,000 (0.1 %).
+		if ls.WaitersSeen < 2900 || ls.WaitersSeen > 3003 {
+			t.Errorf("lock %s: %d distinct waiters seen, want the 3000 threads", word, ls.WaitersSeen)
+		}
+		// Each wait ends with its timer's wake, and the thread then
+		// runs again: part of the wait, never all of it, is run-queue
+		// time.
+		if ls.RunqNS == 0 || ls.RunqNS >= ls.WaitNS {
+			t.Errorf("lock %s: %d ns of its %d ns of waiting runnable, want some and less than all", word, ls.RunqNS, ls.WaitNS)
+		}
+		if int64(ls.Blocked) != got || ls.Timeouts != ls.Blocked {
+			t.Errorf("lock %s: %d blocked, %d timeouts, want the %d waits recorded of each", word, ls.Blocked, ls.Timeouts, got)
+		}
+	}
+	if !found {
+		t.Errorf("no lock entry for %s", word)
 	}
 	if tl := rec.Threads; tl == nil || len(tl.Threads) > 2*maxExitedSeries+100 {
 		t.Errorf("timeline of %d threads, want it bounded", len(rec.Threads.Threads))

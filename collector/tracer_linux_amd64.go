@@ -24,8 +24,8 @@ import (
 
 // sharedMaps are declared by every family (bpf/helpers.bpf.h) and created
 // once, so that all families share the target set, the stacks, the
-// counters, the event log and the calls in progress.
-var sharedMaps = []string{"ct_targets", "ct_gen", "ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch", "ct_stackbuf", "ct_call_start"}
+// counters, the event log, the calls in progress and the interrupt depth.
+var sharedMaps = []string{"ct_targets", "ct_gen", "ct_events", "ct_counters", "ct_stacks", "ct_named", "ct_buckets", "ct_scratch", "ct_stackbuf", "ct_call_start", "ct_irq"}
 
 // probeObject is one compiled BPF object: the families it serves and
 // which of its programs a recording needs.
@@ -50,13 +50,13 @@ type probeObject struct {
 // kind of attach point, a case in bpfTracer.attach.
 var objects = []probeObject{
 	{
-		doctorFamily: doctorFamily{"futex", "futex waits and wakes per lock and stack (exits of the futex syscalls)", probes.LoadFutex},
+		doctorFamily: doctorFamily{"futex", "futex waits that sleep and wakes that wake a thread, per lock and stack (from the scheduler: no syscall is hooked)", probes.LoadFutex},
 		families:     []string{ProbeFutex},
 		aggregates:   map[string]string{"ct_futex_waits": ProbeFutex, "ct_futex_locks": ProbeFutex, "ct_futex_wakes": ProbeFutex},
 		needs:        func(string, tracerConfig) bool { return true },
 	},
 	{
-		doctorFamily: doctorFamily{"io", "I/O syscall durations per stack (exits of the I/O syscalls)", probes.LoadIo},
+		doctorFamily: doctorFamily{"io", "I/O syscalls that sleep, per stack (from the scheduler: no syscall is hooked)", probes.LoadIo},
 		families:     []string{ProbeIO},
 		aggregates:   map[string]string{"ct_io": ProbeIO},
 		needs:        func(string, tracerConfig) bool { return true },
@@ -69,15 +69,20 @@ var objects = []probeObject{
 		needs: func(prog string, cfg tracerConfig) bool {
 			switch prog {
 			case "ct_sched_switch":
-				// It also times the futex waits and I/O calls that
-				// leave the CPU.
+				// It also starts the futex waits and I/O calls that
+				// sleep.
 				return cfg.probes[ProbeSched] || cfg.probes[ProbeFutex] || cfg.probes[ProbeIO]
 			case "ct_proc_exit", "ct_target_update":
 				return true
 			case "ct_proc_fork", "ct_proc_exec":
 				return cfg.mode != targetModePIDs
+			case "ct_sched_waking":
+				return cfg.probes[ProbeSched]
 			}
-			return cfg.probes[ProbeSched]
+			// The rest keep the interrupt depth (ct_irq), by which the
+			// sched_waking probes of this family and of the futex
+			// family tell a wake by a task from one by an interrupt.
+			return cfg.probes[ProbeSched] || cfg.probes[ProbeFutex]
 		},
 	},
 	{
@@ -118,10 +123,7 @@ type bpfTracer struct {
 	flushed   chan struct{}
 	flushOnce sync.Once
 	update    *ebpf.Program // ct_target_update
-	// sections holds each program's ELF section, which names the
-	// tracepoint of a TracePoint program.
-	sections map[string]string
-	gen      uint32 // generation the probes write now
+	gen       uint32        // generation the probes write now
 
 	drainMu sync.Mutex
 	mu      sync.Mutex
@@ -136,7 +138,7 @@ type bpfTracer struct {
 // attaches them. The target set starts empty: setTarget fills it. On error
 // nothing stays loaded.
 func newTracer(cfg tracerConfig) (_ tracer, err error) {
-	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, aggs: map[string]string{}, sections: map[string]string{}, probes: cfg.probes, flushed: make(chan struct{})}
+	t := &bpfTracer{colls: map[string]*ebpf.Collection{}, shared: map[string]*ebpf.Map{}, maps: map[string]*ebpf.Map{}, aggs: map[string]string{}, probes: cfg.probes, flushed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			t.close()
@@ -158,12 +160,10 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		if err := configure(spec, cfg); err != nil {
 			return nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
 		}
-		for name, p := range spec.Programs {
+		for name := range spec.Programs {
 			if !obj.needs(name, cfg) {
 				delete(spec.Programs, name)
-				continue
 			}
-			t.sections[name] = p.SectionName
 		}
 		spec.Maps["ct_events"].MaxEntries = ringBufferSize
 		specs[obj.name] = spec
@@ -303,16 +303,6 @@ func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 				return fmt.Errorf("%s: %w", name, classify(err))
 			}
 			t.addLink(l)
-		case ebpf.TracePoint:
-			group, event, err := tracepointOf(t.sections[name])
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			l, err := link.Tracepoint(group, event, prog, nil)
-			if err != nil {
-				return fmt.Errorf("%s: tracepoint %s/%s: %w", name, group, event, tracepointError(err))
-			}
-			t.addLink(l)
 		case ebpf.PerfEvent:
 			if err := t.attachPerCPU(prog, cfg); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -326,25 +316,6 @@ func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 		}
 	}
 	return nil
-}
-
-// tracepointOf returns the tracepoint a TracePoint program's section
-// names ("tracepoint/syscalls/sys_exit_futex").
-func tracepointOf(section string) (group, event string, err error) {
-	parts := strings.Split(section, "/")
-	if len(parts) != 3 || parts[0] != "tracepoint" {
-		return "", "", fmt.Errorf("section %q names no tracepoint", section)
-	}
-	return parts[1], parts[2], nil
-}
-
-// tracepointError explains a failed tracepoint attach: the syscall
-// tracepoints are found through tracefs.
-func tracepointError(err error) error {
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%w: %w (the syscall tracepoints are listed in tracefs: mount -t tracefs nodev /sys/kernel/tracing)", ErrKernel, err)
-	}
-	return classify(err)
 }
 
 // attachPerCPU opens a cpu-clock perf event on every CPU at cfg.onCPUHz

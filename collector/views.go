@@ -352,6 +352,7 @@ func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockS
 			Blocked:    v.Blocked,
 			Timeouts:   v.Timeouts,
 			WaitNS:     v.TotalNS,
+			RunqNS:     v.RunqNS,
 			MaxNS:      v.MaxNS,
 			Wakes:      wakes[lk].Wakes,
 			Woken:      wakes[lk].Woken,

@@ -355,19 +355,30 @@ type LockStat struct {
 	// Key identifies the lock across the recording (see LockKey); the
 	// samples of the live views carry it as the lock_key label.
 	Key string `json:"key,omitempty"`
-	// Waits counts FUTEX_WAIT-class calls; Blocked counts those that
-	// actually slept (did not return EAGAIN at once).
+	// Waits counts FUTEX_WAIT-class calls seen; Blocked counts those
+	// that actually slept. The probes see a wait when its thread goes to
+	// sleep (no syscall is hooked), so in recordings they make the two
+	// are equal: a wait that returned EAGAIN at once is not seen.
+	// Recordings of older versions, which hooked the syscalls' exits,
+	// counted those in Waits.
 	Waits   uint64 `json:"waits"`
 	Blocked uint64 `json:"blocked"`
-	// Timeouts counts waits that ended by timeout (ETIMEDOUT).
+	// Timeouts counts waits that ended with no futex wake: by their
+	// timeout or a signal (older versions: ETIMEDOUT alone).
 	Timeouts uint64 `json:"timeouts,omitempty"`
 	WaitNS   uint64 `json:"wait_ns"`
-	MaxNS    uint64 `json:"max_ns"`
+	// RunqNS is the part of WaitNS the woken waiters spent runnable,
+	// waiting for a CPU, from their wake to their switch-in (0 in
+	// recordings made before it existed).
+	RunqNS uint64 `json:"runq_ns,omitempty"`
+	MaxNS  uint64 `json:"max_ns"`
 	// Hist is a log2 histogram of wait durations: Hist[i] counts waits with
 	// 2^i <= ns < 2^(i+1) (Hist[0] also holds 0 and 1 ns).
 	Hist []uint64 `json:"hist"`
-	// Wakes counts FUTEX_WAKE-class calls on this address and Woken the
-	// threads they woke.
+	// Wakes counts FUTEX_WAKE-class wakes on this address and Woken the
+	// threads they woke. A wake is seen when it wakes a sleeping thread,
+	// once per thread woken, so the two are equal; older versions counted
+	// every call in Wakes, those that woke nobody included.
 	Wakes uint64 `json:"wakes"`
 	Woken uint64 `json:"woken"`
 	// Waiters lists distinct waiting thread ids (bounded; WaitersTruncated

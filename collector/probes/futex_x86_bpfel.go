@@ -16,34 +16,32 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	FutexMapCtBuckets           = "ct_buckets"
-	FutexMapCtCallStart         = "ct_call_start"
-	FutexMapCtCounters          = "ct_counters"
-	FutexMapCtEvents            = "ct_events"
-	FutexMapCtFutexLocks0       = "ct_futex_locks_0"
-	FutexMapCtFutexLocks1       = "ct_futex_locks_1"
-	FutexMapCtFutexWaits0       = "ct_futex_waits_0"
-	FutexMapCtFutexWaits1       = "ct_futex_waits_1"
-	FutexMapCtFutexWakes0       = "ct_futex_wakes_0"
-	FutexMapCtFutexWakes1       = "ct_futex_wakes_1"
-	FutexMapCtGen               = "ct_gen"
-	FutexMapCtNamed             = "ct_named"
-	FutexMapCtScratch           = "ct_scratch"
-	FutexMapCtStackbuf          = "ct_stackbuf"
-	FutexMapCtStacks            = "ct_stacks"
-	FutexMapCtTargets           = "ct_targets"
-	FutexProgCtExitFutex        = "ct_exit_futex"
-	FutexProgCtExitFutexRequeue = "ct_exit_futex_requeue"
-	FutexProgCtExitFutexWait    = "ct_exit_futex_wait"
-	FutexProgCtExitFutexWaitv   = "ct_exit_futex_waitv"
-	FutexProgCtExitFutexWake    = "ct_exit_futex_wake"
-	FutexVarCtBtfTypes          = "ct_btf_types"
-	FutexVarCtZero              = "ct_zero"
-	FutexVarEventIntervalNs     = "event_interval_ns"
-	FutexVarEventToleranceNs    = "event_tolerance_ns"
-	FutexVarStackThresholdNs    = "stack_threshold_ns"
-	FutexVarWindowIntervalNs    = "window_interval_ns"
-	FutexVarWindowToleranceNs   = "window_tolerance_ns"
+	FutexMapCtBuckets         = "ct_buckets"
+	FutexMapCtCallStart       = "ct_call_start"
+	FutexMapCtCounters        = "ct_counters"
+	FutexMapCtEvents          = "ct_events"
+	FutexMapCtFutexLocks0     = "ct_futex_locks_0"
+	FutexMapCtFutexLocks1     = "ct_futex_locks_1"
+	FutexMapCtFutexWaits0     = "ct_futex_waits_0"
+	FutexMapCtFutexWaits1     = "ct_futex_waits_1"
+	FutexMapCtFutexWakes0     = "ct_futex_wakes_0"
+	FutexMapCtFutexWakes1     = "ct_futex_wakes_1"
+	FutexMapCtGen             = "ct_gen"
+	FutexMapCtIrq             = "ct_irq"
+	FutexMapCtNamed           = "ct_named"
+	FutexMapCtScratch         = "ct_scratch"
+	FutexMapCtStackbuf        = "ct_stackbuf"
+	FutexMapCtStacks          = "ct_stacks"
+	FutexMapCtTargets         = "ct_targets"
+	FutexProgCtFutexSwitchIn  = "ct_futex_switch_in"
+	FutexProgCtFutexWaking    = "ct_futex_waking"
+	FutexVarCtBtfTypes        = "ct_btf_types"
+	FutexVarCtZero            = "ct_zero"
+	FutexVarEventIntervalNs   = "event_interval_ns"
+	FutexVarEventToleranceNs  = "event_tolerance_ns"
+	FutexVarStackThresholdNs  = "stack_threshold_ns"
+	FutexVarWindowIntervalNs  = "window_interval_ns"
+	FutexVarWindowToleranceNs = "window_tolerance_ns"
 )
 
 // LoadFutex returns the embedded CollectionSpec for Futex.
@@ -88,11 +86,8 @@ type FutexSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type FutexProgramSpecs struct {
-	CtExitFutex        *ebpf.ProgramSpec `ebpf:"ct_exit_futex"`
-	CtExitFutexRequeue *ebpf.ProgramSpec `ebpf:"ct_exit_futex_requeue"`
-	CtExitFutexWait    *ebpf.ProgramSpec `ebpf:"ct_exit_futex_wait"`
-	CtExitFutexWaitv   *ebpf.ProgramSpec `ebpf:"ct_exit_futex_waitv"`
-	CtExitFutexWake    *ebpf.ProgramSpec `ebpf:"ct_exit_futex_wake"`
+	CtFutexSwitchIn *ebpf.ProgramSpec `ebpf:"ct_futex_switch_in"`
+	CtFutexWaking   *ebpf.ProgramSpec `ebpf:"ct_futex_waking"`
 }
 
 // FutexMapSpecs contains maps before they are loaded into the kernel.
@@ -110,6 +105,7 @@ type FutexMapSpecs struct {
 	CtFutexWakes0 *ebpf.MapSpec `ebpf:"ct_futex_wakes_0"`
 	CtFutexWakes1 *ebpf.MapSpec `ebpf:"ct_futex_wakes_1"`
 	CtGen         *ebpf.MapSpec `ebpf:"ct_gen"`
+	CtIrq         *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed       *ebpf.MapSpec `ebpf:"ct_named"`
 	CtScratch     *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStackbuf    *ebpf.MapSpec `ebpf:"ct_stackbuf"`
@@ -161,6 +157,7 @@ type FutexMaps struct {
 	CtFutexWakes0 *ebpf.Map `ebpf:"ct_futex_wakes_0"`
 	CtFutexWakes1 *ebpf.Map `ebpf:"ct_futex_wakes_1"`
 	CtGen         *ebpf.Map `ebpf:"ct_gen"`
+	CtIrq         *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed       *ebpf.Map `ebpf:"ct_named"`
 	CtScratch     *ebpf.Map `ebpf:"ct_scratch"`
 	CtStackbuf    *ebpf.Map `ebpf:"ct_stackbuf"`
@@ -181,6 +178,7 @@ func (m *FutexMaps) Close() error {
 		m.CtFutexWakes0,
 		m.CtFutexWakes1,
 		m.CtGen,
+		m.CtIrq,
 		m.CtNamed,
 		m.CtScratch,
 		m.CtStackbuf,
@@ -206,20 +204,14 @@ type FutexVariables struct {
 //
 // It can be passed to LoadFutexObjects or ebpf.CollectionSpec.LoadAndAssign.
 type FutexPrograms struct {
-	CtExitFutex        *ebpf.Program `ebpf:"ct_exit_futex"`
-	CtExitFutexRequeue *ebpf.Program `ebpf:"ct_exit_futex_requeue"`
-	CtExitFutexWait    *ebpf.Program `ebpf:"ct_exit_futex_wait"`
-	CtExitFutexWaitv   *ebpf.Program `ebpf:"ct_exit_futex_waitv"`
-	CtExitFutexWake    *ebpf.Program `ebpf:"ct_exit_futex_wake"`
+	CtFutexSwitchIn *ebpf.Program `ebpf:"ct_futex_switch_in"`
+	CtFutexWaking   *ebpf.Program `ebpf:"ct_futex_waking"`
 }
 
 func (p *FutexPrograms) Close() error {
 	return _FutexClose(
-		p.CtExitFutex,
-		p.CtExitFutexRequeue,
-		p.CtExitFutexWait,
-		p.CtExitFutexWaitv,
-		p.CtExitFutexWake,
+		p.CtFutexSwitchIn,
+		p.CtFutexWaking,
 	)
 }
 

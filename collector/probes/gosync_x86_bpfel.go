@@ -24,6 +24,7 @@ const (
 	GosyncMapCtGosync0         = "ct_gosync_0"
 	GosyncMapCtGosync1         = "ct_gosync_1"
 	GosyncMapCtGosyncInflight  = "ct_gosync_inflight"
+	GosyncMapCtIrq             = "ct_irq"
 	GosyncMapCtNamed           = "ct_named"
 	GosyncMapCtScratch         = "ct_scratch"
 	GosyncMapCtStackbuf        = "ct_stackbuf"
@@ -97,6 +98,7 @@ type GosyncMapSpecs struct {
 	CtGosync0        *ebpf.MapSpec `ebpf:"ct_gosync_0"`
 	CtGosync1        *ebpf.MapSpec `ebpf:"ct_gosync_1"`
 	CtGosyncInflight *ebpf.MapSpec `ebpf:"ct_gosync_inflight"`
+	CtIrq            *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed          *ebpf.MapSpec `ebpf:"ct_named"`
 	CtScratch        *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStackbuf       *ebpf.MapSpec `ebpf:"ct_stackbuf"`
@@ -144,6 +146,7 @@ type GosyncMaps struct {
 	CtGosync0        *ebpf.Map `ebpf:"ct_gosync_0"`
 	CtGosync1        *ebpf.Map `ebpf:"ct_gosync_1"`
 	CtGosyncInflight *ebpf.Map `ebpf:"ct_gosync_inflight"`
+	CtIrq            *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed          *ebpf.Map `ebpf:"ct_named"`
 	CtScratch        *ebpf.Map `ebpf:"ct_scratch"`
 	CtStackbuf       *ebpf.Map `ebpf:"ct_stackbuf"`
@@ -161,6 +164,7 @@ func (m *GosyncMaps) Close() error {
 		m.CtGosync0,
 		m.CtGosync1,
 		m.CtGosyncInflight,
+		m.CtIrq,
 		m.CtNamed,
 		m.CtScratch,
 		m.CtStackbuf,

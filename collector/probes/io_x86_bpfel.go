@@ -16,37 +16,27 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	IoMapCtBuckets            = "ct_buckets"
-	IoMapCtCallStart          = "ct_call_start"
-	IoMapCtCounters           = "ct_counters"
-	IoMapCtEvents             = "ct_events"
-	IoMapCtGen                = "ct_gen"
-	IoMapCtIo0                = "ct_io_0"
-	IoMapCtIo1                = "ct_io_1"
-	IoMapCtNamed              = "ct_named"
-	IoMapCtScratch            = "ct_scratch"
-	IoMapCtStackbuf           = "ct_stackbuf"
-	IoMapCtStacks             = "ct_stacks"
-	IoMapCtTargets            = "ct_targets"
-	IoProgCtExitFdatasync     = "ct_exit_fdatasync"
-	IoProgCtExitFsync         = "ct_exit_fsync"
-	IoProgCtExitOpenat        = "ct_exit_openat"
-	IoProgCtExitPread64       = "ct_exit_pread64"
-	IoProgCtExitPwrite64      = "ct_exit_pwrite64"
-	IoProgCtExitRead          = "ct_exit_read"
-	IoProgCtExitRename        = "ct_exit_rename"
-	IoProgCtExitRenameat      = "ct_exit_renameat"
-	IoProgCtExitRenameat2     = "ct_exit_renameat2"
-	IoProgCtExitSyncFileRange = "ct_exit_sync_file_range"
-	IoProgCtExitWrite         = "ct_exit_write"
-	IoProgCtExitWritev        = "ct_exit_writev"
-	IoVarCtBtfTypes           = "ct_btf_types"
-	IoVarCtZero               = "ct_zero"
-	IoVarEventIntervalNs      = "event_interval_ns"
-	IoVarEventToleranceNs     = "event_tolerance_ns"
-	IoVarIoThresholdNs        = "io_threshold_ns"
-	IoVarWindowIntervalNs     = "window_interval_ns"
-	IoVarWindowToleranceNs    = "window_tolerance_ns"
+	IoMapCtBuckets         = "ct_buckets"
+	IoMapCtCallStart       = "ct_call_start"
+	IoMapCtCounters        = "ct_counters"
+	IoMapCtEvents          = "ct_events"
+	IoMapCtGen             = "ct_gen"
+	IoMapCtIo0             = "ct_io_0"
+	IoMapCtIo1             = "ct_io_1"
+	IoMapCtIrq             = "ct_irq"
+	IoMapCtNamed           = "ct_named"
+	IoMapCtScratch         = "ct_scratch"
+	IoMapCtStackbuf        = "ct_stackbuf"
+	IoMapCtStacks          = "ct_stacks"
+	IoMapCtTargets         = "ct_targets"
+	IoProgCtIoSwitchIn     = "ct_io_switch_in"
+	IoVarCtBtfTypes        = "ct_btf_types"
+	IoVarCtZero            = "ct_zero"
+	IoVarEventIntervalNs   = "event_interval_ns"
+	IoVarEventToleranceNs  = "event_tolerance_ns"
+	IoVarIoThresholdNs     = "io_threshold_ns"
+	IoVarWindowIntervalNs  = "window_interval_ns"
+	IoVarWindowToleranceNs = "window_tolerance_ns"
 )
 
 // LoadIo returns the embedded CollectionSpec for Io.
@@ -91,18 +81,7 @@ type IoSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type IoProgramSpecs struct {
-	CtExitFdatasync     *ebpf.ProgramSpec `ebpf:"ct_exit_fdatasync"`
-	CtExitFsync         *ebpf.ProgramSpec `ebpf:"ct_exit_fsync"`
-	CtExitOpenat        *ebpf.ProgramSpec `ebpf:"ct_exit_openat"`
-	CtExitPread64       *ebpf.ProgramSpec `ebpf:"ct_exit_pread64"`
-	CtExitPwrite64      *ebpf.ProgramSpec `ebpf:"ct_exit_pwrite64"`
-	CtExitRead          *ebpf.ProgramSpec `ebpf:"ct_exit_read"`
-	CtExitRename        *ebpf.ProgramSpec `ebpf:"ct_exit_rename"`
-	CtExitRenameat      *ebpf.ProgramSpec `ebpf:"ct_exit_renameat"`
-	CtExitRenameat2     *ebpf.ProgramSpec `ebpf:"ct_exit_renameat2"`
-	CtExitSyncFileRange *ebpf.ProgramSpec `ebpf:"ct_exit_sync_file_range"`
-	CtExitWrite         *ebpf.ProgramSpec `ebpf:"ct_exit_write"`
-	CtExitWritev        *ebpf.ProgramSpec `ebpf:"ct_exit_writev"`
+	CtIoSwitchIn *ebpf.ProgramSpec `ebpf:"ct_io_switch_in"`
 }
 
 // IoMapSpecs contains maps before they are loaded into the kernel.
@@ -116,6 +95,7 @@ type IoMapSpecs struct {
 	CtGen       *ebpf.MapSpec `ebpf:"ct_gen"`
 	CtIo0       *ebpf.MapSpec `ebpf:"ct_io_0"`
 	CtIo1       *ebpf.MapSpec `ebpf:"ct_io_1"`
+	CtIrq       *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed     *ebpf.MapSpec `ebpf:"ct_named"`
 	CtScratch   *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStackbuf  *ebpf.MapSpec `ebpf:"ct_stackbuf"`
@@ -163,6 +143,7 @@ type IoMaps struct {
 	CtGen       *ebpf.Map `ebpf:"ct_gen"`
 	CtIo0       *ebpf.Map `ebpf:"ct_io_0"`
 	CtIo1       *ebpf.Map `ebpf:"ct_io_1"`
+	CtIrq       *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed     *ebpf.Map `ebpf:"ct_named"`
 	CtScratch   *ebpf.Map `ebpf:"ct_scratch"`
 	CtStackbuf  *ebpf.Map `ebpf:"ct_stackbuf"`
@@ -179,6 +160,7 @@ func (m *IoMaps) Close() error {
 		m.CtGen,
 		m.CtIo0,
 		m.CtIo1,
+		m.CtIrq,
 		m.CtNamed,
 		m.CtScratch,
 		m.CtStackbuf,
@@ -204,34 +186,12 @@ type IoVariables struct {
 //
 // It can be passed to LoadIoObjects or ebpf.CollectionSpec.LoadAndAssign.
 type IoPrograms struct {
-	CtExitFdatasync     *ebpf.Program `ebpf:"ct_exit_fdatasync"`
-	CtExitFsync         *ebpf.Program `ebpf:"ct_exit_fsync"`
-	CtExitOpenat        *ebpf.Program `ebpf:"ct_exit_openat"`
-	CtExitPread64       *ebpf.Program `ebpf:"ct_exit_pread64"`
-	CtExitPwrite64      *ebpf.Program `ebpf:"ct_exit_pwrite64"`
-	CtExitRead          *ebpf.Program `ebpf:"ct_exit_read"`
-	CtExitRename        *ebpf.Program `ebpf:"ct_exit_rename"`
-	CtExitRenameat      *ebpf.Program `ebpf:"ct_exit_renameat"`
-	CtExitRenameat2     *ebpf.Program `ebpf:"ct_exit_renameat2"`
-	CtExitSyncFileRange *ebpf.Program `ebpf:"ct_exit_sync_file_range"`
-	CtExitWrite         *ebpf.Program `ebpf:"ct_exit_write"`
-	CtExitWritev        *ebpf.Program `ebpf:"ct_exit_writev"`
+	CtIoSwitchIn *ebpf.Program `ebpf:"ct_io_switch_in"`
 }
 
 func (p *IoPrograms) Close() error {
 	return _IoClose(
-		p.CtExitFdatasync,
-		p.CtExitFsync,
-		p.CtExitOpenat,
-		p.CtExitPread64,
-		p.CtExitPwrite64,
-		p.CtExitRead,
-		p.CtExitRename,
-		p.CtExitRenameat,
-		p.CtExitRenameat2,
-		p.CtExitSyncFileRange,
-		p.CtExitWrite,
-		p.CtExitWritev,
+		p.CtIoSwitchIn,
 	)
 }
 

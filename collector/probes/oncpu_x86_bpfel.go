@@ -21,6 +21,7 @@ const (
 	OncpuMapCtCounters        = "ct_counters"
 	OncpuMapCtEvents          = "ct_events"
 	OncpuMapCtGen             = "ct_gen"
+	OncpuMapCtIrq             = "ct_irq"
 	OncpuMapCtNamed           = "ct_named"
 	OncpuMapCtOncpu0          = "ct_oncpu_0"
 	OncpuMapCtOncpu1          = "ct_oncpu_1"
@@ -91,6 +92,7 @@ type OncpuMapSpecs struct {
 	CtCounters  *ebpf.MapSpec `ebpf:"ct_counters"`
 	CtEvents    *ebpf.MapSpec `ebpf:"ct_events"`
 	CtGen       *ebpf.MapSpec `ebpf:"ct_gen"`
+	CtIrq       *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed     *ebpf.MapSpec `ebpf:"ct_named"`
 	CtOncpu0    *ebpf.MapSpec `ebpf:"ct_oncpu_0"`
 	CtOncpu1    *ebpf.MapSpec `ebpf:"ct_oncpu_1"`
@@ -137,6 +139,7 @@ type OncpuMaps struct {
 	CtCounters  *ebpf.Map `ebpf:"ct_counters"`
 	CtEvents    *ebpf.Map `ebpf:"ct_events"`
 	CtGen       *ebpf.Map `ebpf:"ct_gen"`
+	CtIrq       *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed     *ebpf.Map `ebpf:"ct_named"`
 	CtOncpu0    *ebpf.Map `ebpf:"ct_oncpu_0"`
 	CtOncpu1    *ebpf.Map `ebpf:"ct_oncpu_1"`
@@ -153,6 +156,7 @@ func (m *OncpuMaps) Close() error {
 		m.CtCounters,
 		m.CtEvents,
 		m.CtGen,
+		m.CtIrq,
 		m.CtNamed,
 		m.CtOncpu0,
 		m.CtOncpu1,

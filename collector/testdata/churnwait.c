@@ -1,12 +1,13 @@
-// churnwake: short-lived threads, each making CALLS FUTEX_WAKE calls on
-// one futex word nobody waits on and then exiting, AT_ONCE at a time,
-// TOTAL in all: the thread churn of a program that starts a thread per
-// task. It starts once the file named by its first argument exists (so
-// that a test can attach first), and at the end prints the number of
-// calls it made and of threads it started, then exits.
+// churnwait: short-lived threads, each making CALLS futex waits of 20 µs
+// on one futex word nobody wakes (each sleeps until its timeout) and then
+// exiting, AT_ONCE at a time, TOTAL in all: the thread churn of a program
+// that starts a thread per task. It starts once the file named by its
+// first argument exists (so that a test can attach first), and at the end
+// prints the number of waits that slept and of threads it started, then
+// exits.
 //
-// Prints "pid=P", "word=0x…", then "wakes=N threads=M".
-// Usage: churnwake go-file [total-threads] [at-once] [calls-per-thread]
+// Prints "pid=P", "word=0x…", then "waits=N threads=M".
+// Usage: churnwait go-file [total-threads] [at-once] [calls-per-thread]
 #define _GNU_SOURCE
 #include <linux/futex.h>
 #include <errno.h>
@@ -16,24 +17,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static int word;
 static long calls = 200;
-static atomic_long wakes;
+static atomic_long waits;
 static sem_t slots;
 
-__attribute__((noinline)) void wake_nobody(void)
+// wait_alone makes calls waits that each sleep until their timeout: the
+// word stays 0, so the kernel always puts the thread to sleep. Only the
+// waits that timed out are counted (none can end otherwise, but a signal
+// could interrupt one).
+__attribute__((noinline)) void wait_alone(void)
 {
+	struct timespec ts = {0, 20000};
+	long n = 0;
 	for (long i = 0; i < calls; i++)
-		syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	atomic_fetch_add(&wakes, calls);
+		if (syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) == -1 && errno == ETIMEDOUT)
+			n++;
+	atomic_fetch_add(&waits, n);
 }
 
 static void *task(void *arg)
 {
 	(void)arg;
-	wake_nobody();
+	wait_alone();
 	sem_post(&slots);
 	return NULL;
 }
@@ -41,7 +50,7 @@ static void *task(void *arg)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: churnwake go-file [total] [at-once] [calls]\n");
+		fprintf(stderr, "usage: churnwait go-file [total] [at-once] [calls]\n");
 		return 2;
 	}
 	long total = argc > 2 ? atol(argv[2]) : 3000;
@@ -74,7 +83,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < at_once; i++)
 		sem_wait(&slots);
-	printf("wakes=%ld threads=%ld\n", atomic_load(&wakes), total);
+	printf("waits=%ld threads=%ld\n", atomic_load(&waits), total);
 	fflush(stdout);
 	return 0;
 }
