@@ -108,7 +108,7 @@ func NewMetrics(topN int) *Metrics {
 		}, []string{"comm", "pid", "lock", "point"}),
 		lockWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricLockWaits,
-			Help: "Lock waits (futex wait calls, including those that returned at once), by process, lock and program point, as " + MetricLockWaitSeconds + ".",
+			Help: "Lock waits (futex waits that slept), by process, lock and program point, as " + MetricLockWaitSeconds + ".",
 		}, []string{"comm", "pid", "lock", "point"}),
 		finding: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricFinding,

@@ -124,6 +124,9 @@ const (
 	EvDumpHolderIO EvidenceKind = "dump-holder-io"
 	// EvSectionIOCPU — F: io_s, samples. I: I/O function → seconds.
 	EvSectionIOCPU EvidenceKind = "section-io-cpu"
+	// EvSectionIOSleep — F: io_s, calls. I: I/O function → seconds. The
+	// I/O calls the probes saw sleep inside the critical sections.
+	EvSectionIOSleep EvidenceKind = "section-io-sleep"
 	// EvRuntimeLock — F: contentions, delay_s, mean. N: where.
 	EvRuntimeLock EvidenceKind = "runtime-lock"
 	// EvRuntimeLockUser — N: user.
@@ -231,6 +234,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvSpinBeforePark,
 	EvDumpHolderIO,
 	EvSectionIOCPU,
+	EvSectionIOSleep,
 	EvRuntimeLock,
 	EvRuntimeLockUser,
 	EvJVMParkWords,

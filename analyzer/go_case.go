@@ -308,8 +308,9 @@ func (g *goData) sectionEvidence(h holderFacts, c *lockCase) []Evidence {
 // lock serializes the I/O: a different problem with a different fix.
 func (g *goData) ioFacts(l *goLock, h holderFacts, totalWait int64) ioFacts {
 	io := ioFacts{share: -1}
-	io.explains = h.inIO > 0 || h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
-		h.ioNS > 0 && l.ioReleaseShare(h) >= ioMinExplained
+	io.explains = h.inIO > 0 || h.ioSleeps >= minIOSleeps ||
+		h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
+		(h.ioNS > 0 || h.ioSleeps > 0) && l.ioReleaseShare(h) >= ioMinExplained
 	if !io.explains {
 		return io
 	}
@@ -481,7 +482,8 @@ func (h holderFacts) sites(l *goLock) []string {
 	return out
 }
 
-// ioEvidence states what the dump and the CPU profile show of the I/O.
+// ioEvidence states what the dump, the CPU profile and the probes show of
+// the I/O.
 func (g *goData) ioEvidence(h holderFacts) []Evidence {
 	var ev []Evidence
 	if h.inIO > 0 {
@@ -496,6 +498,13 @@ func (g *goData) ioEvidence(h holderFacts) []Evidence {
 			items = append(items, Item{Name: shortFunc(k), Value: seconds(h.ioFuncs[k])})
 		}
 		ev = append(ev, fact("go-cpu", EvSectionIOCPU, "io_s", seconds(h.ioNS), "samples", h.ioNS/max(g.cpuPeriod, 1), "items", items))
+	}
+	if h.ioSleeps > 0 {
+		var items []Item
+		for _, k := range byCount(h.ioSleepFuncs) {
+			items = append(items, Item{Name: shortFunc(k), Value: seconds(h.ioSleepFuncs[k])})
+		}
+		ev = append(ev, fact("io", EvSectionIOSleep, "io_s", seconds(h.ioSleepNS), "calls", h.ioSleeps, "items", items))
 	}
 	return ev
 }
@@ -698,6 +707,9 @@ func byWait(nodes []*lockNode) []*lockNode {
 func (h holderFacts) ioName() string {
 	if h.ioFrame != "" {
 		return shortFunc(h.ioFrame)
+	}
+	if len(h.ioFuncs) == 0 {
+		return shortFunc(topKey(h.ioSleepFuncs))
 	}
 	return shortFunc(topKey(h.ioFuncs))
 }

@@ -101,6 +101,9 @@ type goData struct {
 	cpuProf             *profile.Profile
 	cpuIdx              int
 	stacks              *profStacks
+	// ioProf is the probes' view of the I/O calls that slept (ViewIO),
+	// in a live recording; nil otherwise.
+	ioProf *profile.Profile
 
 	// Goroutines: groups from the chosen dump, the population, and where
 	// both came from.
@@ -150,6 +153,7 @@ func buildGoData(rec *recording.Recording) *goData {
 	if !any {
 		return nil
 	}
+	g.ioProf = rec.Profile(recording.ViewIO)
 	g.duration = profiledDuration(rec)
 	if g.blockSrc == recording.ViewGoLockWaits {
 		// Uprobes taken off early (they cost the target too much) cover
@@ -460,6 +464,20 @@ func (g *goData) meanWaiting(waitNS int64) float64 {
 		return 0
 	}
 	return float64(waitNS) / float64(g.duration)
+}
+
+// ioWalk calls fn for every I/O sample of the probes that slept, with its
+// frames (reused between calls), calls and time asleep.
+func (g *goData) ioWalk(fn func(frames []recording.Frame, calls, ns int64)) {
+	if g.ioProf == nil {
+		return
+	}
+	for _, s := range g.ioProf.Sample {
+		if len(s.Value) < 2 || s.Value[1] <= 0 {
+			continue
+		}
+		fn(g.stacks.sampleFrames(g.ioProf, s), s.Value[0], s.Value[1])
+	}
 }
 
 // cpuWalk calls fn for every CPU sample with its frames (reused between

@@ -22,6 +22,13 @@ import (
 // they were taken in (goLock.ioReleaseShare).
 const minIOCPUSamples = 3
 
+// minIOSleeps is how many I/O calls the probes must see sleep inside a
+// contended critical section for the lock to be held across I/O: as for
+// the CPU samples, three mean the I/O runs under the lock again and
+// again, not once at start-up. A count of calls, not a time or a share,
+// so it holds at any number of goroutines and threads.
+const minIOSleeps = 3
+
 // lockNode is one place of a lock: a Lock site of the block profile, a
 // point where dumped goroutines wait for a lock, or an Unlock site of the
 // mutex profile.
@@ -552,6 +559,10 @@ type holderFacts struct {
 	// CPU: time inside the critical sections (not waiting) and in I/O there.
 	csNS, ioNS int64
 	ioFuncs    map[string]int64
+	// I/O calls the probes saw sleep inside the critical sections (live
+	// recordings): how many, how long, by I/O function.
+	ioSleeps, ioSleepNS int64
+	ioSleepFuncs        map[string]int64
 	// waitCPU: CPU spent acquiring (spinning in lockSlow) at the Lock sites.
 	waitCPU int64
 	// ioIn holds the critical-section functions (enclosing functions of the
@@ -623,6 +634,25 @@ func (g *goData) holders(l *goLock) holderFacts {
 			h.ioIn[enclosingFunc(frames[k].Func)] = true
 			h.ioNS += ns
 			h.ioFuncs[frames[io].Func] += ns
+		}
+	})
+	// I/O waits off the CPU, where the CPU profile sees only the few
+	// samples of its system calls' own work (none at all in some runs of
+	// the kvstore fixture, whose committer holds the lock across
+	// fdatasync); the probes see every call that slept.
+	g.ioWalk(func(frames []recording.Frame, calls, ns int64) {
+		k := cs.inside(frames)
+		if k < 0 {
+			return
+		}
+		if io := ioIndex(frames, k); io >= 0 {
+			if h.ioSleepFuncs == nil {
+				h.ioSleepFuncs = map[string]int64{}
+			}
+			h.ioIn[enclosingFunc(frames[k].Func)] = true
+			h.ioSleeps += calls
+			h.ioSleepNS += ns
+			h.ioSleepFuncs[frames[io].Func] += ns
 		}
 	})
 	return h

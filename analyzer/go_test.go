@@ -742,3 +742,55 @@ func TestOneIOSampleUnderTheHeaviestUnlock(t *testing.T) {
 		t.Errorf("reasoning %q does not name the holder's section", res.Findings[0].Suggestion.Reasoning)
 	}
 }
+
+// TestIOUnderLockSeenAsleep: the holder's fsync under the lock shows in
+// neither the CPU profile (I/O waits off the CPU) nor the goroutine dump;
+// the probes saw it sleep inside the critical section again and again.
+// Three such calls say I/O under the lock; two, like one, could be a
+// start-up's, and leave the lock's verdict to the rest.
+func TestIOUnderLockSeenAsleep(t *testing.T) {
+	lookup := fr("app.(*Manager).lookup@/src/app/m.go:80")
+	claim := fr("app.(*Manager).claim@/src/app/m.go:40")
+	save := fr("app.(*journal).save@/src/app/j.go:20")
+	dp := fr("app.dataPlane@/src/app/m.go:200")
+	cp := fr("app.controlPlane@/src/app/m.go:220")
+	fsync := fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423",
+		"internal/poll.(*FD).Fsync@/go/src/internal/poll/fd_fsync_posix.go:17", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	for _, c := range []struct {
+		calls int64
+		io    bool
+	}{{minIOSleeps, true}, {minIOSleeps - 1, false}} {
+		block := contentionProf(t).
+			add([]int64{3000, 50 * sec}, stack(blockLock, lookup, dp)...).
+			add([]int64{200, 4 * sec}, stack(blockLock, claim, cp)...).
+			build()
+		// The mutex profile charges most of the delay to the lookups'
+		// own Unlock, so that it does not vouch for the I/O (see
+		// ioFacts): the calls asleep decide alone.
+		mutex := contentionProf(t).
+			add([]int64{100, sec}, stack(unlockLeaf, fr("app.(*Manager).claim@/src/app/m.go:52"), cp)...).
+			add([]int64{3100, 52 * sec}, stack(unlockLeaf, fr("app.(*Manager).lookup@/src/app/m.go:82"), dp)...).
+			build()
+		cpu := cpuProf(t, 5*time.Second).
+			cpu(200, stack(fr("app.route@/src/app/m.go:300"), dp)...).
+			build()
+		io := newProf(t, "calls/count", "latency/nanoseconds").
+			add([]int64{c.calls, c.calls * int64(20*time.Millisecond)}, stack(fsync, fr("app.(*journal).writeFile@/src/app/j.go:30"), save, fr("app.(*Manager).claim@/src/app/m.go:45"), cp)...).
+			build()
+		d := newDump(t).
+			add(14, "sync.Mutex.Lock", stack(lockFrames, lookup, dp)...).
+			add(2, "runnable", stack(fr("app.route@/src/app/m.go:300"), dp)...).
+			build()
+		res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu, recording.ViewIO: io}, d))
+		if len(res.Findings) == 0 {
+			t.Fatalf("%d calls: no finding", c.calls)
+		}
+		f := res.Findings[0]
+		if got := f.Kind == KindIOUnderLock; got != c.io {
+			t.Errorf("%d fsync calls asleep under the lock: %s, want io-under-lock %v", c.calls, f.Kind, c.io)
+		}
+		if c.io && !hasFact(f, EvSectionIOSleep, "calls", float64(c.calls)) {
+			t.Errorf("evidence lacks the %d calls asleep in the critical section:\n%s", c.calls, evidenceData(f))
+		}
+	}
+}

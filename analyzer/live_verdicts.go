@@ -132,7 +132,7 @@ func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {
 		judged++
 	}
 	if judged > 0 {
-		a.note("live lock rows: p50 and p99 are over the waits that slept at least the stack threshold, from the event log, when it holds 20 or more of them; otherwise from the in-kernel log2 histogram of every wait, including those that returned at once")
+		a.note("live lock rows: p50 and p99 are over the waits that slept at least the stack threshold, from the event log, when it holds 20 or more of them; otherwise from the in-kernel log2 histogram of every wait that slept")
 	}
 }
 

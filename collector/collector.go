@@ -29,11 +29,12 @@ var (
 
 // Defaults, with the reasoning behind each value.
 const (
-	// DefaultStackThreshold: a futex wait shorter than this is counted but
-	// carries no stack. Taking a user stack costs about 7 µs here, so
-	// stacking every wait would double the cost of short waits; 10 µs keeps
-	// stacks for waits that actually slept while skipping the EAGAIN
-	// returns and spin-then-park hand-offs that dominate hot locks.
+	// DefaultStackThreshold: a futex wait shorter than this is counted
+	// and aggregated without its stack (the stack is walked when the
+	// thread goes to sleep, as it must be, and kept only for waits this
+	// long): the many short sleeps of spin-then-park hand-offs that
+	// dominate hot locks would otherwise fill the aggregates with one
+	// entry per (thread, stack) each drain period.
 	DefaultStackThreshold = 10 * time.Microsecond
 	// DefaultIOThreshold: I/O syscalls at least this long carry a stack.
 	DefaultIOThreshold = 10 * time.Microsecond

@@ -373,16 +373,19 @@ func TestSessionEventsSince(t *testing.T) {
 	f.recs <- wait(7, 5*time.Millisecond)
 	f.recs <- wait(9, 2*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
-	b := s.EventsSince(0)
+	if one := s.EventsSince(0, 1); len(one.Events) != 1 || one.Events[0].TID != 7 || one.Next != 1 {
+		t.Errorf("first event alone: %+v, want the first logged, next 1", one)
+	}
+	b := s.EventsSince(0, 0)
 	if len(b.Events) != 2 || b.Events[0].TID != 9 || b.Events[0].T != int64(2*time.Millisecond) || b.Next != 2 || b.Oldest != 0 || !b.Origin.Equal(s.clk.wall) {
 		t.Fatalf("first batch %+v, want the two waits in time order from the origin, next 2", b)
 	}
-	if again := s.EventsSince(b.Next); len(again.Events) != 0 || again.Next != 2 {
+	if again := s.EventsSince(b.Next, 0); len(again.Events) != 0 || again.Next != 2 {
 		t.Errorf("nothing new: %+v", again)
 	}
 	f.recs <- wait(11, 50*time.Millisecond)
 	time.Sleep(100 * time.Millisecond)
-	if b := s.EventsSince(2); len(b.Events) != 1 || b.Events[0].TID != 11 || b.Next != 3 {
+	if b := s.EventsSince(2, 0); len(b.Events) != 1 || b.Events[0].TID != 11 || b.Next != 3 {
 		t.Errorf("second batch %+v, want the one new wait", b)
 	}
 	// The views are built as by Snapshot (the fake tracer adds waits at

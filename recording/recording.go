@@ -39,17 +39,19 @@ const (
 	// LabelLockKey), lock_name (string, optional), owner (num, glibc
 	// owner tid seen when the wait blocked, optional), op (string: wait,
 	// wait_bitset, lock_pi, lock_pi2, wait_requeue_pi, futex_wait,
-	// futex_waitv). The delay of a wait is counted from its first
-	// switch-out (when it left the CPU) to its return; a wait that never
-	// left the CPU (it returned at once, EAGAIN) counts with delay 0. Only
+	// futex_waitv). A wait is seen when its thread goes to sleep in it,
+	// and its delay counted from then to the thread's running again; a
+	// wait that returned at once (EAGAIN) is not seen (older recordings
+	// counted it with delay 0). Only
 	// waits of at least the stack threshold carry their real stack;
 	// shorter waits appear under a single "[short waits]" frame, and a
 	// stack that could not be taken under "[stack lost]". A wait still in
 	// progress at the end of the recording (or window) is one sample
 	// with the label in_progress=1, its delay counted up to the end (from
-	// the start of the recording or window if it began before). The
-	// kernel takes stacks when a wait ends, so the collector unwinds a
-	// copy of the waiting thread's stack instead (for a wait already in
+	// the start of the recording or window if it began before). Its stack
+	// is unwound by the collector from a copy of the waiting thread's
+	// stack (the kernel's frame-pointer walk stops at the first function
+	// built without frame pointers; for a wait already in
 	// progress when the recording started, from the registers /proc
 	// shows, which can end the walk early); when no copy could be taken
 	// the sample has the single frame "[in progress]".
@@ -57,7 +59,9 @@ const (
 	// ViewFutexWake: futex wakes per (process, thread, lock address, waker
 	// stack). Values: [wakes/count, woken/count]. Labels: pid, tid, lock,
 	// lock_key, lock_name.
-	// Wakes that woke nobody are aggregated under a "[woke nobody]" frame.
+	// A wake is seen when it wakes a sleeping thread, once per thread;
+	// older recordings counted every call and aggregated the wakes that
+	// woke nobody under a "[woke nobody]" frame.
 	ViewFutexWake View = "futex-wake"
 	// ViewOffCPU: time off CPU per (thread, state left in, stack).
 	// Values: [switches/count, offcpu/nanoseconds, runqueue/nanoseconds]
@@ -70,9 +74,10 @@ const (
 	ViewOnCPU View = "oncpu"
 	// ViewIO: I/O syscalls per (thread, syscall, stack).
 	// Values: [calls/count, latency/nanoseconds]. Labels: pid, tid,
-	// syscall. A call's latency is counted from its first switch-out (it
-	// blocked, or was preempted) to its return; a call that never left
-	// the CPU counts with latency 0 (its CPU time shows in ViewOnCPU).
+	// syscall. A call is seen when its thread goes to sleep in it, and its
+	// latency counted from then to the thread's running again, once per
+	// sleep; a call that never slept is not seen (its CPU time shows in
+	// ViewOnCPU; older recordings counted it with latency 0).
 	// Calls shorter than the I/O threshold appear under "[short calls]".
 	// A call still in progress at the end is one sample under
 	// "[in progress]" with in_progress=1, as in ViewFutexWait.
@@ -475,11 +480,12 @@ type EventKind string
 
 // Event kinds written by the collector.
 const (
-	// EventWait: a futex wait interval, from its first switch-out to its
-	// return. TID waited on Addr; Peer is the owner tid read when it
-	// blocked (0 when unknown).
+	// EventWait: a futex wait interval, from its thread's going to sleep
+	// in it to its running again. TID waited on Addr; Peer is the owner
+	// tid read when it blocked (0 when unknown).
 	EventWait EventKind = "wait"
-	// EventWake: a futex wake. TID woke Peer threads waiting on Addr.
+	// EventWake: a futex wake. TID woke Peer threads waiting on Addr (one
+	// event per thread woken, Peer 1; older recordings one per call).
 	EventWake EventKind = "wake"
 	// EventIO: an I/O syscall interval; Syscall names it.
 	EventIO EventKind = "io"

@@ -28,13 +28,19 @@ type fakeSession struct {
 	full  int      // calls of Snapshot (the whole build)
 }
 
-func (f *fakeSession) EventsSince(seq uint64) collector.EventBatch {
+func (f *fakeSession) EventsSince(seq uint64, limit int) collector.EventBatch {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.asked = append(f.asked, seq)
 	b := collector.EventBatch{Oldest: f.oldest, Next: f.oldest + uint64(len(f.log)), Origin: f.origin}
 	index := map[int]int{}
-	for i := int(max(seq, f.oldest) - f.oldest); i < len(f.log); i++ {
+	first := int(max(seq, f.oldest) - f.oldest)
+	end := len(f.log)
+	if limit > 0 && end-first > limit {
+		end = first + limit
+		b.Next = f.oldest + uint64(end)
+	}
+	for i := first; i < end; i++ {
 		e := f.log[i]
 		if e.Stack >= 0 {
 			j, ok := index[e.Stack]
@@ -241,5 +247,29 @@ func TestSessionSourceKeepsEveryField(t *testing.T) {
 	got := snap(t, src, 0).Events
 	if !reflect.DeepEqual(got, in) {
 		t.Errorf("events through the cache:\n got %+v\nwant %+v", got, in)
+	}
+}
+
+// TestSessionSourceReadsALongLogInPieces: a log longer than a piece is
+// converted eventPiece events at a time, every event once, in order.
+func TestSessionSourceReadsALongLogInPieces(t *testing.T) {
+	f := &fakeSession{origin: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), done: make(chan struct{})}
+	src := newSessionSource(f)
+	n := 2*eventPiece + 10
+	for i := range n {
+		f.logEvent(time.Duration(i)*time.Microsecond, 1, "lock_a")
+	}
+	f.at = time.Second
+	rec := snap(t, src, 0)
+	if len(rec.Events) != n {
+		t.Fatalf("%d events, want %d", len(rec.Events), n)
+	}
+	for i, e := range rec.Events {
+		if e.T != int64(time.Duration(i)*time.Microsecond) {
+			t.Fatalf("event %d at %d, want %d", i, e.T, time.Duration(i)*time.Microsecond)
+		}
+	}
+	if got, want := f.asked, []uint64{0, eventPiece, 2 * eventPiece}; !reflect.DeepEqual(got, want) {
+		t.Errorf("EventsSince asked from %v, want %v", got, want)
 	}
 }
