@@ -66,9 +66,13 @@ func openFromStart(key uint64, v callStart) openCall {
 	return c
 }
 
-// start is the ct_call_start entry of c.
+// start is the ct_call_start entry of c, as seeded for a call already in
+// progress when the probes attached: its stack was not walked (the kernel
+// walks a call's stack when its thread goes to sleep, which this one did
+// before), so a seeded wait that ends counts under "[stack lost]", not
+// among the short waits.
 func (c openCall) start() callStart {
-	v := callStart{TS: c.ts, NR: c.nr, IP: c.ip, SP: c.sp, BP: c.bp}
+	v := callStart{TS: c.ts, NR: c.nr, IP: c.ip, SP: c.sp, BP: c.bp, Stack: stackLost}
 	if !c.io {
 		v.Addr, v.Owner, v.Op = c.addr, c.owner, c.op
 		if c.shared {

@@ -293,11 +293,11 @@ func TestClipOpen(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(openSpan{}, openCall{})); diff != "" {
 		t.Errorf("clipOpen (-want +got):\n%s", diff)
 	}
-	start := callStart{TS: 10, Addr: 0xabc, Owner: 8, Op: opWait, NR: nrFutex, Shared: 1}
+	start := callStart{TS: 10, Addr: 0xabc, Owner: 8, Op: opWait, NR: nrFutex, Shared: 1, Stack: stackLost}
 	if got := openFromStart(7<<32|9, start); got != (openCall{pid: 7, tid: 9, ts: 10, nr: nrFutex, addr: 0xabc, owner: 8, op: opWait, shared: true}) || got.start() != start {
 		t.Errorf("openFromStart = %+v", got)
 	}
-	io := callStart{TS: 20, NR: 74, IP: 1, SP: 2, BP: 3}
+	io := callStart{TS: 20, NR: 74, IP: 1, SP: 2, BP: 3, Stack: stackLost}
 	if got := openFromStart(7<<32|9, io); got != (openCall{pid: 7, tid: 9, ts: 20, io: true, nr: 74, ip: 1, sp: 2, bp: 3}) || got.start() != io {
 		t.Errorf("openFromStart of an I/O call = %+v", got)
 	}

@@ -391,6 +391,13 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		return fmt.Sprintf("%s of CPU (%s samples) inside the critical section is in I/O calls (%s); I/O mostly waits off-CPU, so its wall time under the lock is larger", w.sec("io_s"), w.cnt("samples"), strings.Join(names, ", "))
 	},
+	analyzer.EvSectionIOSleep: func(w words) string {
+		names := make([]string, 0, 3)
+		for _, it := range w.e.Items[:min(len(w.e.Items), 3)] {
+			names = append(names, it.Name)
+		}
+		return fmt.Sprintf("the probes saw %s I/O %s (%s) sleep inside the critical section, %s asleep in all, holding the lock", w.cnt("calls"), plural(w.i("calls"), "call"), strings.Join(names, ", "), w.sec("io_s"))
+	},
 	analyzer.EvRuntimeLock: func(w words) string {
 		t := fmt.Sprintf("the mutex profile records %s %s and %s of delay on a runtime lock released in %s", w.cnt("contentions"), plural(w.i("contentions"), "contention"), w.sec("delay_s"), w.n("where"))
 		if w.f("mean") > 0 {
