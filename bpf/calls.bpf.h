@@ -51,6 +51,9 @@
 // glibc's pthread_mutex_t on x86_64: __lock (the futex word) at +0, __owner
 // (tid of the holder) at +8.
 #define CT_GLIBC_OWNER_OFFSET 8
+// The value a glibc lock's waiter waits for its word to leave:
+// __lll_lock_wait calls futex_wait(word, 2): locked, with waiters.
+#define CT_GLIBC_LOCKED_WAITERS 2
 
 #define CT_ENOSYS 38
 

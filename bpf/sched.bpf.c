@@ -123,9 +123,17 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 			// PI futexes hold the owner's tid in the word itself.
 			if (!bpf_probe_read_user(&owner, sizeof(owner), (void *)c.addr))
 				owner &= FUTEX_TID_MASK;
-		} else if (bpf_probe_read_user(&owner, sizeof(owner),
-					       (void *)(c.addr + CT_GLIBC_OWNER_OFFSET))) {
-			owner = 0;
+		} else if (nr == NR_futex && (__u32)BPF_CORE_READ(ur, dx) == CT_GLIBC_LOCKED_WAITERS &&
+			   (c.op == CT_OP_WAIT || c.op == CT_OP_WAIT_BITSET)) {
+			// A glibc lock waits for the word to leave 2 (locked,
+			// with waiters): only then is the word a
+			// pthread_mutex_t's, with its holder beside it. Any
+			// other word's neighbour is someone else's data,
+			// perhaps a counter that differs at every wait, and
+			// each value would be an aggregate of its own.
+			if (bpf_probe_read_user(&owner, sizeof(owner),
+						(void *)(c.addr + CT_GLIBC_OWNER_OFFSET)))
+				owner = 0;
 		}
 		s.owner = owner;
 	}
