@@ -258,24 +258,44 @@ func TestRuntimeLock(t *testing.T) {
 	}
 }
 
+// manager is the program of the I/O-under-lock tests: lookups (data
+// plane) wait at the Manager's Lock, which claim (control plane) holds
+// across a journal's save, which fsyncs.
+type manager struct {
+	lookup, claim, save, dp, cp, fsync []string
+}
+
+func newManager() manager {
+	return manager{
+		lookup: fr("app.(*Manager).lookup@/src/app/m.go:80"),
+		claim:  fr("app.(*Manager).claim@/src/app/m.go:40"),
+		save:   fr("app.(*journal).save@/src/app/j.go:20"),
+		dp:     fr("app.dataPlane@/src/app/m.go:200"),
+		cp:     fr("app.controlPlane@/src/app/m.go:220"),
+		fsync: fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423",
+			"internal/poll.(*FD).Fsync@/go/src/internal/poll/fd_fsync_posix.go:17", "os.(*File).Sync@/go/src/os/file_posix.go:160"),
+	}
+}
+
+// block is the block profile: the lookups wait 50 s at the Lock, claim 4 s.
+func (m manager) block(t *testing.T) *profile.Profile {
+	return contentionProf(t).
+		add([]int64{3000, 50 * sec}, stack(blockLock, m.lookup, m.dp)...).
+		add([]int64{200, 4 * sec}, stack(blockLock, m.claim, m.cp)...).
+		build()
+}
+
 // Goroutines waiting at a lookup's Lock while the lock's holder is in
 // fsync: I/O under the lock, pointed at the stalled lookups.
 func TestIOUnderLock(t *testing.T) {
-	lookup := fr("app.(*Manager).lookup@/src/app/m.go:80")
-	claim := fr("app.(*Manager).claim@/src/app/m.go:40")
-	save := fr("app.(*journal).save@/src/app/j.go:20")
-	dp := fr("app.dataPlane@/src/app/m.go:200")
-	cp := fr("app.controlPlane@/src/app/m.go:220")
-	block := contentionProf(t).
-		add([]int64{3000, 50 * sec}, stack(blockLock, lookup, dp)...).
-		add([]int64{200, 4 * sec}, stack(blockLock, claim, cp)...).
-		build()
+	m := newManager()
+	lookup, save, dp, cp := m.lookup, m.save, m.dp, m.cp
+	block := m.block(t)
 	mutex := contentionProf(t).
 		add([]int64{3100, 52 * sec}, stack(unlockLeaf, fr("app.(*Manager).claim@/src/app/m.go:52"), cp)...).
 		add([]int64{100, sec}, stack(unlockLeaf, fr("app.(*Manager).lookup@/src/app/m.go:82"), dp)...).
 		build()
-	fsync := fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423",
-		"internal/poll.(*FD).Fsync@/go/src/internal/poll/fd_fsync_posix.go:17", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	fsync := m.fsync
 	cpu := cpuProf(t, 5*time.Second).
 		cpu(10, stack(fsync, fr("app.(*journal).writeFile@/src/app/j.go:30"), save, fr("app.(*Manager).claim@/src/app/m.go:45"), cp)...).
 		cpu(200, stack(fr("app.route@/src/app/m.go:300"), dp)...).
@@ -749,21 +769,13 @@ func TestOneIOSampleUnderTheHeaviestUnlock(t *testing.T) {
 // Three such calls say I/O under the lock; two, like one, could be a
 // start-up's, and leave the lock's verdict to the rest.
 func TestIOUnderLockSeenAsleep(t *testing.T) {
-	lookup := fr("app.(*Manager).lookup@/src/app/m.go:80")
-	claim := fr("app.(*Manager).claim@/src/app/m.go:40")
-	save := fr("app.(*journal).save@/src/app/j.go:20")
-	dp := fr("app.dataPlane@/src/app/m.go:200")
-	cp := fr("app.controlPlane@/src/app/m.go:220")
-	fsync := fr("syscall.Syscall@/go/src/syscall/syscall_linux.go:73", "syscall.Fsync@/go/src/syscall/zsyscall_linux_amd64.go:423",
-		"internal/poll.(*FD).Fsync@/go/src/internal/poll/fd_fsync_posix.go:17", "os.(*File).Sync@/go/src/os/file_posix.go:160")
+	m := newManager()
+	lookup, save, dp, cp, fsync := m.lookup, m.save, m.dp, m.cp, m.fsync
 	for _, c := range []struct {
 		calls int64
 		io    bool
 	}{{minIOSleeps, true}, {minIOSleeps - 1, false}} {
-		block := contentionProf(t).
-			add([]int64{3000, 50 * sec}, stack(blockLock, lookup, dp)...).
-			add([]int64{200, 4 * sec}, stack(blockLock, claim, cp)...).
-			build()
+		block := m.block(t)
 		// The mutex profile charges most of the delay to the lookups'
 		// own Unlock, so that it does not vouch for the I/O (see
 		// ioFacts): the calls asleep decide alone.
