@@ -167,14 +167,16 @@ static __always_inline bool ct_is_io(long nr)
 	return false;
 }
 
-// ct_call_resumed ends thread t's call in progress at its switch-in at
-// now: it copies the call's entry to *s, marks the entry done and returns
-// true, when the entry is a futex wait (futex) or an I/O call (!futex)
-// that t is still inside. An entry of the other kind is left to its own
-// family's probe. An entry t is no longer inside (a call seeded at attach
-// that returned before the entry was written) is dropped and counted.
-static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, __u64 now,
-					    struct ct_call_start *s)
+// ct_call_resumed ends thread t's call in progress at its switch-in: it
+// copies the call's entry to *s, marks the entry done, sets *now and
+// returns true, when the entry is a futex wait (futex) or an I/O call
+// (!futex) that t is still inside. An entry of the other kind is left to
+// its own family's probe. An entry t is no longer inside (a call seeded at
+// attach that returned before the entry was written) is dropped and
+// counted. The clock is read only once a call is found: these probes run
+// at every switch-in of the target's threads, most of them with no call.
+static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, struct ct_call_start *s,
+					    __u64 *now)
 {
 	__u64 key = ((__u64)t->tgid << 32) | (__u32)t->pid;
 	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
@@ -182,9 +184,10 @@ static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, _
 		return false;
 	*s = *sp;
 	ct_start_done(&sp->ts);
+	*now = bpf_ktime_get_ns();
 	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!ur || (long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS || (long)BPF_CORE_READ(ur, orig_ax) != s->nr ||
-	    BPF_CORE_READ(ur, sp) != s->sp || s->ts > now) {
+	    BPF_CORE_READ(ur, sp) != s->sp || s->ts > *now) {
 		ct_count(CT_INFO_CALL_STALE);
 		return false;
 	}

@@ -113,8 +113,8 @@ int BPF_PROG(ct_futex_switch_in, bool preempt, struct task_struct *prev, struct 
 	if (!ct_is_target(next->tgid))
 		return 0;
 	struct ct_call_start s;
-	__u64 now = bpf_ktime_get_ns();
-	if (!ct_call_resumed(next, true, now, &s))
+	__u64 now;
+	if (!ct_call_resumed(next, true, &s, &now))
 		return 0;
 	__u64 pid_tgid = ((__u64)next->tgid << 32) | (__u32)next->pid;
 	ct_wait_end(pid_tgid, &s, now, ct_gen_now());
@@ -171,7 +171,7 @@ int BPF_PROG(ct_futex_waking, struct task_struct *p)
 		return 0;
 	struct ct_futex_call c = {};
 	struct pt_regs *ur = 0;
-	if (cur->pid != 0 && ct_irq_depth_of(CT_IRQ_HARD) == 0 && ct_irq_depth_of(CT_IRQ_SOFT) == 0) {
+	if (ct_by_task(cur)) {
 		ur = (struct pt_regs *)bpf_task_pt_regs(cur);
 		if (ur && (long)BPF_CORE_READ(ur, ax) == -CT_ENOSYS) {
 			long nr = BPF_CORE_READ(ur, orig_ax);

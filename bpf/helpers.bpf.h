@@ -182,11 +182,20 @@ struct {
 #define CT_IRQ_HARD 0
 #define CT_IRQ_SOFT 1
 
-// ct_irq_depth returns this CPU's nesting depth of interrupt context key.
+// ct_irq_depth_of returns this CPU's nesting depth of interrupt context
+// key.
 static __always_inline __u32 ct_irq_depth_of(__u32 key)
 {
 	__u32 *depth = bpf_map_lookup_elem(&ct_irq, &key);
 	return depth ? *depth : 0;
+}
+
+// ct_by_task reports whether a sched_waking fired in the context of the
+// task cur itself: not in an interrupt that merely interrupted it, and not
+// on the idle task.
+static __always_inline bool ct_by_task(struct task_struct *cur)
+{
+	return cur->pid != 0 && ct_irq_depth_of(CT_IRQ_HARD) == 0 && ct_irq_depth_of(CT_IRQ_SOFT) == 0;
 }
 
 // CT_AGG_MAP declares the two generations (name_0, name_1) of an aggregate

@@ -29,8 +29,8 @@ int BPF_PROG(ct_io_switch_in, bool preempt, struct task_struct *prev, struct tas
 	if (!ct_is_target(pid))
 		return 0;
 	struct ct_call_start s;
-	__u64 now = bpf_ktime_get_ns();
-	if (!ct_call_resumed(next, false, now, &s))
+	__u64 now;
+	if (!ct_call_resumed(next, false, &s, &now))
 		return 0;
 	ct_count(CT_EV_IO);
 	__u64 dur = now - s.ts;

@@ -105,7 +105,12 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 	__u64 key = ((__u64)prev->tgid << 32) | (__u32)prev->pid;
 	struct ct_call_start *cur = bpf_map_lookup_elem(&ct_call_start, &key);
 	if (cur && cur->ts && cur->nr == nr && cur->sp == u.sp) {
-		// Seeded at attach and not yet ended: the same call.
+		// Seeded at attach and not yet ended: the same call, whose
+		// stack nobody could walk until now.
+		if (cur->stack < CT_STACK_FIRST) {
+			cur->stack = ct_user_stack(CT_FAM_SCHED, prev->tgid, u);
+			ct_send_window(CT_FAM_SCHED, prev->tgid, prev->pid, cur->stack, now, now, u);
+		}
 		*stack = cur->stack;
 		return;
 	}

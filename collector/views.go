@@ -30,7 +30,6 @@ type stackSource interface {
 // frames of their samples and appear in pprof as such.
 const (
 	frameShortWaits  = "[short waits]"   // futex waits below the stack threshold
-	frameWokeNobody  = "[woke nobody]"   // futex wakes that found no waiter
 	frameShortCalls  = "[short calls]"   // I/O calls below the I/O threshold
 	frameStackLost   = "[stack lost]"    // the kernel could not record the stack
 	frameNoStack     = "[stack unknown]" // a stack whose frames were not kept
@@ -166,7 +165,10 @@ func buildViews(in viewInput) map[recording.View]*profile.Profile {
 		for _, k := range sortedKeysBy(s.wakes, compareWakeKey) {
 			v := s.wakes[k]
 			l := lockLabels(src, threadLabels(k.PID, k.TID, th.wakes[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
-			b.add(userFrames(src, k.Stack, frameWokeNobody), []int64{int64(v.Wakes), int64(v.Woken)}, l)
+			// Every wake the probes see woke a thread and carries
+			// its stack (or stackLost); an entry without one has
+			// no frames to show.
+			b.add(userFrames(src, k.Stack, frameNoStack), []int64{int64(v.Wakes), int64(v.Woken)}, l)
 		}
 		out[recording.ViewFutexWake] = b.build()
 	}

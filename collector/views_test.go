@@ -126,8 +126,8 @@ func TestBuildViews(t *testing.T) {
 		t.Errorf("shared lock labels %v", f[0].Label)
 	}
 
-	if nobody := sampleBy(views[recording.ViewFutexWake], frameWokeNobody); len(nobody) != 1 || nobody[0].Value[0] != 6 {
-		t.Errorf("wakes that woke nobody: %+v", nobody)
+	if nobody := sampleBy(views[recording.ViewFutexWake], frameNoStack); len(nobody) != 1 || nobody[0].Value[0] != 6 {
+		t.Errorf("wakes without a stack: %+v", nobody)
 	}
 	off := views[recording.ViewOffCPU]
 	if len(off.SampleType) != 3 || off.SampleType[2].Type != "runqueue" || off.Sample[0].Label["state"][0] != "sleeping" || off.Sample[0].Value[2] != 100 {
