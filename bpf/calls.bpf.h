@@ -184,6 +184,11 @@ static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, s
 		return false;
 	*s = *sp;
 	ct_start_done(&sp->ts);
+	// The marks belong to the sleep that ends here. The next sleep's wake
+	// cannot come before this switch-in (its thread has to run to make
+	// the call), so clearing them now leaves 0 to mean "no wake seen".
+	sp->woken_ts = 0;
+	sp->timeout = 0;
 	*now = bpf_ktime_get_ns();
 	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!ur || (long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS || (long)BPF_CORE_READ(ur, orig_ax) != s->nr ||

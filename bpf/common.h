@@ -65,6 +65,7 @@ enum ct_counter {
 	CT_EV_GOSYNC,              // Go lock slow path entered (gosync uprobes)
 	CT_DROP_MAP_FULL_GOSYNC,   // ct_gosync full: a Go lock wait was not counted
 	CT_INFO_GOSYNC_NO_START,   // Go lock slow path left without its entry (entered before attach)
+	CT_DROP_WAKE_UNSEEN,       // futex wait ended with no wake seen: neither timeout nor wake, no run-queue time
 	CT_NR_COUNTERS,
 };
 
@@ -204,7 +205,7 @@ struct ct_call_start {
 	__u8 timeout; // 1: woken by no futex wake (a timer, a signal)
 	__u8 _pad[5];
 	__u64 stack;  // user stack hash (ct_stacks) or CT_STACK_*
-	__u64 woken_ts; // when the thread was last woken (sched_waking), 0 if never seen
+	__u64 woken_ts; // when the sleep's wake was seen (sched_waking), 0 if not (yet)
 };
 
 #endif

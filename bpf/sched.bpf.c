@@ -159,10 +159,11 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 		cur->owner = s.owner;
 		cur->op = s.op;
 		cur->shared = s.shared;
-		// cur->timeout is left as it is: every sleep ends with the
-		// sched_waking that woke it, which sets it, and that one can
-		// come first, from another CPU between the scheduler taking
-		// prev off its run queue and this tracepoint.
+		// cur->timeout and cur->woken_ts are left as they are: the
+		// sleep's wake can come first, from another CPU between the
+		// scheduler taking prev off its run queue and this
+		// tracepoint, and the previous call's marks were cleared when
+		// it ended (ct_call_resumed).
 		cur->stack = s.stack;
 		ct_start_set(&cur->ts, now);
 		return;

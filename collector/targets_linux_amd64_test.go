@@ -355,8 +355,17 @@ func TestChurnNothingLost(t *testing.T) {
 	if got > want || float64(got) < float64(want)*(1-maxChurnUnseen) {
 		t.Errorf("recorded %d waits on %s, the program's waits timed out %d times", got, word, want)
 	}
+	// A wait whose wake the probes did not see (drop_wake_unseen) is
+	// counted as a wait but not as a timeout; the kernel skipped the
+	// probe for 1 to 34 of these 600,000 wakes in the runs measured. It
+	// is a loss, counted, and held to the same 0.1 %.
+	unseen := rec.Meta.Counters["drop_wake_unseen"]
+	t.Logf("%d waits recorded, %d of them with no wake seen", got, unseen)
+	if float64(unseen) > float64(want)*maxChurnUnseen {
+		t.Errorf("drop_wake_unseen = %d of %d waits, want at most %.1f %%", unseen, want, 100*maxChurnUnseen)
+	}
 	for k, v := range rec.Meta.Counters {
-		if strings.HasPrefix(k, recording.CounterDropPrefix) && v > 0 {
+		if strings.HasPrefix(k, recording.CounterDropPrefix) && k != "drop_wake_unseen" && v > 0 {
 			t.Errorf("%s = %d", k, v)
 		}
 	}
@@ -380,8 +389,13 @@ func TestChurnNothingLost(t *testing.T) {
 		if ls.RunqNS == 0 || ls.RunqNS >= ls.WaitNS {
 			t.Errorf("lock %s: %d ns of its %d ns of waiting runnable, want some and less than all", word, ls.RunqNS, ls.WaitNS)
 		}
-		if int64(ls.Blocked) != got || ls.Timeouts != ls.Blocked {
-			t.Errorf("lock %s: %d blocked, %d timeouts, want the %d waits recorded of each", word, ls.Blocked, ls.Timeouts, got)
+		// Nobody wakes the word: every wait whose wake was seen
+		// timed out, and the unseen ones are all on this word (the
+		// program's other futex waits are woken by calls it makes,
+		// and those the probes see from the waker's side too; an
+		// unseen one there would only make this check stricter).
+		if int64(ls.Blocked) != got || ls.Timeouts > ls.Blocked || ls.Blocked-ls.Timeouts > unseen {
+			t.Errorf("lock %s: %d blocked, %d timeouts, %d wakes unseen, want the %d waits recorded, each a timeout or unseen", word, ls.Blocked, ls.Timeouts, unseen, got)
 		}
 	}
 	if !found {

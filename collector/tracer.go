@@ -47,12 +47,12 @@ const ringBufferSize = 2 << 20
 const readerPoll = 50 * time.Millisecond
 
 // drainSettle is how long a drain waits between flipping the generation of
-// the aggregate maps and reading the old one: every program that started
-// before the flip has finished long before (they run for microseconds,
-// with preemption disabled or on a kernel that does not preempt them
-// mid-run). A program that did not is counted late, not lost: its entry
-// stays in the old generation's maps and is read at the drain after next.
-const drainSettle = time.Millisecond
+// the aggregate maps and reading the old one when the kernel cannot wait
+// for the programs itself (see settlePrograms). It is no bound: a
+// program that read the old generation can be stopped mid-run for longer,
+// on a VM whenever the host takes its vCPU away, and an update the drain
+// cuts in two loses its second half. The fallback only makes that rare.
+const drainSettle = 10 * time.Millisecond
 
 // tracerConfig is what the probes are loaded with.
 type tracerConfig struct {

@@ -456,6 +456,25 @@ func (t *bpfTracer) silence() error {
 	return nil
 }
 
+// membarrierCmdGlobal is MEMBARRIER_CMD_GLOBAL (linux/membarrier.h): wait
+// for an RCU grace period (synchronize_rcu).
+const membarrierCmdGlobal = 1
+
+// settlePrograms returns once every probe that may have read the aggregate
+// generation before a flip has finished. Each probe runs inside an RCU
+// read-side section (a tracepoint runs its handlers with preemption
+// disabled, and the kernel wraps every tracing program in rcu_read_lock),
+// so one grace period after the flip is the exact bound, however long a
+// program was stopped mid-run (on a VM the host can take a vCPU away for
+// longer than any fixed wait). membarrier(MEMBARRIER_CMD_GLOBAL) waits
+// for a grace period, 8-20 ms here; where it is refused (nohz_full CPUs)
+// a fixed wait is the fallback.
+func settlePrograms() {
+	if _, _, errno := unix.Syscall(unix.SYS_MEMBARRIER, membarrierCmdGlobal, 0, 0); errno != 0 {
+		time.Sleep(drainSettle)
+	}
+}
+
 func (t *bpfTracer) drain() (*drained, error) {
 	t.drainMu.Lock()
 	defer t.drainMu.Unlock()
@@ -467,7 +486,7 @@ func (t *bpfTracer) drain() (*drained, error) {
 		return nil, fmt.Errorf("flip aggregate generation: %w", err)
 	}
 	t.gen = 1 - old
-	time.Sleep(drainSettle)
+	settlePrograms()
 	d := &drained{agg: newAggregates(), counters: map[string]uint64{}}
 	suffix := fmt.Sprintf("_%d", old)
 	for name := range t.aggs {
