@@ -369,12 +369,17 @@ type LockStat struct {
 	Waits   uint64 `json:"waits"`
 	Blocked uint64 `json:"blocked"`
 	// Timeouts counts waits that ended with no futex wake: by their
-	// timeout or a signal (older versions: ETIMEDOUT alone).
+	// timeout or a signal (older versions: ETIMEDOUT alone). A wait
+	// whose wake the probes did not see at all is in neither Timeouts
+	// nor the waits woken by a call; Meta.Counters' drop_wake_unseen
+	// counts those, for every lock together (absent in older versions,
+	// which gave such a wait the previous wait's marks).
 	Timeouts uint64 `json:"timeouts,omitempty"`
 	WaitNS   uint64 `json:"wait_ns"`
 	// RunqNS is the part of WaitNS the woken waiters spent runnable,
 	// waiting for a CPU, from their wake to their switch-in (0 in
-	// recordings made before it existed).
+	// recordings made before it existed; nothing for a wait whose wake
+	// was not seen).
 	RunqNS uint64 `json:"runq_ns,omitempty"`
 	MaxNS  uint64 `json:"max_ns"`
 	// Hist is a log2 histogram of wait durations: Hist[i] counts waits with
