@@ -66,7 +66,6 @@ enum ct_counter {
 	CT_DROP_MAP_FULL_GOSYNC,   // ct_gosync full: a Go lock wait was not counted
 	CT_INFO_GOSYNC_NO_START,   // Go lock slow path left without its entry (entered before attach)
 	CT_DROP_WAKE_UNSEEN,       // futex wait ended with no wake seen: neither timeout nor wake, no run-queue time
-	CT_DROP_WAKEUP_UNSEEN,     // sleep ended with no sched_waking seen: its run-queue time is not known
 	CT_NR_COUNTERS,
 };
 

@@ -214,13 +214,6 @@ static __always_inline void ct_offcpu_in(struct task_struct *next, __u64 now)
 	__u64 runq = 0;
 	if (s.runnable_ts && s.runnable_ts <= now)
 		runq = now - s.runnable_ts;
-	else if (s.state != CT_ST_RUNNABLE)
-		// A sleep ends only by a wake, and ct_sched_waking did not
-		// see this one: the kernel did not run it (see
-		// CT_DROP_WAKE_UNSEEN in futex.bpf.c), or the wake came from
-		// another CPU before this thread's switch-out was recorded.
-		// The sleep counts whole, with no run-queue part.
-		ct_count(CT_DROP_WAKEUP_UNSEEN);
 	__u32 pid = next->tgid, tid = next->pid;
 	struct ct_offcpu_key k = {};
 	k.pid = pid;
