@@ -577,10 +577,22 @@ type holderFacts struct {
 	holdWaits map[pointKey]*gGroup
 }
 
+// sectionIO returns the index of the I/O frame of frames called from
+// inside a critical section whose frame is frames[k] (cs.inside), or -1,
+// and notes the section's function in h.ioIn when there is one.
+func (h *holderFacts) sectionIO(frames []recording.Frame, k int) int {
+	io := ioIndex(frames, k)
+	if io >= 0 {
+		h.ioIn[enclosingFunc(frames[k].Func)] = true
+	}
+	return io
+}
+
 func (g *goData) holders(l *goLock) holderFacts {
 	cs := l.critical()
 	var h holderFacts
 	h.ioFuncs = map[string]int64{}
+	h.ioSleepFuncs = map[string]int64{}
 	h.ioIn = map[string]bool{}
 	for _, gr := range g.groups {
 		k := cs.inside(gr.frames)
@@ -601,8 +613,7 @@ func (g *goData) holders(l *goLock) holderFacts {
 			}
 			continue
 		}
-		if io := ioIndex(gr.frames, k); io >= 0 {
-			h.ioIn[enclosingFunc(gr.frames[k].Func)] = true
+		if io := h.sectionIO(gr.frames, k); io >= 0 {
 			h.inIO += gr.count
 			if h.ioGroup == nil || gr.state == "syscall" && h.ioGroup.state != "syscall" {
 				h.ioGroup, h.ioFrame, h.ioAt = gr, gr.frames[io].Func, k
@@ -630,8 +641,7 @@ func (g *goData) holders(l *goLock) holderFacts {
 			return
 		}
 		h.csNS += ns
-		if io := ioIndex(frames, k); io >= 0 {
-			h.ioIn[enclosingFunc(frames[k].Func)] = true
+		if io := h.sectionIO(frames, k); io >= 0 {
 			h.ioNS += ns
 			h.ioFuncs[frames[io].Func] += ns
 		}
@@ -645,11 +655,7 @@ func (g *goData) holders(l *goLock) holderFacts {
 		if k < 0 {
 			return
 		}
-		if io := ioIndex(frames, k); io >= 0 {
-			if h.ioSleepFuncs == nil {
-				h.ioSleepFuncs = map[string]int64{}
-			}
-			h.ioIn[enclosingFunc(frames[k].Func)] = true
+		if io := h.sectionIO(frames, k); io >= 0 {
 			h.ioSleeps += calls
 			h.ioSleepNS += ns
 			h.ioSleepFuncs[frames[io].Func] += ns

@@ -178,7 +178,7 @@ static __always_inline bool ct_is_io(long nr)
 static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, struct ct_call_start *s,
 					    __u64 *now)
 {
-	__u64 key = ((__u64)t->tgid << 32) | (__u32)t->pid;
+	__u64 key = ct_task_key(t);
 	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
 	if (!sp || !sp->ts || (sp->op != 0) != futex)
 		return false;

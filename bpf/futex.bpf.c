@@ -44,12 +44,14 @@ static __always_inline void ct_wait_end(__u64 pid_tgid, struct ct_call_start *s,
 	// for a CPU: from its wake to now. A wake before the sleep's own
 	// entry was written (see ct_call_switch_out) made the whole sleep
 	// runnable. No wake seen (woken_ts 0): the kernel woke the thread but
-	// ct_futex_waking did not run for it, or the wake came before a first
-	// sleep's entry existed. Seen on the test machine: 2 to 36 of
-	// 600,000 sleeps in TestChurnNothingLost, every one a timer's wake in
-	// a hard interrupt over one thread of another process (the kernel's
-	// own sched_waking event is in the trace buffer; no recursion miss is
-	// counted), none an early wake. Such a wait is neither a timeout nor woken by a call, and
+	// ct_futex_waking did not run for it, or the wake came from another
+	// CPU before a thread's first sleep had an entry to mark. Seen on the
+	// test machine: 2 to 36 of 600,000 sleeps in TestChurnNothingLost,
+	// each a timer's wake in a hard interrupt over one thread of another
+	// process (the kernel's own sched_waking event is in the trace
+	// buffer; no recursion miss is counted); 5,330 of 1.09 M events on
+	// the c/churn bad fixture, mostly first sleeps of short-lived
+	// threads. Such a wait is neither a timeout nor woken by a call, and
 	// its run-queue time is unknown: it is counted as lost.
 	__u64 runq = 0, w = s->woken_ts;
 	if (!w)
@@ -125,8 +127,7 @@ int BPF_PROG(ct_futex_switch_in, bool preempt, struct task_struct *prev, struct 
 	__u64 now;
 	if (!ct_call_resumed(next, true, &s, &now))
 		return 0;
-	__u64 pid_tgid = ((__u64)next->tgid << 32) | (__u32)next->pid;
-	ct_wait_end(pid_tgid, &s, now, ct_gen_now());
+	ct_wait_end(ct_task_key(next), &s, now, ct_gen_now());
 	return 0;
 }
 
@@ -190,7 +191,7 @@ int BPF_PROG(ct_futex_waking, struct task_struct *p)
 	}
 	bool wake = c.op > CT_OP_LAST_WAIT;
 	if (p_target) {
-		__u64 key = ((__u64)p->tgid << 32) | (__u32)p->pid;
+		__u64 key = ct_task_key(p);
 		struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
 		// Marked (timeout and woken_ts) whatever the entry holds: the
 		// wake of a sleep can come before the switch-out that writes

@@ -164,6 +164,12 @@ struct {
 	__type(value, struct ct_call_start);
 } ct_call_start SEC(".maps");
 
+// ct_task_key returns task t's key in the per-thread maps: its pid_tgid.
+static __always_inline __u64 ct_task_key(struct task_struct *t)
+{
+	return ((__u64)t->tgid << 32) | (__u32)t->pid;
+}
+
 // ct_irq: key CT_IRQ_HARD or CT_IRQ_SOFT, value the per-CPU nesting depth
 // of that context, kept by the entry and exit tracepoints of every kind of
 // hard interrupt that can wake a task (device handlers, the local timer

@@ -102,7 +102,7 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 	bool fut = futex_enabled && ct_is_futex(nr);
 	if (!fut && !(io_enabled && ct_is_io(nr)))
 		return;
-	__u64 key = ((__u64)prev->tgid << 32) | (__u32)prev->pid;
+	__u64 key = ct_task_key(prev);
 	struct ct_call_start *cur = bpf_map_lookup_elem(&ct_call_start, &key);
 	if (cur && cur->ts && cur->nr == nr && cur->sp == u.sp) {
 		// Seeded at attach and not yet ended: the same call, whose
