@@ -101,9 +101,15 @@ func TestFoldExitedThreads(t *testing.T) {
 	}
 	late := newAggregates()
 	late.waits[waitKey{Addr: 0x10, PID: 9, TID: 104, Stack: 77, Owner: 103, Op: opWait}] = aggVal{Count: 1, TotalNS: 10, MaxNS: 10}
-	late.fold(gone)
+	lk := lockKey{Addr: 0x10, PID: 9}
+	waiters := a.threads.waiters[lk]
+	late.foldAgain(gone)
 	a.add(late)
 	if got := a.waits[folded]; got.Count != 19 {
 		t.Errorf("late entry not folded: %+v", got)
+	}
+	// Thread 104 was counted among the lock's waiters at its first fold.
+	if got := a.threads.waiters[lk]; got != waiters || waiters == 0 {
+		t.Errorf("lock's exited waiters %d after a late fold, want the %d of the first (not 0)", got, waiters)
 	}
 }

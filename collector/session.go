@@ -920,7 +920,7 @@ func (s *Session) foldLate(a *aggregates) {
 			late[k] = true
 		}
 	})
-	a.fold(late)
+	a.foldAgain(late)
 }
 
 // remember notes a folded thread for foldLate, forgetting the oldest past
