@@ -97,6 +97,11 @@ type Options struct {
 	// of those of the whole session. 0 keeps none, which is all a caller
 	// that takes only the whole recording (Record) needs.
 	History time.Duration
+	// MaxEvents bounds the event log kept in memory (0: maxEvents, the
+	// most it may be). A live view that holds the log converted beside
+	// it, and copies a window of it for each analysis, keeps a shorter
+	// one (cmd/contend's topMaxEvents).
+	MaxEvents int
 	// NoProbes records without eBPF probes: only the /proc thread
 	// timeline and, with PprofURL, the Go runtime profiles, which is what
 	// a user without CAP_BPF and CAP_PERFMON may read. The recording has

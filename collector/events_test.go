@@ -91,3 +91,25 @@ func TestEventLogBounded(t *testing.T) {
 		t.Errorf("consume read %d events and left %d in %d chunks", n, l.n, len(l.chunks))
 	}
 }
+
+// A log asked for fewer events (Options.MaxEvents) holds at most that
+// many, the most recent; a bound of 0 or past maxEvents is maxEvents, and
+// one below a few chunks is raised to them.
+func TestEventLogSmallerBound(t *testing.T) {
+	const want = 60000
+	l := eventLog{max: logBound(want)}
+	for i := 0; i < 3*want; i++ {
+		l.add(rawEvent{TS: uint64(i + 1)})
+	}
+	if l.n > want || l.n < want-eventChunk {
+		t.Fatalf("log bounded at %d holds %d events, want at most %d and more than %d", want, l.n, want, want-eventChunk)
+	}
+	if all := l.between(0, ^uint64(0)); all[len(all)-1].TS != 3*want || l.evicted != uint64(3*want-l.n) {
+		t.Errorf("last event %d, evicted %d; want the last, %d, kept and %d evicted", all[len(all)-1].TS, l.evicted, 3*want, 3*want-l.n)
+	}
+	for n, b := range map[int]int{0: maxEvents, -1: maxEvents, 2 * maxEvents: maxEvents, 1: 4 * eventChunk, want: want} {
+		if got := logBound(n); got != b {
+			t.Errorf("logBound(%d) = %d, want %d", n, got, b)
+		}
+	}
+}

@@ -495,6 +495,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		finished:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 		cum:        newAggregates(),
+		log:        eventLog{max: logBound(o.MaxEvents)},
 		counters:   map[string]uint64{},
 		gone:       map[threadKey]bool{},
 		folded:     map[threadKey]bool{},
@@ -676,7 +677,16 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	s.ever = true
 	s.mu.Unlock()
 	if p.jvm != nil {
-		p.jvm.startDumps(o.JVMDumps, o.Duration)
+		// The session's duration runs from its start, before this
+		// process was attached and its perf map taken (jcmd, 0.2-0.5 s):
+		// the dumps are spread over what is left of it. Spread over the
+		// whole duration from now, the one dump of a 2 s recording was
+		// due 1.2 s in and killed by the session's end 0.2 s later.
+		left := o.Duration
+		if left > 0 {
+			left = max(left-s.elapsed(), time.Millisecond)
+		}
+		p.jvm.startDumps(o.JVMDumps, left)
 	}
 	return nil
 }
@@ -782,7 +792,7 @@ func (s *Session) pollLoop(ctx context.Context) {
 				s.rescan()
 				// Symbol tables no address needs any more give their
 				// memory back (a recording's addresses are symbolized
-				// once, within seconds of attaching).
+				// once, within seconds of attaching; see also build).
 				s.objs.TrimDebugInfo()
 			}
 		}
@@ -1450,6 +1460,9 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	if len(timelines) > 0 {
 		rec.Threads = sliceTimeline(mergeTimelines(timelines), from, to)
 	}
+	// This build's lookups are done: DWARF parsed for them goes before
+	// the caller analyzes the recording (symbolize's dwarfQuickParses).
+	s.objs.DropDebugInfo()
 	return rec
 }
 

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 	"time"
 
@@ -300,5 +301,42 @@ func TestClipOpen(t *testing.T) {
 	io := callStart{TS: 20, NR: 74, IP: 1, SP: 2, BP: 3, Stack: stackLost}
 	if got := openFromStart(7<<32|9, io); got != (openCall{pid: 7, tid: 9, ts: 20, io: true, nr: 74, ip: 1, sp: 2, bp: 3}) || got.start() != io {
 		t.Errorf("openFromStart of an I/O call = %+v", got)
+	}
+}
+
+// Samples with the same labels share one pair of label maps, and samples
+// with other labels have maps of their own with their own values.
+func TestProfileBuilderSharesLabels(t *testing.T) {
+	b := newProfileBuilder("app", [][2]string{{"waits", "count"}}, time.Unix(0, 0), time.Second)
+	l := func(tid int64, lock string) sampleLabels {
+		return sampleLabels{str: map[string]string{recording.LabelLock: lock}, num: map[string]int64{recording.LabelTID: tid}}
+	}
+	b.add(syntheticFrame("a"), []int64{1}, l(11, "0xabc"))
+	b.add(syntheticFrame("b"), []int64{2}, l(11, "0xabc"))
+	b.add(syntheticFrame("b"), []int64{4}, l(12, "0xabc"))
+	b.add(syntheticFrame("b"), []int64{8}, l(11, "0xdef"))
+	b.add(syntheticFrame("a"), []int64{16}, l(11, "0xabc")) // merged into the first
+	p := b.build()
+	if len(p.Sample) != 4 || p.Sample[0].Value[0] != 17 {
+		t.Fatalf("%d samples, first %v; want 4, the first 17", len(p.Sample), p.Sample[0].Value)
+	}
+	same := func(i, j int) bool {
+		return reflect.ValueOf(p.Sample[i].Label).UnsafePointer() == reflect.ValueOf(p.Sample[j].Label).UnsafePointer() &&
+			reflect.ValueOf(p.Sample[i].NumLabel).UnsafePointer() == reflect.ValueOf(p.Sample[j].NumLabel).UnsafePointer()
+	}
+	if !same(0, 1) {
+		t.Error("two samples of tid 11 on lock 0xabc have label maps of their own, want one pair shared")
+	}
+	if same(0, 2) || same(0, 3) || same(2, 3) {
+		t.Error("samples with other labels share label maps")
+	}
+	for i, want := range []struct {
+		tid  int64
+		lock string
+	}{{11, "0xabc"}, {11, "0xabc"}, {12, "0xabc"}, {11, "0xdef"}} {
+		s := p.Sample[i]
+		if s.NumLabel[recording.LabelTID][0] != want.tid || s.Label[recording.LabelLock][0] != want.lock {
+			t.Errorf("sample %d labels %v %v, want tid %d lock %s", i, s.Label, s.NumLabel, want.tid, want.lock)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // read the first time an address inside it is looked up.
 type dwarfInfo struct {
 	// d is the parsed DWARF, needed only to load a unit not loaded yet
-	// (see data); nil once dropped for being idle (trimData).
+	// (see data); nil once dropped (trimData).
 	d      *dwarf.Data
 	budget *objBudget
 	cus    []cuRange
@@ -22,11 +22,13 @@ type dwarfInfo struct {
 	// reload parses the DWARF again after a drop, charging its inflated
 	// sections to a part of the object's budget that dataBudget holds;
 	// used is when d was last needed, idle how long it may then stay
-	// unused (doubled at each drop, see dwarfIdleMax).
+	// unused (doubled at each idle drop, see dwarfIdleMax); parses
+	// counts the parses (see dwarfQuickParses).
 	reload     func(*objBudget) *dwarf.Data
 	dataBudget *objBudget
 	used       time.Time
 	idle       time.Duration
+	parses     int
 }
 
 type cuRange struct {
@@ -91,6 +93,7 @@ func (o *object) dwarf() *dwarfInfo {
 			o.dw = newDwarfInfo(d, o.budget)
 			o.dw.dataBudget = part
 			o.dw.used = time.Now()
+			o.dw.parses = 1
 			o.dw.reload = func(b *objBudget) *dwarf.Data { return loadDWARF(src.ef, src.data, b) }
 			return o.dw
 		}
@@ -98,20 +101,36 @@ func (o *object) dwarf() *dwarfInfo {
 	return nil
 }
 
-// Idle times of the parsed DWARF behind an index (see TrimDebugInfo). It
-// is the largest table a symbolizer holds (glibc's: 20 MB, debug/dwarf's
+// When the parsed DWARF behind an index goes (see TrimDebugInfo). It is
+// the largest table a symbolizer holds (glibc's: 20 MB, debug/dwarf's
 // abbreviation tables for its 4,126 units and the inflated sections), and
 // it is needed only to load a unit not loaded yet: the units an address
 // was looked up in keep their functions, inline trees and lines, and a
 // recording's addresses fall in the same few units within seconds of
 // attaching. Parsing it again costs about 0.09 s of CPU for glibc (and
-// 20 MB of live heap; getrusage and MemStats around the parse), so each
-// drop doubles how long it must then stay unused before it goes again, up
-// to dwarfIdleMax: an object whose addresses keep reaching new units is
-// reparsed a few times and then kept.
+// 20 MB of live heap; getrusage and MemStats around the parse).
+//
+// Each drop doubles how long it must then stay unused before it goes
+// again (TrimDebugInfo, every second in a session), up to dwarfIdleMax:
+// an object whose addresses keep reaching new units is reparsed a few
+// times and then kept.
+//
+// A caller about to use much memory for a moment drops it at once
+// (DropDebugInfo: a session after building each snapshot, before it is
+// analyzed). Held for its idle time, it sat under contend top's
+// analyses: on the stripe fixture glibc's units were loaded in one batch
+// at attaching and one more unit 36 s later, while the 20 MB stayed in 4
+// of 5 analyses' live heap (heap profiles taken at each), the largest
+// part of top's memory above its 100 MB goal. Those drops are at most
+// dwarfQuickParses per object (0.7 s of CPU for glibc, once per session);
+// after that the DWARF stays until it is idle. Dropped at every trim
+// instead, the reparses' CPU on a recorder of the churn fixture (threads
+// and stacks new every second) made the test that counts its waits lose
+// 0.1-0.16 % of them in 3 of 4 runs (TestChurnNothingLost).
 const (
-	dwarfIdleFirst = 5 * time.Second
-	dwarfIdleMax   = 10 * time.Minute
+	dwarfQuickParses = 8
+	dwarfIdleFirst   = 5 * time.Second
+	dwarfIdleMax     = 10 * time.Minute
 )
 
 // data returns the parsed DWARF, parsing it again if it was dropped; nil
@@ -119,6 +138,7 @@ const (
 func (dw *dwarfInfo) data() *dwarf.Data {
 	dw.used = time.Now()
 	if dw.d == nil && dw.reload != nil {
+		dw.parses++
 		dw.dataBudget = dw.budget.part()
 		dw.d = dw.reload(dw.dataBudget)
 	}
@@ -126,24 +146,28 @@ func (dw *dwarfInfo) data() *dwarf.Data {
 }
 
 // trimData drops the parsed DWARF if it has not been needed for its idle
-// time, and reports whether it did. The loaded units stay.
-func (dw *dwarfInfo) trimData(now time.Time) bool {
+// time, or, when quick, at once if it has been parsed at most
+// dwarfQuickParses times, and reports whether it did. The loaded units
+// stay.
+func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
 	if dw == nil || dw.d == nil || dw.reload == nil {
 		return false
 	}
 	if dw.idle == 0 {
 		dw.idle = dwarfIdleFirst
 	}
-	if now.Sub(dw.used) < dw.idle {
+	switch {
+	case quick && dw.parses <= dwarfQuickParses:
+	case quick || now.Sub(dw.used) < dw.idle:
 		return false
+	default:
+		dw.idle = min(2*dw.idle, dwarfIdleMax)
 	}
 	dw.d = nil
 	dw.dataBudget.refund()
 	dw.dataBudget = nil
-	dw.idle = min(2*dw.idle, dwarfIdleMax)
 	return true
 }
-
 func dbgEF(d *debugFile) *elf.File {
 	if d == nil {
 		return nil

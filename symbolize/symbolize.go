@@ -126,7 +126,14 @@ func (c *ObjectCache) release(key string) bool {
 // address falls in a unit not loaded yet. It returns how many objects'
 // DWARF it dropped. A long-running symbolizer (contend top, the agent)
 // calls it now and then.
-func (c *ObjectCache) TrimDebugInfo() int {
+func (c *ObjectCache) TrimDebugInfo() int { return c.trim(false) }
+
+// DropDebugInfo is TrimDebugInfo for a caller about to need much memory
+// for a moment: it drops the parsed DWARF however recently it was used,
+// for objects parsed at most dwarfQuickParses times.
+func (c *ObjectCache) DropDebugInfo() int { return c.trim(true) }
+
+func (c *ObjectCache) trim(quick bool) int {
 	if c == nil {
 		return 0
 	}
@@ -134,7 +141,7 @@ func (c *ObjectCache) TrimDebugInfo() int {
 	defer c.mu.Unlock()
 	now, n := time.Now(), 0
 	for _, so := range c.objs {
-		if so.o.dw.trimData(now) {
+		if so.o.dw.trimData(now, quick) {
 			n++
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
 )
 
 // nmValue returns the value of a symbol in path's .symtab (or .dynsym with
@@ -578,12 +579,12 @@ func TestSharedObjects(t *testing.T) {
 	}
 }
 
-// The parsed DWARF behind an object's index, left unneeded for its idle
-// time, is dropped and its budget given back; addresses in units already
-// loaded are still named, with lines, without parsing it again; an address
-// in a unit not loaded parses it again, and the next idle time is twice as
-// long.
-func TestTrimDebugInfo(t *testing.T) {
+// ledgerDWARF starts the ledger program built with compressed DWARF and
+// names its function teller, which parses the DWARF: it returns the
+// object cache, the process, its executable's object, teller's address
+// and frames.
+func ledgerDWARF(t *testing.T) (*ObjectCache, *Process, *object, uint64, []recording.Frame) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := buildC(t, dir, "ledger.c", "ledger", "-O2", "-g", "-gz") // compressed: the parse inflates, and is charged
 	cache := NewObjectCache()
@@ -592,7 +593,7 @@ func TestTrimDebugInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { p.Close() })
 	teller := tg.fields(t)["teller"]
 	first := p.Frames(teller, true)
 	if first[0].Func != "teller" || first[0].Line == 0 {
@@ -602,6 +603,16 @@ func TestTrimDebugInfo(t *testing.T) {
 	if o.dw == nil || o.dw.d == nil {
 		t.Fatal("the executable's DWARF was not loaded")
 	}
+	return cache, p, o, teller, first
+}
+
+// The parsed DWARF behind an object's index, left unneeded for its idle
+// time, is dropped and its budget given back; addresses in units already
+// loaded are still named, with lines, without parsing it again; an address
+// in a unit not loaded parses it again, and the next idle time is twice as
+// long.
+func TestTrimDebugInfo(t *testing.T) {
+	cache, p, o, teller, first := ledgerDWARF(t)
 	if n := cache.TrimDebugInfo(); n != 0 {
 		t.Fatalf("DWARF needed just now was dropped (%d)", n)
 	}
@@ -627,5 +638,61 @@ func TestTrimDebugInfo(t *testing.T) {
 	}
 	if o.dw.d == nil || o.dw.idle != 2*dwarfIdleFirst {
 		t.Errorf("DWARF parsed again %v, next idle time %s; want parsed and %s", o.dw.d != nil, o.dw.idle, 2*dwarfIdleFirst)
+	}
+}
+
+// DropDebugInfo drops the parsed DWARF behind an object's index however
+// recently it was used, its budget given back, for its first
+// dwarfQuickParses parses; addresses in units already loaded are still
+// named, with lines, without parsing it again; an address in a unit not
+// loaded parses it again. Once parsed that many times it is kept while
+// needed, and TrimDebugInfo drops it after its idle time, the next idle
+// time twice as long.
+func TestDropDebugInfo(t *testing.T) {
+	cache, p, o, teller, first := ledgerDWARF(t)
+	left, spent := o.budget.left, o.dw.dataBudget.spent
+	if spent == 0 {
+		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
+	}
+	if n := cache.TrimDebugInfo(); n != 0 {
+		t.Fatalf("TrimDebugInfo dropped DWARF needed just now (%d)", n)
+	}
+	if n := cache.DropDebugInfo(); n != 1 || o.dw.d != nil {
+		t.Fatalf("DropDebugInfo after the first parse dropped %d, executable's DWARF kept %v; want the executable's dropped", n, o.dw.d != nil)
+	}
+	if o.budget.left != left+spent {
+		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
+	}
+	same := p.Frames(teller+1, true) // not cached, in a loaded unit
+	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
+		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
+	}
+	// Each address below falls in a unit not loaded: every lookup
+	// parses the DWARF again.
+	for i := 2; i <= dwarfQuickParses; i++ {
+		clear(o.dw.units)
+		again := p.Frames(teller+uint64(i), true)
+		if again[0].Func != "teller" || again[0].File != first[0].File || again[0].Line == 0 || o.dw.d == nil {
+			t.Fatalf("parse %d: Frames = %+v, DWARF parsed %v; want teller in %s with a line, parsed again", i, again, o.dw.d != nil, first[0].File)
+		}
+		if n := cache.DropDebugInfo(); n != 1 {
+			t.Fatalf("parse %d of %d: DropDebugInfo dropped %d, want the DWARF dropped at once", i, dwarfQuickParses, n)
+		}
+	}
+	clear(o.dw.units)
+	p.Frames(teller+dwarfQuickParses+1, true)
+	if o.dw.d == nil || o.dw.parses != dwarfQuickParses+1 {
+		t.Fatalf("DWARF parsed %v, %d parses; want parsed, %d", o.dw.d != nil, o.dw.parses, dwarfQuickParses+1)
+	}
+	if n := cache.DropDebugInfo(); n != 0 {
+		t.Fatalf("after %d parses, DropDebugInfo dropped DWARF needed just now (%d)", o.dw.parses, n)
+	}
+	idle := o.dw.idle
+	o.dw.used = time.Now().Add(-idle)
+	if n := cache.TrimDebugInfo(); n != 1 || o.dw.d != nil || o.dw.idle != 2*idle {
+		t.Errorf("after its idle time %s: dropped %d, kept %v, next idle time %s; want dropped, %s", idle, n, o.dw.d != nil, o.dw.idle, 2*idle)
+	}
+	if idle != dwarfIdleFirst {
+		t.Errorf("idle time after the quick parses %s, want %s", idle, dwarfIdleFirst)
 	}
 }

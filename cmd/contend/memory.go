@@ -19,20 +19,22 @@ const memoryLimit = 64 << 20
 
 // topMemoryLimit is memoryLimit for contend top, whose live heap is
 // larger than a recording's: the symbol tables and its converted event
-// cache, 25 to 35 MB on the stripe fixture and the paced target between
-// analyses (runtime/metrics /gc/heap/live:bytes), and at each analysis
-// the window's events and the analyzer's work on them, 20 to 40 MB more
-// for a moment. What bounds top's memory is that the moment passes:
-// settleMemory collects and gives the pages back after each analysis,
-// so the heap climbs back from the live data alone. Under 64 MiB an
-// analysis on the stripe fixture still ran into the limit (16 % of a
-// core, the collector back to back); at 72 MiB top took 3.1-6.1 % of a
-// core with 87-101 MB resident (VmRSS each second) and a high-water mark
-// of 103-109 MB, reached at the first analysis (glibc's debug information
-// parsed on top of the first window), against 6.2-7.4 % and 120-125 MB
-// at the previous 96 MiB without the settling (/proc/PID/stat over 20 s,
-// 2 runs each on paced and stripe, alternated).
-const topMemoryLimit = 72 << 20
+// cache between analyses, and at each analysis the window's events and
+// the analyzer's work on them for a moment. What bounds top's memory is
+// that the moment passes: settleMemory collects and gives the pages back
+// after each analysis, so the heap climbs back from the live data alone.
+// With top's shorter event log (topMaxEvents), views whose samples share
+// their label maps and glibc's parsed DWARF dropped after each batch of
+// lookups, the live heap on the stripe fixture is 21-26 MB between
+// analyses and 40-44 MB at their peak (GODEBUG=gctrace=1): 64 MiB leaves
+// the collector room, a few cycles per analysis, where before those
+// changes the analyses' 57-63 MB ran into the limit. On the stripe fixture
+// top then kept a high-water mark of 95-96 MB (VmHWM over 25 s, 3 runs
+// alternated with the build before: 105-127 MB at 72 MiB), of which
+// 30-32 MB is file-backed (the binary's text and data 21 MB, the ring
+// buffer 4 MB, glibc's debug file 3.5 MB), and took 9.0-9.5 % of a core
+// against 11.0-12.6 %.
+const topMemoryLimit = 64 << 20
 
 // settleHeadroom is the limit's least room over the live heap, as a
 // factor: an analysis's own memory came to 0.5-1 times the live heap

@@ -67,6 +67,21 @@ The view is drawn on stderr, which must be a terminal.
 // short of the whole run is ten seconds.
 const topHistory = 10 * time.Second
 
+// topMaxEvents bounds top's event log at half a recording's (maxEvents
+// in package collector). Top holds the log three times over at each
+// analysis: the session's, its converted cache (tui.SessionSource) and
+// the window's copy handed to the analyzer, with the analyzer's index on
+// it; at 120,000 events that was 25 MB of the 63 MB live heap at an
+// analysis on the stripe fixture (a heap profile taken inside it), and
+// the largest part of top's memory above its 100 MB goal. 60,000 events
+// still hold a whole second at the kernel's full event rate (50,000 a
+// second, collector's eventRate, plus bursts), which the one-second
+// window shows whole, and five seconds of a 64-thread convoy (about
+// 12,000 a second); of the ten-second window they keep the most recent
+// part, and the aggregates, which the verdicts' shares and rates come
+// from, cover all of it.
+const topMaxEvents = 60000
+
 // runTop starts the session, then the view. Everything that can refuse
 // (arguments, terminal, privileges, the target) is checked before the
 // screen is touched, so its message reaches a normal terminal.
@@ -84,7 +99,7 @@ func runTop(ctx context.Context, o topOptions) error {
 	}
 	// The session and the view stay root (see privileges.go); the pprof
 	// fetches run as the user, and exports belong to the user.
-	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true}
+	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, MaxEvents: topMaxEvents, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do
