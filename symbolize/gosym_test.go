@@ -104,8 +104,7 @@ func TestUnwindGoThread(t *testing.T) {
 			ph := physical(st.Frames)
 			// Idle Ms sleep in notesleep; sysmon in notetsleep; an M
 			// waiting for a runtime lock (Go 1.24's spinbit mutex, e.g.
-			// in exitsyscall: lock2) in semasleep, caught so in 1 of
-			// about 20 runs.
+			// in exitsyscall: lock2) in semasleep, as a CI run caught one.
 			want := [][]string{{"runtime.futex"}, {"runtime.futexsleep"}, {"runtime.notesleep", "runtime.notetsleep_internal", "runtime.semasleep"}}
 			if len(ph) < len(want) {
 				t.Fatalf("only %d frames", len(ph))
