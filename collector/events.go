@@ -19,23 +19,13 @@ import (
 // so a long recording keeps its most recent part.
 const maxEvents = 120000
 
-// logBound returns the bound of an event log asked for n events
-// (Options.MaxEvents): maxEvents when n is 0 or more, and at least a
-// few chunks, so that eviction a chunk at a time keeps most of the log.
-func logBound(n int) int {
-	if n <= 0 || n > maxEvents {
-		return maxEvents
-	}
-	return max(n, 4*eventChunk)
-}
-
 // eventChunk is how many events the log allocates, and drops, at a time.
 const eventChunk = 4096
 
 // eventLog is the bounded log of raw events, in arrival order: chunks of
-// eventChunk events, the oldest dropped once the log holds max events
-// (maxEvents when 0).
+// eventChunk events, the oldest dropped once the log holds bound events.
 type eventLog struct {
+	// max is the bound asked for (Options.MaxEvents; see bound).
 	max     int
 	chunks  [][]rawEvent
 	n       int
@@ -46,7 +36,7 @@ func (l *eventLog) add(e rawEvent) {
 	last := len(l.chunks) - 1
 	if last < 0 || len(l.chunks[last]) == eventChunk {
 		var next []rawEvent
-		if l.n+eventChunk > cmp.Or(l.max, maxEvents) && len(l.chunks) > 0 {
+		if l.n+eventChunk > l.bound() && len(l.chunks) > 0 {
 			// The oldest chunk goes, and its memory takes the new
 			// events: nothing outlives the log's lock with a reference
 			// into it (readers copy), and a full log then allocates
@@ -64,6 +54,16 @@ func (l *eventLog) add(e rawEvent) {
 	}
 	l.chunks[last] = append(l.chunks[last], e)
 	l.n++
+}
+
+// bound is how many events the log keeps: max, or maxEvents when max is
+// 0 or more than that, and at least a few chunks, so that eviction a chunk
+// at a time keeps most of the log.
+func (l *eventLog) bound() int {
+	if l.max <= 0 || l.max > maxEvents {
+		return maxEvents
+	}
+	return max(l.max, 4*eventChunk)
 }
 
 // between returns the events kept that start in [from, to) (monotonic

@@ -97,7 +97,7 @@ func TestEventLogBounded(t *testing.T) {
 // one below a few chunks is raised to them.
 func TestEventLogSmallerBound(t *testing.T) {
 	const want = 60000
-	l := eventLog{max: logBound(want)}
+	l := eventLog{max: want}
 	for i := 0; i < 3*want; i++ {
 		l.add(rawEvent{TS: uint64(i + 1)})
 	}
@@ -108,8 +108,8 @@ func TestEventLogSmallerBound(t *testing.T) {
 		t.Errorf("last event %d, evicted %d; want the last, %d, kept and %d evicted", all[len(all)-1].TS, l.evicted, 3*want, 3*want-l.n)
 	}
 	for n, b := range map[int]int{0: maxEvents, -1: maxEvents, 2 * maxEvents: maxEvents, 1: 4 * eventChunk, want: want} {
-		if got := logBound(n); got != b {
-			t.Errorf("logBound(%d) = %d, want %d", n, got, b)
+		if got := (&eventLog{max: n}).bound(); got != b {
+			t.Errorf("bound of a log asked for %d events = %d, want %d", n, got, b)
 		}
 	}
 }

@@ -495,7 +495,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		finished:   make(chan struct{}),
 		readerDone: make(chan struct{}),
 		cum:        newAggregates(),
-		log:        eventLog{max: logBound(o.MaxEvents)},
+		log:        eventLog{max: o.MaxEvents},
 		counters:   map[string]uint64{},
 		gone:       map[threadKey]bool{},
 		folded:     map[threadKey]bool{},

@@ -156,11 +156,14 @@ func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
 	if dw.idle == 0 {
 		dw.idle = dwarfIdleFirst
 	}
-	switch {
-	case quick && dw.parses <= dwarfQuickParses:
-	case quick || now.Sub(dw.used) < dw.idle:
-		return false
-	default:
+	if quick {
+		if dw.parses > dwarfQuickParses {
+			return false
+		}
+	} else {
+		if now.Sub(dw.used) < dw.idle {
+			return false
+		}
 		dw.idle = min(2*dw.idle, dwarfIdleMax)
 	}
 	dw.d = nil
@@ -168,6 +171,7 @@ func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
 	dw.dataBudget = nil
 	return true
 }
+
 func dbgEF(d *debugFile) *elf.File {
 	if d == nil {
 		return nil

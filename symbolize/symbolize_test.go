@@ -606,6 +606,28 @@ func ledgerDWARF(t *testing.T) (*ObjectCache, *Process, *object, uint64, []recor
 	return cache, p, o, teller, first
 }
 
+// checkDropped calls drop (what names it), which must drop the
+// executable's parsed DWARF and give back what its parse took of the
+// budget; an address in the unit already loaded is then still named, with
+// a line, without parsing it again.
+func checkDropped(t *testing.T, what string, drop func() int, p *Process, o *object, teller uint64, first []recording.Frame) {
+	t.Helper()
+	left, spent := o.budget.left, o.dw.dataBudget.spent
+	if spent == 0 {
+		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
+	}
+	if n := drop(); n != 1 || o.dw.d != nil {
+		t.Fatalf("%s dropped %d, executable's DWARF kept %v; want the executable's dropped", what, n, o.dw.d != nil)
+	}
+	if o.budget.left != left+spent {
+		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
+	}
+	same := p.Frames(teller+1, true) // not cached, in a loaded unit
+	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
+		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
+	}
+}
+
 // The parsed DWARF behind an object's index, left unneeded for its idle
 // time, is dropped and its budget given back; addresses in units already
 // loaded are still named, with lines, without parsing it again; an address
@@ -616,21 +638,8 @@ func TestTrimDebugInfo(t *testing.T) {
 	if n := cache.TrimDebugInfo(); n != 0 {
 		t.Fatalf("DWARF needed just now was dropped (%d)", n)
 	}
-	left, spent := o.budget.left, o.dw.dataBudget.spent
-	if spent == 0 {
-		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
-	}
 	o.dw.used = time.Now().Add(-dwarfIdleFirst)
-	if n := cache.TrimDebugInfo(); n != 1 || o.dw.d != nil {
-		t.Fatalf("TrimDebugInfo dropped %d, executable's DWARF kept %v; want the executable's dropped", n, o.dw.d != nil)
-	}
-	if o.budget.left != left+spent {
-		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
-	}
-	same := p.Frames(teller+1, true) // not cached, in a loaded unit
-	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
-		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
-	}
+	checkDropped(t, "TrimDebugInfo", cache.TrimDebugInfo, p, o, teller, first)
 	clear(o.dw.units) // as if teller's unit had never been loaded
 	again := p.Frames(teller+2, true)
 	if again[0].Func != "teller" || again[0].File != first[0].File || again[0].Line == 0 {
@@ -650,23 +659,10 @@ func TestTrimDebugInfo(t *testing.T) {
 // time twice as long.
 func TestDropDebugInfo(t *testing.T) {
 	cache, p, o, teller, first := ledgerDWARF(t)
-	left, spent := o.budget.left, o.dw.dataBudget.spent
-	if spent == 0 {
-		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
-	}
 	if n := cache.TrimDebugInfo(); n != 0 {
 		t.Fatalf("TrimDebugInfo dropped DWARF needed just now (%d)", n)
 	}
-	if n := cache.DropDebugInfo(); n != 1 || o.dw.d != nil {
-		t.Fatalf("DropDebugInfo after the first parse dropped %d, executable's DWARF kept %v; want the executable's dropped", n, o.dw.d != nil)
-	}
-	if o.budget.left != left+spent {
-		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
-	}
-	same := p.Frames(teller+1, true) // not cached, in a loaded unit
-	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
-		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
-	}
+	checkDropped(t, "DropDebugInfo after the first parse", cache.DropDebugInfo, p, o, teller, first)
 	// Each address below falls in a unit not loaded: every lookup
 	// parses the DWARF again.
 	for i := 2; i <= dwarfQuickParses; i++ {

@@ -29,10 +29,10 @@ const memoryLimit = 64 << 20
 // analyses and 40-44 MB at their peak (GODEBUG=gctrace=1): 64 MiB leaves
 // the collector room, a few cycles per analysis, where before those
 // changes the analyses' 57-63 MB ran into the limit. On the stripe fixture
-// top then kept a high-water mark of 95-96 MB (VmHWM over 25 s, 3 runs
+// top then kept a high-water mark of 95-96 MB (VmHWM over about 25 s, 3 runs
 // alternated with the build before: 105-127 MB at 72 MiB), of which
 // 30-32 MB is file-backed (the binary's text and data 21 MB, the ring
-// buffer 4 MB, glibc's debug file 3.5 MB), and took 9.0-9.5 % of a core
+// buffer 4 MB, glibc's debug file 3.5 MB), and took 8.9-9.5 % of a core
 // against 11.0-12.6 %.
 const topMemoryLimit = 64 << 20
 
