@@ -65,7 +65,10 @@ enum ct_counter {
 	CT_EV_GOSYNC,              // Go lock slow path entered (gosync uprobes)
 	CT_DROP_MAP_FULL_GOSYNC,   // ct_gosync full: a Go lock wait was not counted
 	CT_INFO_GOSYNC_NO_START,   // Go lock slow path left without its entry (entered before attach)
-	CT_DROP_WAKE_UNSEEN,       // futex wait ended with no wake seen: neither timeout nor wake, no run-queue time
+	CT_DROP_WAKE_UNSEEN,       // futex wait ended with no wake seen and no run-queue record: neither timeout nor wake, no run-queue time
+	CT_INFO_WAKE_FIRST,        // futex sleep woken before its switch-out wrote an entry: the wake wrote it
+	CT_INFO_WAKE_SCHED_FUTEX,  // futex wait ended with no wake seen: a timeout, its run-queue time the scheduler's (ct_queued_ns)
+	CT_INFO_WAKE_SCHED_OFFCPU, // sleep ended with no wake seen: its run-queue time the scheduler's (ct_queued_ns)
 	CT_NR_COUNTERS,
 };
 

@@ -34,32 +34,46 @@ CT_AGG_MAP(ct_futex_locks, struct ct_lock_key, struct ct_lock_val, 8192);
 // ct_futex_wakes: key struct ct_wake_key, value struct ct_wake_val.
 CT_AGG_MAP(ct_futex_wakes, struct ct_wake_key, struct ct_wake_val, 16384);
 
-// ct_wait_end accounts the futex wait s of thread pid_tgid, ended by its
+// ct_wait_end accounts the futex wait s of thread t, ended by its
 // switch-in at now.
-static __always_inline void ct_wait_end(__u64 pid_tgid, struct ct_call_start *s, __u64 now, __u32 gen)
+static __always_inline void ct_wait_end(struct task_struct *t, struct ct_call_start *s, __u64 now, __u32 gen)
 {
 	ct_count(CT_EV_FUTEX_WAIT);
+	__u64 pid_tgid = ct_task_key(t);
 	__u64 start = s->ts, dur = now - s->ts;
+	bool timeout = s->timeout;
 	// The part of the wait the thread spent woken and runnable, waiting
 	// for a CPU: from its wake to now. A wake before the sleep's own
 	// entry was written (see ct_call_switch_out) made the whole sleep
-	// runnable. No wake seen (woken_ts 0): the kernel woke the thread but
-	// ct_futex_waking did not run for it, or the wake came from another
-	// CPU before a thread's first sleep had an entry to mark. Seen on the
-	// test machine: 2 to 36 of 600,000 sleeps in TestChurnNothingLost,
-	// each a timer's wake in a hard interrupt over one thread of another
-	// process (the kernel's own sched_waking event is in the trace
-	// buffer; no recursion miss is counted); 5,330 of 1.09 M events on
-	// the c/churn bad fixture, mostly first sleeps of short-lived
-	// threads. Such a wait is neither a timeout nor woken by a call, and
-	// its run-queue time is unknown: it is counted as lost.
+	// runnable. No wake seen (woken_ts 0): the kernel woke the thread
+	// but ct_futex_waking did not run for it. Seen on the test machine:
+	// 2 to 964 of 600,000 sleeps in TestChurnNothingLost, every one a
+	// timer's wake in an interrupt over a thread of the VM's init
+	// process, where ftrace records the sched_waking and no BPF program
+	// runs (see ct_queued_ns). Such a wait was woken by no futex call
+	// the probes could see (a target's call is seen from its own
+	// context): a timeout, or a signal, like the marked ones; its
+	// run-queue time is the scheduler's own record, which starts at the
+	// enqueue, after the wake (compared on waits with both: about
+	// 1.5 us less for most, tens of us less when the wake had to reach
+	// an idle CPU). Without that record it is neither a timeout nor
+	// woken by a call, its run-queue time is unknown, and it is counted
+	// as lost.
 	__u64 runq = 0, w = s->woken_ts;
-	if (!w)
-		ct_count(CT_DROP_WAKE_UNSEEN);
-	else if (w >= start)
+	if (!w) {
+		if (ct_queued_ns(t, &runq)) {
+			ct_count(CT_INFO_WAKE_SCHED_FUTEX);
+			timeout = true;
+			if (runq > dur)
+				runq = dur;
+		} else {
+			ct_count(CT_DROP_WAKE_UNSEEN);
+		}
+	} else if (w >= start) {
 		runq = now > w ? now - w : 0;
-	else
+	} else {
 		runq = dur;
+	}
 	__u32 pid = pid_tgid >> 32, tid = (__u32)pid_tgid;
 
 	struct ct_lock_key lk = {};
@@ -71,7 +85,7 @@ static __always_inline void ct_wait_end(__u64 pid_tgid, struct ct_call_start *s,
 	if (lv) {
 		__sync_fetch_and_add(&lv->waits, 1);
 		__sync_fetch_and_add(&lv->blocked, 1);
-		if (s->timeout)
+		if (timeout)
 			__sync_fetch_and_add(&lv->timeouts, 1);
 		__sync_fetch_and_add(&lv->total_ns, dur);
 		if (runq)
@@ -127,7 +141,7 @@ int BPF_PROG(ct_futex_switch_in, bool preempt, struct task_struct *prev, struct 
 	__u64 now;
 	if (!ct_call_resumed(next, true, &s, &now))
 		return 0;
-	ct_wait_end(ct_task_key(next), &s, now, ct_gen_now());
+	ct_wait_end(next, &s, now, ct_gen_now());
 	return 0;
 }
 
@@ -167,6 +181,46 @@ static __always_inline void ct_wake_seen(struct pt_regs *regs, __u64 pid_tgid, s
 	ct_send_window(CT_FAM_FUTEX, pid, tid, k.stack, now, now, u);
 }
 
+// ct_in_futex reports whether thread p, asleep, is inside a futex call:
+// its saved user registers hold the call's number and ax still -ENOSYS.
+static __always_inline bool ct_in_futex(struct task_struct *p)
+{
+	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(p);
+	return ur && (long)BPF_CORE_READ(ur, ax) == -CT_ENOSYS && ct_is_futex(BPF_CORE_READ(ur, orig_ax));
+}
+
+// ct_mark_woken marks the futex sleep of thread p as woken now, by a
+// timer or a signal when timeout, else by a futex call. The marks go in
+// p's entry whatever it holds: the wake of a sleep can come before the
+// switch-out that writes the sleep's entry, from another CPU between the
+// scheduler taking p off its run queue and the tracepoint (see
+// ct_call_switch_out), and the switch-out keeps them. A thread's first
+// sleep has no entry yet: the wake writes one, not started (ts 0), to
+// hold the marks. The marks are cleared when the sleep ends
+// (ct_call_resumed). A wake that reaches a thread still on its way into
+// the sleep, which then does not sleep at all (a lock handed over at
+// once), leaves its marks behind; the next sleep's own wake overwrites
+// them, and they are read as that sleep's only when its wake goes unseen.
+// A wake of a thread in no futex call is not marked, so that a sleep
+// elsewhere (a nanosleep, a read) leaves none behind.
+static __always_inline void ct_mark_woken(struct task_struct *p, bool timeout)
+{
+	__u64 key = ct_task_key(p);
+	struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
+	if (!sp) {
+		struct ct_call_start z = {};
+		// Fails when the switch-out wrote the entry since the lookup;
+		// the lookup below then finds that one.
+		bpf_map_update_elem(&ct_call_start, &key, &z, BPF_NOEXIST);
+		sp = bpf_map_lookup_elem(&ct_call_start, &key);
+		if (!sp)
+			return;
+		ct_count(CT_INFO_WAKE_FIRST);
+	}
+	sp->timeout = timeout;
+	sp->woken_ts = bpf_ktime_get_ns();
+}
+
 // ct_futex_waking sees a sleeping thread p being woken. When the current
 // thread is a target's, inside a futex call that wakes, and not in an
 // interrupt that merely interrupted it, the call woke p: a wake. When p is
@@ -190,19 +244,8 @@ int BPF_PROG(ct_futex_waking, struct task_struct *p)
 		}
 	}
 	bool wake = c.op > CT_OP_LAST_WAIT;
-	if (p_target) {
-		__u64 key = ct_task_key(p);
-		struct ct_call_start *sp = bpf_map_lookup_elem(&ct_call_start, &key);
-		// Marked (timeout and woken_ts) whatever the entry holds: the
-		// wake of a sleep can come before the switch-out that writes
-		// the sleep's entry (see ct_call_switch_out). The marks are
-		// cleared when the sleep ends (ct_call_resumed), so a mark is
-		// always the current sleep's.
-		if (sp) {
-			sp->timeout = !wake;
-			sp->woken_ts = bpf_ktime_get_ns();
-		}
-	}
+	if (p_target && ct_in_futex(p))
+		ct_mark_woken(p, !wake);
 	if (wake && cur_target)
 		ct_wake_seen(ur, bpf_get_current_pid_tgid(), &c, ct_gen_now());
 	return 0;

@@ -196,6 +196,36 @@ static __always_inline __u32 ct_irq_depth_of(__u32 key)
 	return depth ? *depth : 0;
 }
 
+// ct_queued_ns sets *ns to how long thread t, being switched in on this
+// CPU (sched_switch, t the next task), waited on a run queue since it was
+// last queued: the kernel's own run-delay accounting (sched_info, the
+// run_delay of /proc/PID/schedstat), its enqueue time last_queued against
+// this run queue's clock, both in the scheduler's clock and both read
+// before the switch's own accounting (sched_info_arrive, after the
+// tracepoint) clears last_queued. It stands in for a wake the
+// sched_waking probes did not see: on the test machine no BPF program
+// runs in an interrupt taken over the threads of one process (the VM's
+// init), though ftrace records the interrupt's wakes; a timer that fires
+// there wakes a target's thread unseen. False when the kernel keeps no
+// such record (no CONFIG_SCHED_INFO) or t was not queued.
+static __always_inline bool ct_queued_ns(struct task_struct *t, __u64 *ns)
+{
+	if (!bpf_core_field_exists(t->sched_info.last_queued) || !bpf_core_field_exists(t->se.cfs_rq))
+		return false;
+	__u64 q = BPF_CORE_READ(t, sched_info.last_queued);
+	if (!q)
+		return false;
+	// This CPU's run queue, reached through t's own: the scheduler
+	// keeps a task's se.cfs_rq on the CPU it is on (set_task_rq), and t
+	// is being switched in here. (With group scheduling, which every
+	// distribution kernel has; without it the field is absent.)
+	__u64 c = BPF_CORE_READ(t, se.cfs_rq, rq, clock);
+	if (!c || c < q)
+		return false;
+	*ns = c - q;
+	return true;
+}
+
 // ct_by_task reports whether a sched_waking fired in the context of the
 // task cur itself: not in an interrupt that merely interrupted it, and not
 // on the idle task.

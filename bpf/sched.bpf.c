@@ -149,28 +149,34 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 	s.stack = ct_user_stack(CT_FAM_SCHED, pid, u);
 	*stack = s.stack;
 	ct_send_window(CT_FAM_SCHED, pid, prev->pid, s.stack, now, now, u);
-	if (cur) {
-		ct_start_done(&cur->ts);
-		cur->addr = s.addr;
-		cur->ip = s.ip;
-		cur->sp = s.sp;
-		cur->bp = s.bp;
-		cur->nr = s.nr;
-		cur->owner = s.owner;
-		cur->op = s.op;
-		cur->shared = s.shared;
-		// cur->timeout and cur->woken_ts are left as they are: the
-		// sleep's wake can come first, from another CPU between the
-		// scheduler taking prev off its run queue and this
-		// tracepoint, and the previous call's marks were cleared when
-		// it ended (ct_call_resumed).
-		cur->stack = s.stack;
-		ct_start_set(&cur->ts, now);
-		return;
+	if (!cur) {
+		s.ts = now;
+		if (!bpf_map_update_elem(&ct_call_start, &key, &s, BPF_NOEXIST))
+			return;
+		// The sleep's wake wrote an entry since the lookup
+		// (ct_mark_woken, from another CPU): fill that one in,
+		// keeping its marks.
+		cur = bpf_map_lookup_elem(&ct_call_start, &key);
+		if (!cur) {
+			ct_count(CT_DROP_START_UPDATE);
+			return;
+		}
 	}
-	s.ts = now;
-	if (bpf_map_update_elem(&ct_call_start, &key, &s, BPF_NOEXIST))
-		ct_count(CT_DROP_START_UPDATE);
+	ct_start_done(&cur->ts);
+	cur->addr = s.addr;
+	cur->ip = s.ip;
+	cur->sp = s.sp;
+	cur->bp = s.bp;
+	cur->nr = s.nr;
+	cur->owner = s.owner;
+	cur->op = s.op;
+	cur->shared = s.shared;
+	// cur->timeout and cur->woken_ts are left as they are: the
+	// sleep's wake can come first, from another CPU between the
+	// scheduler taking prev off its run queue and this tracepoint
+	// (ct_mark_woken).
+	cur->stack = s.stack;
+	ct_start_set(&cur->ts, now);
 }
 
 // ct_offcpu_out records prev's switch-out for the off-CPU view. stack is
@@ -212,8 +218,18 @@ static __always_inline void ct_offcpu_in(struct task_struct *next, __u64 now)
 		return;
 
 	__u64 runq = 0;
-	if (s.runnable_ts && s.runnable_ts <= now)
+	if (s.runnable_ts && s.runnable_ts <= now) {
 		runq = now - s.runnable_ts;
+	} else if (!s.runnable_ts && ct_queued_ns(next, &runq)) {
+		// A sleep whose wake ct_sched_waking did not see (it came
+		// before the switch-out, or where no BPF program runs, see
+		// ct_queued_ns): its run-queue time is the scheduler's record,
+		// which starts at the enqueue, a little after the wake.
+		ct_count(CT_INFO_WAKE_SCHED_OFFCPU);
+		if (runq > now - s.off_ts)
+			runq = now - s.off_ts;
+		s.runnable_ts = now - runq;
+	}
 	__u32 pid = next->tgid, tid = next->pid;
 	struct ct_offcpu_key k = {};
 	k.pid = pid;

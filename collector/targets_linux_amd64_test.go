@@ -355,12 +355,15 @@ func TestChurnNothingLost(t *testing.T) {
 	if got > want || float64(got) < float64(want)*(1-maxChurnUnseen) {
 		t.Errorf("recorded %d waits on %s, the program's waits timed out %d times", got, word, want)
 	}
-	// A wait whose wake the probes did not see (drop_wake_unseen) is
-	// counted as a wait but not as a timeout; the kernel skipped the
-	// probe for 1 to 34 of these 600,000 wakes in the runs measured. It
-	// is a loss, counted, and held to the same 0.1 %.
+	// A wait whose wake the probes did not see takes its run-queue time
+	// from the scheduler's record and counts as a timeout
+	// (info_wake_sched_futex): on this machine 2 to 964 of these
+	// 600,000 timer wakes came in interrupts over the VM's init
+	// process, where no BPF program runs. Only without that record is
+	// it a loss (drop_wake_unseen), counted, and held to the same
+	// 0.1 %.
 	unseen := rec.Meta.Counters["drop_wake_unseen"]
-	t.Logf("%d waits recorded, %d of them with no wake seen", got, unseen)
+	t.Logf("%d waits recorded, %d of them with no wake seen and no run-queue record, %d with the scheduler's record", got, unseen, rec.Meta.Counters["info_wake_sched_futex"])
 	if float64(unseen) > float64(want)*maxChurnUnseen {
 		t.Errorf("drop_wake_unseen = %d of %d waits, want at most %.1f %%", unseen, want, 100*maxChurnUnseen)
 	}

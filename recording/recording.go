@@ -370,16 +370,19 @@ type LockStat struct {
 	Blocked uint64 `json:"blocked"`
 	// Timeouts counts waits that ended with no futex wake: by their
 	// timeout or a signal (older versions: ETIMEDOUT alone). A wait
-	// whose wake the probes did not see at all is in neither Timeouts
-	// nor the waits woken by a call; Meta.Counters' drop_wake_unseen
-	// counts those, for every lock together (absent in older versions,
-	// which gave such a wait the previous wait's marks).
+	// whose wake the probes did not see at all counts as a timeout too
+	// when the scheduler's run-delay record gives its run-queue time
+	// (Meta.Counters' info_wake_sched_futex); without that record it is
+	// in neither Timeouts nor the waits woken by a call, and
+	// drop_wake_unseen counts it, for every lock together (absent in
+	// older versions, which gave such a wait the previous wait's marks).
 	Timeouts uint64 `json:"timeouts,omitempty"`
 	WaitNS   uint64 `json:"wait_ns"`
 	// RunqNS is the part of WaitNS the woken waiters spent runnable,
 	// waiting for a CPU, from their wake to their switch-in (0 in
-	// recordings made before it existed; nothing for a wait whose wake
-	// was not seen).
+	// recordings made before it existed; for a wait whose wake was not
+	// seen, from its enqueue, as the scheduler records it, or nothing
+	// without that record).
 	RunqNS uint64 `json:"runq_ns,omitempty"`
 	MaxNS  uint64 `json:"max_ns"`
 	// Hist is a log2 histogram of wait durations: Hist[i] counts waits with

@@ -13,11 +13,16 @@
 pthread_mutex_t big_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long shared_counter, updates;
 
+// HOLD_ITERS is how long a worker holds the lock (-DHOLD_ITERS=N).
+#ifndef HOLD_ITERS
+#define HOLD_ITERS 20000
+#endif
+
 // hold_lock_work spins for a while with the lock held, so that others
 // queue behind it and sleep in the kernel.
 __attribute__((noinline)) static void hold_lock_work(void)
 {
-	for (volatile int i = 0; i < 20000; i++)
+	for (volatile int i = 0; i < HOLD_ITERS; i++)
 		shared_counter++;
 }
 
