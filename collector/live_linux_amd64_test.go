@@ -623,11 +623,15 @@ func TestStackHashTellsCallersApart(t *testing.T) {
 // to the kernel's own: /proc/PID/task/TID/schedstat's run delay, read
 // around the recording, for four threads that share one mutex on two
 // CPUs. With long holds they mostly queue for a CPU when preempted; with
-// short ones they hand the mutex to each other, and some of their sleeps
-// are woken before the switch-out that starts them is traced (the waker
-// finds the waiter on the futex queue while it is still on its way into
-// the scheduler): 200 to 500 in 3 s here, their run-queue time the
-// scheduler's record (info_wake_sched_offcpu).
+// short ones they hand the mutex to each other, and a few hundred of
+// their sleeps in 3 s are woken before the switch-out that starts them is
+// traced (the waker finds the waiter on the futex queue while it is still
+// on its way into the scheduler), their run-queue time the scheduler's
+// record (info_wake_sched_offcpu). That is too few to tell: the probes
+// before that record passed this test too (0.965 against 0.862 s/s,
+// 1.941 against 2.037). It holds the view to the kernel's figure; the
+// case it was written for is c/churn bad, 80 % of whose sleeps are woken
+// so, checked by hand against ftrace (README).
 func TestOffCPURunqMatchesSchedstat(t *testing.T) {
 	requireRoot(t)
 	for _, hold := range []string{"20000", "200"} {
@@ -673,9 +677,7 @@ func TestOffCPURunqMatchesSchedstat(t *testing.T) {
 				got/1e9, rec.Meta.Duration, want/1e9, span.Round(time.Millisecond), rec.Meta.Counters["info_wake_sched_offcpu"])
 			// A wake seen by the probes starts the run-queue time a
 			// little before the enqueue that starts the kernel's, and
-			// the rates are not quite steady: 15 % either way. A view
-			// that missed the queueing of the sleeps woken early falls
-			// far below.
+			// the rates are not quite steady: 15 % either way.
 			if want <= 0 || got < 0.85*want || got > 1.15*want {
 				t.Errorf("off-CPU run-queue time %.3f s/s, schedstat's %.3f s/s: want within 15 %%", got/1e9, want/1e9)
 			}
