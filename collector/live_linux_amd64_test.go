@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
-	"github.com/prometheus/procfs"
 
 	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
@@ -619,20 +618,24 @@ func TestStackHashTellsCallersApart(t *testing.T) {
 	}
 }
 
-// TestOffCPURunqMatchesSchedstat holds the off-CPU view's run-queue time
-// to the kernel's own: /proc/PID/task/TID/schedstat's run delay, read
-// around the recording, for four threads that share one mutex on two
-// CPUs. With long holds they mostly queue for a CPU when preempted; with
-// short ones they hand the mutex to each other, and a few hundred of
-// their sleeps in 3 s are woken before the switch-out that starts them is
-// traced (the waker finds the waiter on the futex queue while it is still
-// on its way into the scheduler), their run-queue time the scheduler's
-// record (info_wake_sched_offcpu). That is too few to tell: the probes
-// before that record passed this test too (0.965 against 0.862 s/s,
-// 1.941 against 2.037). It holds the view to the kernel's figure; the
-// case it was written for is c/churn bad, 80 % of whose sleeps are woken
-// so, checked by hand against ftrace (README).
-func TestOffCPURunqMatchesSchedstat(t *testing.T) {
+// TestOffCPURunqMatchesFtrace holds the off-CPU view's run-queue time to
+// ftrace's account of the same sleeps (schedTrace.runq): four threads that
+// share one mutex on two CPUs. With long holds they mostly sleep on the
+// mutex and are woken by its handover, often onto an idle CPU; with short
+// ones they mostly queue for a CPU when preempted. A few hundred of their
+// sleeps in 3 s are woken before the switch-out that starts them is
+// traced, their run-queue time the scheduler's record
+// (info_wake_sched_offcpu); too few to tell that record's part (c/churn
+// bad, 80 % of whose sleeps are woken so, was checked by hand, README).
+//
+// The kernel's own run delay (/proc/PID/task/TID/schedstat) is not the
+// measure: it starts at the enqueue, while the view, like ftrace's
+// sched_waking, starts at the wake, and a wake that has to bring an idle
+// CPU out of its halt takes tens of microseconds on this VM before the
+// enqueue. With long holds schedstat gave 0.42-0.58 s/s where ftrace from
+// the wake gave 0.83-0.84 and the view 0.83-1.1 (this test's first form
+// compared with schedstat and failed in CI: 0.854 against 0.697).
+func TestOffCPURunqMatchesFtrace(t *testing.T) {
 	requireRoot(t)
 	for _, hold := range []string{"20000", "200"} {
 		t.Run("hold="+hold, func(t *testing.T) {
@@ -640,46 +643,32 @@ func TestOffCPURunqMatchesSchedstat(t *testing.T) {
 			p := testbin.Start(t, bin, "4")
 			pid := mustPID(t, p)
 			tids := tidSet(t, p, 4)
-			tasks, err := procfs.NewFS(fmt.Sprintf("/proc/%d/task", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			runDelay := func() int64 {
-				var sum int64
-				for tid := range tids {
-					pr, err := tasks.Proc(int(tid))
-					if err != nil {
-						t.Fatal(err)
-					}
-					st, err := pr.Schedstat()
-					if err != nil {
-						t.Fatal(err)
-					}
-					sum += int64(st.WaitingNanoseconds)
-				}
-				return sum
-			}
-			before, t0 := runDelay(), time.Now()
+			tr := startSchedTrace(t, tids)
 			rec := recordFor(t, Options{PID: pid, Duration: 3 * time.Second, Probes: []string{ProbeFutex, ProbeSched}})
-			truth, span := runDelay()-before, time.Since(t0)
-			var runq int64
+			from, to := rec.Meta.Start, rec.Meta.Start.Add(rec.Meta.Duration)
+			truth, n := tr.runq(t, tids, from, to)
+			var runq, switches int64
 			for _, s := range rec.Profile(recording.ViewOffCPU).Sample {
 				if tids[s.NumLabel[recording.LabelTID][0]] {
+					switches += s.Value[0]
 					runq += s.Value[2]
 				}
 			}
-			// As rates: the span between the two reads holds the
-			// recording and its attach and detach. The four threads
-			// queue at a steady rate, two at a time on two CPUs.
-			got := float64(runq) / rec.Meta.Duration.Seconds()
-			want := float64(truth) / span.Seconds()
-			t.Logf("run-queue time of the 4 threads: %.3f s/s recorded over %s, %.3f s/s by schedstat over %s; sleeps with an unseen wake given the scheduler's record: %d",
-				got/1e9, rec.Meta.Duration, want/1e9, span.Round(time.Millisecond), rec.Meta.Counters["info_wake_sched_offcpu"])
-			// A wake seen by the probes starts the run-queue time a
-			// little before the enqueue that starts the kernel's, and
-			// the rates are not quite steady: 15 % either way.
-			if want <= 0 || got < 0.85*want || got > 1.15*want {
-				t.Errorf("off-CPU run-queue time %.3f s/s, schedstat's %.3f s/s: want within 15 %%", got/1e9, want/1e9)
+			t.Logf("run-queue time of the 4 threads over %s: %v recorded over %d switch-ins, %v by ftrace over %d; sleeps with an unseen wake given the scheduler's record: %d",
+				rec.Meta.Duration, time.Duration(runq), switches, truth, n, rec.Meta.Counters["info_wake_sched_offcpu"])
+			// Both count a sleep whole by its switch-in, but the
+			// window's edges are mapped from the wall clock to the
+			// trace's, and the probes and ftrace read the clock at
+			// different points of the same tracepoints (here the two
+			// agreed within 2 % and 0.8 %, over 3,700 to 40,500
+			// switch-ins): 10 % either way, and the switch-ins seen
+			// within 2 % of ftrace's (a lost one would take its
+			// run-queue time with it).
+			if truth <= 0 || float64(runq) < 0.9*float64(truth) || float64(runq) > 1.1*float64(truth) {
+				t.Errorf("off-CPU run-queue time %v, ftrace's %v: want within 10 %%", time.Duration(runq), truth)
+			}
+			if d := float64(switches - int64(n)); d < -0.02*float64(n) || d > 0.02*float64(n) {
+				t.Errorf("off-CPU view saw %d switch-ins of the 4 threads, ftrace %d: want within 2 %%", switches, n)
 			}
 		})
 	}
