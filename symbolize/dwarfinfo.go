@@ -1,8 +1,10 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
+	"io"
 	"sort"
 	"time"
 )
@@ -29,6 +31,21 @@ type dwarfInfo struct {
 	used       time.Time
 	idle       time.Duration
 	parses     int
+	// reloadUnit builds, while the parsed DWARF is dropped, a dwarf.Data
+	// holding the unit at an offset alone (see loadUnitDWARF); unitLoads
+	// counts the units so loaded, dropLoads those since the last drop
+	// (see dwarfUnitLoads).
+	reloadUnit func(dwarf.Offset, *objBudget) (d *dwarf.Data, start, end dwarf.Offset)
+	unitLoads  int
+	dropLoads  int
+}
+
+// unitData is the DWARF a unit is being loaded from: the whole parsed
+// DWARF (hi 0), or a dwarf.Data that holds the unit at [lo, hi) alone, in
+// which an entry outside that range must not be read.
+type unitData struct {
+	d      *dwarf.Data
+	lo, hi dwarf.Offset
 }
 
 type cuRange struct {
@@ -95,6 +112,9 @@ func (o *object) dwarf() *dwarfInfo {
 			o.dw.used = time.Now()
 			o.dw.parses = 1
 			o.dw.reload = func(b *objBudget) *dwarf.Data { return loadDWARF(src.ef, src.data, b) }
+			o.dw.reloadUnit = func(off dwarf.Offset, b *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
+				return loadUnitDWARF(src.ef, src.data, off, b)
+			}
 			return o.dw
 		}
 	}
@@ -102,8 +122,9 @@ func (o *object) dwarf() *dwarfInfo {
 }
 
 // When the parsed DWARF behind an index goes (see TrimDebugInfo). It is
-// the largest table a symbolizer holds (glibc's: 20 MB, debug/dwarf's
-// abbreviation tables for its 4,126 units and the inflated sections), and
+// the largest table a symbolizer holds (glibc's: 20 MB of live heap,
+// 11.5 MB of it debug/dwarf's abbreviation tables for its 2,063 units and
+// 8.5 MB the inflated sections), and
 // it is needed only to load a unit not loaded yet: the units an address
 // was looked up in keep their functions, inline trees and lines, and a
 // recording's addresses fall in the same few units within seconds of
@@ -127,10 +148,22 @@ func (o *object) dwarf() *dwarfInfo {
 // instead, the reparses' CPU on a recorder of the churn fixture (threads
 // and stacks new every second) made the test that counts its waits lose
 // 0.1-0.16 % of them in 3 of 4 runs (TestChurnNothingLost).
+//
+// While it is dropped, a unit not loaded yet is read alone
+// (loadUnitDWARF), at a fraction of a parse's memory, up to dwarfUnitLoads
+// units per drop; the next parses the whole DWARF again, which then
+// serves the rest of the burst until the next drop. One unit of glibc
+// costs about 29 ms of CPU (1,937 units loaded one by one in 57 s: the
+// inflation of .debug_info up to the unit and of the line, string and
+// abbreviation sections), a whole parse about 90 ms: three unit loads cost
+// about what a parse does, so a burst never costs much more than before.
+// At the rate top meets new units after its first seconds (one glibc unit
+// in 117 s in the 10-minute run) every load is a unit load.
 const (
 	dwarfQuickParses = 8
 	dwarfIdleFirst   = 5 * time.Second
 	dwarfIdleMax     = 10 * time.Minute
+	dwarfUnitLoads   = 3
 )
 
 // data returns the parsed DWARF, parsing it again if it was dropped; nil
@@ -169,6 +202,7 @@ func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
 	dw.d = nil
 	dw.dataBudget.refund()
 	dw.dataBudget = nil
+	dw.dropLoads = 0
 	return true
 }
 
@@ -194,16 +228,7 @@ func dbgData(d *debugFile) []byte {
 // inflated, so a file of compressed sections that each look small cannot
 // inflate one after another past it.
 func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarf.Data {
-	find := func(name string) *elf.Section {
-		if name == "" {
-			return nil
-		}
-		s := ef.Section(name)
-		if s == nil {
-			s = ef.Section(".zdebug_" + name[len(".debug_"):])
-		}
-		return s
-	}
+	find := func(name string) *elf.Section { return dwarfSection(ef, name) }
 	info, abbrev := find(".debug_info"), find(".debug_abbrev")
 	if info == nil || abbrev == nil || info.Type == elf.SHT_NOBITS || abbrev.Type == elf.SHT_NOBITS {
 		return nil
@@ -255,6 +280,169 @@ func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarf.Data {
 		}
 	}
 	return d
+}
+
+// dwarfSection returns the section name of ef, or its .zdebug_ form; nil
+// for "" or neither.
+func dwarfSection(ef *elf.File, name string) *elf.Section {
+	if name == "" {
+		return nil
+	}
+	s := ef.Section(name)
+	if s == nil {
+		s = ef.Section(".zdebug_" + name[len(".debug_"):])
+	}
+	return s
+}
+
+// loadUnitDWARF builds a dwarf.Data that holds the unit at offset off of
+// .debug_info alone, and returns it with the unit's end; nil when it
+// cannot. It is how a unit is loaded while the parsed DWARF is dropped:
+// dwarf.New parses the abbreviation table of every unit it is given, and
+// for glibc those tables are most of the 20 MB a parse takes (its
+// inflated sections are 8.5 MB), parsed again for one unit. Here it is
+// given one unit's table.
+//
+// The unit keeps its offset, so that its entries and references read as
+// they would in the whole DWARF: the unit's bytes are copied to the same
+// offset of a buffer whose start holds a header of a filler unit that
+// spans everything before it (with the unit's own abbreviation table, so
+// that no other is parsed). An entry outside [off, end) is filler, never
+// to be read (unitData). A compressed .debug_info is inflated only up to
+// the unit's end; the other sections (lines, strings, ranges, the
+// abbreviations) are inflated whole, as loadDWARF does, and all of it is
+// charged to budget for the load.
+func loadUnitDWARF(ef *elf.File, data []byte, off dwarf.Offset, budget *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
+	find := func(name string) *elf.Section { return dwarfSection(ef, name) }
+	info, abbrev := find(".debug_info"), find(".debug_abbrev")
+	if info == nil || abbrev == nil || info.Type == elf.SHT_NOBITS || abbrev.Type == elf.SHT_NOBITS {
+		return nil, 0, 0
+	}
+	size, compressed, err := inflatedSize(data, info)
+	if err != nil || uint64(off) >= size {
+		return nil, 0, 0
+	}
+	var r io.Reader
+	if compressed {
+		r = info.Open()
+	} else {
+		end := info.Offset + info.FileSize
+		if end < info.Offset || end > uint64(len(data)) {
+			return nil, 0, 0
+		}
+		r = bytes.NewReader(data[info.Offset:end])
+	}
+	// Walk the unit headers up to the unit holding off (the offset of its
+	// first entry, which follows the header), skipping the units before
+	// it: their lengths are all that is read of them.
+	bo := ef.ByteOrder
+	var hdr [12]byte
+	var start, end, lenSize uint64
+	for {
+		if _, err := io.ReadFull(r, hdr[:4]); err != nil {
+			return nil, 0, 0
+		}
+		length := uint64(bo.Uint32(hdr[:4]))
+		lenSize = 4
+		if length == 0xffffffff {
+			if _, err := io.ReadFull(r, hdr[4:12]); err != nil {
+				return nil, 0, 0
+			}
+			length, lenSize = bo.Uint64(hdr[4:12]), 12
+		} else if length >= 0xfffffff0 {
+			return nil, 0, 0
+		}
+		if start+lenSize > size || length < 2 || length > size-start-lenSize {
+			return nil, 0, 0
+		}
+		end = start + lenSize + length
+		if uint64(off) < end {
+			break
+		}
+		if _, err := io.CopyN(io.Discard, r, int64(length)); err != nil {
+			return nil, 0, 0
+		}
+		start = end
+	}
+	if uint64(off) < start+lenSize {
+		return nil, 0, 0
+	}
+	const fillerSize = 11 // unit_length 4, version 2, abbrev offset 4, address size 1
+	if start != 0 && (start < fillerSize || start-4 >= 0xfffffff0) {
+		return nil, 0, 0
+	}
+	if !budget.take(int64(end), "inflating a DWARF unit") {
+		return nil, 0, 0
+	}
+	buf := make([]byte, end)
+	copy(buf[start:], hdr[:lenSize])
+	if _, err := io.ReadFull(r, buf[start+lenSize:]); err != nil {
+		return nil, 0, 0
+	}
+	if start != 0 {
+		u := buf[start+lenSize:]
+		version := bo.Uint16(u)
+		at, width := 2, 4 // where the abbreviation offset is, and its size
+		switch {
+		case version == 5:
+			at = 4 // after the unit type and address size
+		case version < 2 || version > 5:
+			return nil, 0, 0
+		}
+		if lenSize != 4 {
+			width = 8
+		}
+		if len(u) < at+width {
+			return nil, 0, 0
+		}
+		abbrevOff := uint64(bo.Uint32(u[at:]))
+		if width == 8 {
+			abbrevOff = bo.Uint64(u[at:])
+		}
+		if abbrevOff > 0xffffffff {
+			return nil, 0, 0
+		}
+		bo.PutUint32(buf[0:], uint32(start)-4)
+		bo.PutUint16(buf[4:], 4)
+		bo.PutUint32(buf[6:], uint32(abbrevOff))
+		buf[10] = 8
+		if ef.Class == elf.ELFCLASS32 {
+			buf[10] = 4
+		}
+	}
+	var inflated uint64
+	for _, n := range append(append([]string(nil), dwarfNewSections...), dwarf5Sections...) {
+		if s := find(n); s != nil && n != ".debug_info" && n != ".debug_aranges" {
+			if size, compressed, err := inflatedSize(data, s); err != nil {
+				return nil, 0, 0
+			} else if compressed {
+				inflated += size
+			}
+		}
+	}
+	if inflated > 0 && !budget.take(int64(min(inflated, 1<<62)), "inflating its DWARF") {
+		return nil, 0, 0
+	}
+	get := func(name string) []byte {
+		b, err := sectionBytes(data, find(name), nil)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	d, err := dwarf.New(get(".debug_abbrev"), nil, nil, buf, get(".debug_line"), nil, get(".debug_ranges"), get(".debug_str"))
+	if err != nil {
+		println("ZZ", err.Error())
+		return nil, 0, 0
+	}
+	for _, n := range dwarf5Sections {
+		if b := get(n); len(b) > 0 {
+			if err := d.AddSection(n, b); err != nil {
+				return nil, 0, 0
+			}
+		}
+	}
+	return d, dwarf.Offset(start), dwarf.Offset(end)
 }
 
 // Memory of the DWARF index, charged to the object's budget as it grows:
@@ -342,7 +530,23 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	if u, ok := dw.units[off]; ok {
 		return u
 	}
-	d := dw.data()
+	// With the parsed DWARF dropped, the unit is read from a dwarf.Data
+	// of its own (see loadUnitDWARF), and only a name held by another
+	// unit parses the whole DWARF again.
+	ud := unitData{d: dw.d}
+	if ud.d == nil && dw.reloadUnit != nil && dw.dropLoads < dwarfUnitLoads {
+		part := dw.budget.part()
+		defer part.refund()
+		if d, start, end := dw.reloadUnit(off, part); d != nil {
+			ud = unitData{d: d, lo: start, hi: end}
+			dw.unitLoads++
+			dw.dropLoads++
+		}
+	}
+	if ud.d == nil {
+		ud.d = dw.data()
+	}
+	d := ud.d
 	if d == nil {
 		return nil
 	}
@@ -416,7 +620,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	// Names through abstract origins are resolved now, while the parsed
 	// DWARF is at hand: the unit must not need it again.
 	for i := range u.nodes {
-		dw.nodeName(&u.nodes[i])
+		dw.nodeName(&u.nodes[i], ud)
 	}
 	return u
 }
@@ -458,19 +662,24 @@ func entryName(e *dwarf.Entry) (string, dwarf.Offset) {
 	return "", 0
 }
 
-// nameAt resolves a name through abstract origins and specifications.
-func (dw *dwarfInfo) nameAt(off dwarf.Offset) string {
+// nameAt resolves a name through abstract origins and specifications,
+// reading the entries from ud where it holds them, else from the whole
+// parsed DWARF.
+func (dw *dwarfInfo) nameAt(off dwarf.Offset, ud unitData) string {
 	if s, ok := dw.names[off]; ok {
 		return s
 	}
 	key := off
 	name := ""
-	d := dw.data()
-	if d == nil {
-		return ""
-	}
-	r := d.Reader()
 	for hops := 0; hops < 8 && off != 0; hops++ {
+		d := ud.d
+		if d == nil || ud.hi != 0 && (off < ud.lo || off >= ud.hi) {
+			d = dw.data()
+		}
+		if d == nil {
+			break
+		}
+		r := d.Reader()
 		r.Seek(off)
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -487,11 +696,11 @@ func (dw *dwarfInfo) nameAt(off dwarf.Offset) string {
 	return name
 }
 
-func (dw *dwarfInfo) nodeName(n *dnode) string {
+func (dw *dwarfInfo) nodeName(n *dnode, ud unitData) string {
 	if n.name != "" || n.nameRef == 0 {
 		return n.name
 	}
-	n.name, n.nameRef = dw.nameAt(n.nameRef), 0
+	n.name, n.nameRef = dw.nameAt(n.nameRef, ud), 0
 	return n.name
 }
 
@@ -617,7 +826,7 @@ func (dw *dwarfInfo) frames(pc uint64) []inlFrame {
 	out := make([]inlFrame, 0, len(chain))
 	for k := len(chain) - 1; k >= 0; k-- {
 		n := &u.nodes[chain[k]]
-		out = append(out, inlFrame{fn: dw.nodeName(n), file: file, line: line})
+		out = append(out, inlFrame{fn: dw.nodeName(n, unitData{d: dw.d}), file: file, line: line})
 		// The caller's position is this instance's call site.
 		if n.callFile >= 0 && n.callFile < len(u.files) {
 			file = u.files[n.callFile]
