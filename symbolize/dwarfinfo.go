@@ -1,10 +1,9 @@
 package symbolize
 
 import (
-	"bytes"
 	"debug/dwarf"
 	"debug/elf"
-	"io"
+	"encoding/binary"
 	"sort"
 	"time"
 )
@@ -13,39 +12,55 @@ import (
 // which lines" from .debug_info and .debug_line. Compilation units are
 // indexed by address once; each unit's function tree and line table are
 // read the first time an address inside it is looked up.
+//
+// The DWARF is never parsed whole: debug/dwarf's dwarf.New parses the
+// abbreviation table of every unit it is given, and for glibc those
+// tables were 11.5 MB of the 20 MB a parse held (2,063 units; its
+// inflated sections are the other 8.5 MB), all of it for the few units a
+// recording's addresses fall in. Each unit is read through a dwarf.Data of
+// its own over its bytes alone (unitData), which parses its own table.
 type dwarfInfo struct {
-	// d is the parsed DWARF, needed only to load a unit not loaded yet
-	// (see data); nil once dropped (trimData).
-	d      *dwarf.Data
+	// secs are the sections the units are read from (inflated where
+	// compressed); nil once dropped (trimData), until a unit not loaded
+	// yet needs them again (sections).
+	secs   *dwarfSecs
 	budget *objBudget
-	cus    []cuRange
-	units  map[dwarf.Offset]*cuInfo
-	names  map[dwarf.Offset]string
-	// reload parses the DWARF again after a drop, charging its inflated
-	// sections to a part of the object's budget that dataBudget holds;
-	// used is when d was last needed, idle how long it may then stay
-	// unused (doubled at each idle drop, see dwarfIdleMax); parses
-	// counts the parses (see dwarfQuickParses).
-	reload     func(*objBudget) *dwarf.Data
+	// spans are the compilation units of .debug_info in order, found
+	// once; cus indexes those with code by address.
+	spans []unitSpan
+	cus   []cuRange
+	units map[dwarf.Offset]*cuInfo
+	names map[dwarf.Offset]string
+	// reload reads the sections again after a drop, charging what it
+	// inflates to a part of the object's budget that dataBudget holds;
+	// used is when they were last needed, idle how long they may then
+	// stay unused (doubled at each idle drop, see dwarfIdleMax); parses
+	// counts the reads (see dwarfQuickParses).
+	reload     func(*objBudget) *dwarfSecs
 	dataBudget *objBudget
 	used       time.Time
 	idle       time.Duration
 	parses     int
-	// reloadUnit builds, while the parsed DWARF is dropped, a dwarf.Data
-	// holding the unit at an offset alone (see loadUnitDWARF); unitLoads
-	// counts the units so loaded, dropLoads those since the last drop
-	// (see dwarfUnitLoads).
-	reloadUnit func(dwarf.Offset, *objBudget) (d *dwarf.Data, start, end dwarf.Offset)
-	unitLoads  int
-	dropLoads  int
 }
 
-// unitData is the DWARF a unit is being loaded from: the whole parsed
-// DWARF (hi 0), or a dwarf.Data that holds the unit at [lo, hi) alone, in
-// which an entry outside that range must not be read.
-type unitData struct {
-	d      *dwarf.Data
-	lo, hi dwarf.Offset
+// dwarfSecs are the DWARF sections of one object, inflated where
+// compressed, else slices of the mapped file. whole is, while they are
+// held, a dwarf.Data over all of them, made only for a unit that refers
+// into another (unitData).
+type dwarfSecs struct {
+	info, abbrev, line, ranges, str []byte
+	v5                              [len(dwarf5Names)][]byte
+	order                           binary.ByteOrder
+	whole                           *dwarf.Data
+	wholeFailed                     bool
+}
+
+// unitSpan is one compilation unit of .debug_info: its header at start,
+// its first entry at entry, its end, and whether its entries may refer
+// outside it (global, see unitData).
+type unitSpan struct {
+	start, entry, end dwarf.Offset
+	global            bool
 }
 
 type cuRange struct {
@@ -85,12 +100,8 @@ type lineRow struct {
 	line int32
 }
 
-// dwarfSections lists the sections debug/dwarf reads, in dwarf.New's order
-// (nil where not needed), then the DWARF 5 ones added by name.
-var (
-	dwarfNewSections = []string{".debug_abbrev", ".debug_aranges", "", ".debug_info", ".debug_line", "", ".debug_ranges", ".debug_str"}
-	dwarf5Sections   = []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"}
-)
+// dwarf5Names are the DWARF 5 sections handed to dwarf.Data.AddSection.
+var dwarf5Names = [...]string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"}
 
 // dwarf returns o's DWARF index from o itself or its debug file, or nil.
 func (o *object) dwarf() *dwarfInfo {
@@ -106,84 +117,67 @@ func (o *object) dwarf() *dwarfInfo {
 			continue
 		}
 		part := o.budget.part()
-		if d := loadDWARF(src.ef, src.data, part); d != nil {
-			o.dw = newDwarfInfo(d, o.budget)
+		if s := loadDWARF(src.ef, src.data, part); s != nil {
+			o.dw = newDwarfInfo(s, o.budget)
 			o.dw.dataBudget = part
 			o.dw.used = time.Now()
 			o.dw.parses = 1
-			o.dw.reload = func(b *objBudget) *dwarf.Data { return loadDWARF(src.ef, src.data, b) }
-			o.dw.reloadUnit = func(off dwarf.Offset, b *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
-				return loadUnitDWARF(src.ef, src.data, off, b)
-			}
+			o.dw.reload = func(b *objBudget) *dwarfSecs { return loadDWARF(src.ef, src.data, b) }
 			return o.dw
 		}
 	}
 	return nil
 }
 
-// When the parsed DWARF behind an index goes (see TrimDebugInfo). It is
-// the largest table a symbolizer holds (glibc's: 20 MB of live heap,
-// 11.5 MB of it debug/dwarf's abbreviation tables for its 2,063 units and
-// 8.5 MB the inflated sections), and
-// it is needed only to load a unit not loaded yet: the units an address
-// was looked up in keep their functions, inline trees and lines, and a
+// When the sections behind an index go (see TrimDebugInfo). They are the
+// largest table a symbolizer holds (glibc's: 8.5 MB inflated), and they
+// are needed only to load a unit not loaded yet: the units an address was
+// looked up in keep their functions, inline trees and lines, and a
 // recording's addresses fall in the same few units within seconds of
-// attaching. Parsing it again costs about 0.09 s of CPU for glibc (and
-// 20 MB of live heap; getrusage and MemStats around the parse).
+// attaching. Reading them again costs glibc about 25 ms of CPU, the
+// inflation.
 //
-// Each drop doubles how long it must then stay unused before it goes
+// Each drop doubles how long they must then stay unused before they go
 // again (TrimDebugInfo, every second in a session), up to dwarfIdleMax:
-// an object whose addresses keep reaching new units is reparsed a few
-// times and then kept.
+// an object whose addresses keep reaching new units is read a few times
+// and then kept.
 //
-// A caller about to use much memory for a moment drops it at once
+// A caller about to use much memory for a moment drops them at once
 // (DropDebugInfo: a session after building each snapshot, before it is
-// analyzed). Held for its idle time, it sat under contend top's
-// analyses: on the stripe fixture glibc's units were loaded in one batch
-// at attaching and one more unit 36 s later, while the 20 MB stayed in 4
-// of 5 analyses' live heap (heap profiles taken at each), the largest
-// part of top's memory above its 100 MB goal. Those drops are at most
-// dwarfQuickParses per object (0.7 s of CPU for glibc, once per session);
-// after that the DWARF stays until it is idle. Dropped at every trim
-// instead, the reparses' CPU on a recorder of the churn fixture (threads
-// and stacks new every second) made the test that counts its waits lose
-// 0.1-0.16 % of them in 3 of 4 runs (TestChurnNothingLost).
-//
-// While it is dropped, a unit not loaded yet is read alone
-// (loadUnitDWARF), at a fraction of a parse's memory, up to dwarfUnitLoads
-// units per drop; the next parses the whole DWARF again, which then
-// serves the rest of the burst until the next drop. One unit of glibc
-// costs about 29 ms of CPU (1,937 units loaded one by one in 57 s: the
-// inflation of .debug_info up to the unit and of the line, string and
-// abbreviation sections), a whole parse about 90 ms: three unit loads cost
-// about what a parse does, so a burst never costs much more than before.
-// At the rate top meets new units after its first seconds (one glibc unit
-// in 117 s in the 10-minute run) every load is a unit load.
+// analyzed). Held for their idle time, glibc's parsed DWARF (20 MB when it
+// was parsed whole) sat under contend top's analyses: on the stripe
+// fixture glibc's units were loaded in one batch at attaching and one more
+// unit 36 s later, while the 20 MB stayed in 4 of 5 analyses' live heap
+// (heap profiles taken at each), the largest part of top's memory above
+// its 100 MB goal. Those drops are at most dwarfQuickParses per object;
+// after that the sections stay until they are idle. Dropped at every trim
+// instead, the whole parses' CPU on a recorder of the churn fixture
+// (threads and stacks new every second) made the test that counts its
+// waits lose 0.1-0.16 % of them in 3 of 4 runs (TestChurnNothingLost).
 const (
 	dwarfQuickParses = 8
 	dwarfIdleFirst   = 5 * time.Second
 	dwarfIdleMax     = 10 * time.Minute
-	dwarfUnitLoads   = 3
 )
 
-// data returns the parsed DWARF, parsing it again if it was dropped; nil
-// when that fails (over the budget).
-func (dw *dwarfInfo) data() *dwarf.Data {
+// sections returns the DWARF sections, reading them again if they were
+// dropped; nil when that fails (over the budget).
+func (dw *dwarfInfo) sections() *dwarfSecs {
 	dw.used = time.Now()
-	if dw.d == nil && dw.reload != nil {
+	if dw.secs == nil && dw.reload != nil {
 		dw.parses++
 		dw.dataBudget = dw.budget.part()
-		dw.d = dw.reload(dw.dataBudget)
+		dw.secs = dw.reload(dw.dataBudget)
 	}
-	return dw.d
+	return dw.secs
 }
 
-// trimData drops the parsed DWARF if it has not been needed for its idle
-// time, or, when quick, at once if it has been parsed at most
+// trimData drops the sections if they have not been needed for their idle
+// time, or, when quick, at once if they have been read at most
 // dwarfQuickParses times, and reports whether it did. The loaded units
 // stay.
 func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
-	if dw == nil || dw.d == nil || dw.reload == nil {
+	if dw == nil || dw.secs == nil || dw.reload == nil {
 		return false
 	}
 	if dw.idle == 0 {
@@ -199,10 +193,9 @@ func (dw *dwarfInfo) trimData(now time.Time, quick bool) bool {
 		}
 		dw.idle = min(2*dw.idle, dwarfIdleMax)
 	}
-	dw.d = nil
+	dw.secs = nil
 	dw.dataBudget.refund()
 	dw.dataBudget = nil
-	dw.dropLoads = 0
 	return true
 }
 
@@ -220,21 +213,35 @@ func dbgData(d *debugFile) []byte {
 	return d.data
 }
 
-// loadDWARF builds a dwarf.Data over the mapped sections, decompressing
-// only compressed ones. It returns nil when the file has no usable
-// .debug_info. .debug_info and .debug_abbrev are looked at first: without
-// both nothing is inflated, and the inflated size of every section
-// needed, read from the headers, must fit in the budget before any is
-// inflated, so a file of compressed sections that each look small cannot
-// inflate one after another past it.
-func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarf.Data {
+// dwarfSection returns the section name of ef, or its .zdebug_ form; nil
+// for "" or neither.
+func dwarfSection(ef *elf.File, name string) *elf.Section {
+	if name == "" {
+		return nil
+	}
+	s := ef.Section(name)
+	if s == nil {
+		s = ef.Section(".zdebug_" + name[len(".debug_"):])
+	}
+	return s
+}
+
+// loadDWARF reads the DWARF sections of a file, inflating only compressed
+// ones. It returns nil when the file has no usable .debug_info.
+// .debug_info and .debug_abbrev are looked at first: without both nothing
+// is inflated, and the inflated size of every section needed, read from
+// the headers, must fit in the budget before any is inflated, so a file
+// of compressed sections that each look small cannot inflate one after
+// another past it.
+func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarfSecs {
 	find := func(name string) *elf.Section { return dwarfSection(ef, name) }
 	info, abbrev := find(".debug_info"), find(".debug_abbrev")
 	if info == nil || abbrev == nil || info.Type == elf.SHT_NOBITS || abbrev.Type == elf.SHT_NOBITS {
 		return nil
 	}
+	names := append([]string{".debug_info", ".debug_abbrev", ".debug_line", ".debug_ranges", ".debug_str"}, dwarf5Names[:]...)
 	var inflated uint64
-	for _, n := range append(append([]string(nil), dwarfNewSections...), dwarf5Sections...) {
+	for _, n := range names {
 		s := find(n)
 		if s == nil {
 			continue
@@ -261,188 +268,188 @@ func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarf.Data {
 		}
 		return b
 	}
-	var secs [8][]byte
-	for i, n := range dwarfNewSections {
-		secs[i] = get(n)
+	s := &dwarfSecs{info: get(".debug_info"), abbrev: get(".debug_abbrev"), line: get(".debug_line"),
+		ranges: get(".debug_ranges"), str: get(".debug_str"), order: ef.ByteOrder}
+	for i, n := range dwarf5Names {
+		s.v5[i] = get(n)
 	}
-	if len(secs[3]) == 0 || len(secs[0]) == 0 {
+	if len(s.info) == 0 || len(s.abbrev) == 0 || s.order == nil {
 		return nil
-	}
-	d, err := dwarf.New(secs[0], secs[1], secs[2], secs[3], secs[4], secs[5], secs[6], secs[7])
-	if err != nil {
-		return nil
-	}
-	for _, n := range dwarf5Sections {
-		if b := get(n); len(b) > 0 {
-			if err := d.AddSection(n, b); err != nil {
-				return nil
-			}
-		}
-	}
-	return d
-}
-
-// dwarfSection returns the section name of ef, or its .zdebug_ form; nil
-// for "" or neither.
-func dwarfSection(ef *elf.File, name string) *elf.Section {
-	if name == "" {
-		return nil
-	}
-	s := ef.Section(name)
-	if s == nil {
-		s = ef.Section(".zdebug_" + name[len(".debug_"):])
 	}
 	return s
 }
 
-// loadUnitDWARF builds a dwarf.Data that holds the unit at offset off of
-// .debug_info alone, and returns it with the unit's end; nil when it
-// cannot. It is how a unit is loaded while the parsed DWARF is dropped:
-// dwarf.New parses the abbreviation table of every unit it is given, and
-// for glibc those tables are most of the 20 MB a parse takes (its
-// inflated sections are 8.5 MB), parsed again for one unit. Here it is
-// given one unit's table.
-//
-// The unit keeps its offset, so that its entries and references read as
-// they would in the whole DWARF: the unit's bytes are copied to the same
-// offset of a buffer whose start holds a header of a filler unit that
-// spans everything before it (with the unit's own abbreviation table, so
-// that no other is parsed). An entry outside [off, end) is filler, never
-// to be read (unitData). A compressed .debug_info is inflated only up to
-// the unit's end; the other sections (lines, strings, ranges, the
-// abbreviations) are inflated whole, as loadDWARF does, and all of it is
-// charged to budget for the load.
-func loadUnitDWARF(ef *elf.File, data []byte, off dwarf.Offset, budget *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
-	find := func(name string) *elf.Section { return dwarfSection(ef, name) }
-	info, abbrev := find(".debug_info"), find(".debug_abbrev")
-	if info == nil || abbrev == nil || info.Type == elf.SHT_NOBITS || abbrev.Type == elf.SHT_NOBITS {
-		return nil, 0, 0
-	}
-	size, compressed, err := inflatedSize(data, info)
-	if err != nil || uint64(off) >= size {
-		return nil, 0, 0
-	}
-	var r io.Reader
-	if compressed {
-		r = info.Open()
-	} else {
-		end := info.Offset + info.FileSize
-		if end < info.Offset || end > uint64(len(data)) {
-			return nil, 0, 0
-		}
-		r = bytes.NewReader(data[info.Offset:end])
-	}
-	// Walk the unit headers up to the unit holding off (the offset of its
-	// first entry, which follows the header), skipping the units before
-	// it: their lengths are all that is read of them.
-	bo := ef.ByteOrder
-	var hdr [12]byte
-	var start, end, lenSize uint64
-	for {
-		if _, err := io.ReadFull(r, hdr[:4]); err != nil {
-			return nil, 0, 0
-		}
-		length := uint64(bo.Uint32(hdr[:4]))
-		lenSize = 4
+// Forms whose value is an offset anywhere in .debug_info (or in another
+// file), or may be one: a unit whose abbreviations use them is read
+// through the whole DWARF (unitData).
+const (
+	formRefAddr    = 0x10
+	formIndirect   = 0x16
+	formGNURefAlt  = 0x1f20
+	formImplicit   = 0x21 // DW_FORM_implicit_const: a value follows in the table
+	dwUTCompile    = 1
+	dwUTPartial    = 3
+	dwUTSkeleton   = 4
+	dwUTSplitComp  = 5
+	maxUnitsWalked = 1 << 22
+)
+
+// unitSpans walks the unit headers of .debug_info and returns its
+// compilation units (DWARF 5 type units left out); nil when the first
+// header is unreadable. Units after an unreadable header are left out.
+// Charged to budget as unit ranges are.
+func unitSpans(s *dwarfSecs, budget *objBudget) []unitSpan {
+	var spans []unitSpan
+	ch := &charger{budget: budget, what: "indexing its DWARF units", cost: costCU}
+	info, bo := s.info, s.order
+	for start := uint64(0); start+4 <= uint64(len(info)) && len(spans) < maxUnitsWalked; {
+		length, lenSize := uint64(bo.Uint32(info[start:])), uint64(4)
 		if length == 0xffffffff {
-			if _, err := io.ReadFull(r, hdr[4:12]); err != nil {
-				return nil, 0, 0
+			if start+12 > uint64(len(info)) {
+				break
 			}
-			length, lenSize = bo.Uint64(hdr[4:12]), 12
+			length, lenSize = bo.Uint64(info[start+4:]), 12
 		} else if length >= 0xfffffff0 {
-			return nil, 0, 0
-		}
-		if start+lenSize > size || length < 2 || length > size-start-lenSize {
-			return nil, 0, 0
-		}
-		end = start + lenSize + length
-		if uint64(off) < end {
 			break
 		}
-		if _, err := io.CopyN(io.Discard, r, int64(length)); err != nil {
-			return nil, 0, 0
+		if length < 2 || length > uint64(len(info))-start-lenSize {
+			break
+		}
+		end := start + lenSize + length
+		u := info[start+lenSize : end]
+		version := bo.Uint16(u)
+		offSize := uint64(4)
+		if lenSize == 12 {
+			offSize = 8
+		}
+		var hdr, abbrevAt uint64 // header size after the length; where the abbreviation offset is in it
+		ok := true
+		switch {
+		case version >= 2 && version <= 4:
+			hdr, abbrevAt = 2+offSize+1, 2
+		case version == 5 && len(u) >= 3:
+			abbrevAt = 4
+			switch u[2] {
+			case dwUTCompile, dwUTPartial:
+				hdr = 4 + offSize
+			case dwUTSkeleton, dwUTSplitComp:
+				hdr = 4 + offSize + 8
+			default:
+				ok = false // a type unit
+			}
+		default:
+			ok = false
+		}
+		if ok && hdr < uint64(len(u)) && abbrevAt+offSize <= uint64(len(u)) {
+			abbrevOff := uint64(bo.Uint32(u[abbrevAt:]))
+			if offSize == 8 {
+				abbrevOff = bo.Uint64(u[abbrevAt:])
+			}
+			if !ch.add() {
+				break
+			}
+			spans = append(spans, unitSpan{start: dwarf.Offset(start), entry: dwarf.Offset(start + lenSize + hdr),
+				end: dwarf.Offset(end), global: abbrevGlobalRefs(s.abbrev, abbrevOff)})
 		}
 		start = end
 	}
-	if uint64(off) < start+lenSize {
-		return nil, 0, 0
+	return spans
+}
+
+// abbrevGlobalRefs reports whether the abbreviation table at off uses a
+// form whose value may be an offset outside its unit (or cannot be read:
+// then it is assumed to).
+func abbrevGlobalRefs(abbrev []byte, off uint64) bool {
+	if off >= uint64(len(abbrev)) {
+		return true
 	}
-	const fillerSize = 11 // unit_length 4, version 2, abbrev offset 4, address size 1
-	if start != 0 && (start < fillerSize || start-4 >= 0xfffffff0) {
-		return nil, 0, 0
+	b := abbrev[off:]
+	uleb := func() (uint64, bool) {
+		var v uint64
+		for shift := uint(0); len(b) > 0 && shift < 64; shift += 7 {
+			c := b[0]
+			b = b[1:]
+			v |= uint64(c&0x7f) << shift
+			if c&0x80 == 0 {
+				return v, true
+			}
+		}
+		return 0, false
 	}
-	if !budget.take(int64(end), "inflating a DWARF unit") {
-		return nil, 0, 0
-	}
-	buf := make([]byte, end)
-	copy(buf[start:], hdr[:lenSize])
-	if _, err := io.ReadFull(r, buf[start+lenSize:]); err != nil {
-		return nil, 0, 0
-	}
-	if start != 0 {
-		u := buf[start+lenSize:]
-		version := bo.Uint16(u)
-		at, width := 2, 4 // where the abbreviation offset is, and its size
-		switch {
-		case version == 5:
-			at = 4 // after the unit type and address size
-		case version < 2 || version > 5:
-			return nil, 0, 0
+	for {
+		code, ok := uleb()
+		if !ok {
+			return true
 		}
-		if lenSize != 4 {
-			width = 8
+		if code == 0 {
+			return false
 		}
-		if len(u) < at+width {
-			return nil, 0, 0
+		if _, ok := uleb(); !ok || len(b) == 0 { // tag, then the children flag
+			return true
 		}
-		abbrevOff := uint64(bo.Uint32(u[at:]))
-		if width == 8 {
-			abbrevOff = bo.Uint64(u[at:])
-		}
-		if abbrevOff > 0xffffffff {
-			return nil, 0, 0
-		}
-		bo.PutUint32(buf[0:], uint32(start)-4)
-		bo.PutUint16(buf[4:], 4)
-		bo.PutUint32(buf[6:], uint32(abbrevOff))
-		buf[10] = 8
-		if ef.Class == elf.ELFCLASS32 {
-			buf[10] = 4
-		}
-	}
-	var inflated uint64
-	for _, n := range append(append([]string(nil), dwarfNewSections...), dwarf5Sections...) {
-		if s := find(n); s != nil && n != ".debug_info" && n != ".debug_aranges" {
-			if size, compressed, err := inflatedSize(data, s); err != nil {
-				return nil, 0, 0
-			} else if compressed {
-				inflated += size
+		b = b[1:]
+		for {
+			attr, ok1 := uleb()
+			form, ok2 := uleb()
+			if !ok1 || !ok2 {
+				return true
+			}
+			if attr == 0 && form == 0 {
+				break
+			}
+			switch form {
+			case formRefAddr, formIndirect, formGNURefAlt:
+				return true
+			case formImplicit:
+				if _, ok := uleb(); !ok { // its value, signed: same length
+					return true
+				}
 			}
 		}
 	}
-	if inflated > 0 && !budget.take(int64(min(inflated, 1<<62)), "inflating its DWARF") {
-		return nil, 0, 0
+}
+
+// unitData returns the dwarf.Data a unit is read from, with the offset
+// that its entries' offsets (and the references among them) are shifted
+// by: a dwarf.Data over the unit's bytes alone, whose entries read at
+// their offset less the unit's start, for a unit whose entries refer only
+// within it (unit-relative reference forms); for one that may refer
+// elsewhere (global), the whole DWARF, shift 0. nil when it cannot be
+// read.
+func (s *dwarfSecs) unitData(sp unitSpan) (*dwarf.Data, dwarf.Offset) {
+	if sp.global {
+		return s.wholeData(), 0
 	}
-	get := func(name string) []byte {
-		b, err := sectionBytes(data, find(name), nil)
-		if err != nil {
-			return nil
+	d, err := dwarf.New(s.abbrev, nil, nil, s.info[sp.start:sp.end], s.line, nil, s.ranges, s.str)
+	if err != nil || s.addV5(d) != nil {
+		return nil, 0
+	}
+	return d, sp.start
+}
+
+// wholeData returns a dwarf.Data over every unit, made once while the
+// sections are held; nil when it cannot be made.
+func (s *dwarfSecs) wholeData() *dwarf.Data {
+	if s.whole == nil && !s.wholeFailed {
+		d, err := dwarf.New(s.abbrev, nil, nil, s.info, s.line, nil, s.ranges, s.str)
+		if err == nil && s.addV5(d) == nil {
+			s.whole = d
+		} else {
+			s.wholeFailed = true
 		}
-		return b
 	}
-	d, err := dwarf.New(get(".debug_abbrev"), nil, nil, buf, get(".debug_line"), nil, get(".debug_ranges"), get(".debug_str"))
-	if err != nil {
-		println("ZZ", err.Error())
-		return nil, 0, 0
-	}
-	for _, n := range dwarf5Sections {
-		if b := get(n); len(b) > 0 {
-			if err := d.AddSection(n, b); err != nil {
-				return nil, 0, 0
+	return s.whole
+}
+
+func (s *dwarfSecs) addV5(d *dwarf.Data) error {
+	for i, n := range dwarf5Names {
+		if len(s.v5[i]) > 0 {
+			if err := d.AddSection(n, s.v5[i]); err != nil {
+				return err
 			}
 		}
 	}
-	return d, dwarf.Offset(start), dwarf.Offset(end)
+	return nil
 }
 
 // Memory of the DWARF index, charged to the object's budget as it grows:
@@ -483,23 +490,35 @@ func (c *charger) add() bool {
 	return true
 }
 
-func newDwarfInfo(d *dwarf.Data, budget *objBudget) *dwarfInfo {
-	dw := &dwarfInfo{d: d, budget: budget, units: map[dwarf.Offset]*cuInfo{}, names: map[dwarf.Offset]string{}}
-	r := d.Reader()
-	ch := &charger{budget: budget, what: "indexing its DWARF units", cost: costCU}
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
+func newDwarfInfo(s *dwarfSecs, budget *objBudget) *dwarfInfo {
+	dw := &dwarfInfo{secs: s, budget: budget, units: map[dwarf.Offset]*cuInfo{}, names: map[dwarf.Offset]string{}}
+	dw.spans = unitSpans(s, budget)
+	dw.indexUnits()
+	return dw
+}
+
+// indexUnits indexes the units' address ranges (cus).
+func (dw *dwarfInfo) indexUnits() {
+	s := dw.secs
+	ch := &charger{budget: dw.budget, what: "indexing its DWARF units", cost: costCU}
+	for _, sp := range dw.spans {
+		d, shift := s.unitData(sp)
+		if d == nil {
+			continue
 		}
-		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
-			rs, err := d.Ranges(e)
-			if err == nil {
-				for _, rg := range rs {
-					if rg[1] > rg[0] && ch.add() {
-						dw.cus = append(dw.cus, cuRange{rg[0], rg[1], e.Offset})
-					}
-				}
+		r := d.Reader()
+		r.Seek(sp.entry - shift)
+		e, err := r.Next()
+		if err != nil || e == nil || (e.Tag != dwarf.TagCompileUnit && e.Tag != dwarf.TagPartialUnit) {
+			continue
+		}
+		rs, err := d.Ranges(e)
+		if err != nil {
+			continue
+		}
+		for _, rg := range rs {
+			if rg[1] > rg[0] && ch.add() {
+				dw.cus = append(dw.cus, cuRange{rg[0], rg[1], sp.entry})
 			}
 		}
 		if ch.failed {
@@ -507,10 +526,8 @@ func newDwarfInfo(d *dwarf.Data, budget *objBudget) *dwarfInfo {
 			// inline frames.
 			break
 		}
-		r.SkipChildren()
 	}
 	sort.Slice(dw.cus, func(i, j int) bool { return dw.cus[i].lo < dw.cus[j].lo })
-	return dw
 }
 
 // unit returns the compilation unit covering pc, loading it on first use.
@@ -526,34 +543,86 @@ func (dw *dwarfInfo) unit(pc uint64) *cuInfo {
 	return nil
 }
 
+// spanAt returns the unit holding offset off of .debug_info.
+func (dw *dwarfInfo) spanAt(off dwarf.Offset) (unitSpan, bool) {
+	i := sort.Search(len(dw.spans), func(i int) bool { return dw.spans[i].end > off })
+	if i < len(dw.spans) && off >= dw.spans[i].start {
+		return dw.spans[i], true
+	}
+	return unitSpan{}, false
+}
+
+// unitReader reads the entries of one unit (at their offsets in
+// .debug_info: the reader shifts them, see dwarfSecs.unitData).
+type unitReader struct {
+	span  unitSpan
+	d     *dwarf.Data
+	shift dwarf.Offset
+}
+
+// readerAt returns a reader of the unit holding off, reusing ur when it
+// is that unit's; nil when the unit cannot be read.
+func (dw *dwarfInfo) readerAt(off dwarf.Offset, ur *unitReader) *unitReader {
+	if ur != nil && off >= ur.span.start && off < ur.span.end {
+		return ur
+	}
+	sp, ok := dw.spanAt(off)
+	if !ok {
+		return nil
+	}
+	s := dw.sections()
+	if s == nil {
+		return nil
+	}
+	d, shift := s.unitData(sp)
+	if d == nil {
+		return nil
+	}
+	return &unitReader{span: sp, d: d, shift: shift}
+}
+
+// entry reads the entry at off (global) and returns it with its offset
+// and references made global again.
+func (ur *unitReader) entry(off dwarf.Offset) *dwarf.Entry {
+	r := ur.d.Reader()
+	r.Seek(off - ur.shift)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return nil
+	}
+	ur.globalize(e)
+	return e
+}
+
+// globalize shifts an entry's offset and its references back to offsets
+// in .debug_info.
+func (ur *unitReader) globalize(e *dwarf.Entry) {
+	if ur.shift == 0 {
+		return
+	}
+	e.Offset += ur.shift
+	for i := range e.Field {
+		if e.Field[i].Class == dwarf.ClassReference {
+			if v, ok := e.Field[i].Val.(dwarf.Offset); ok {
+				e.Field[i].Val = v + ur.shift
+			}
+		}
+	}
+}
+
 func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	if u, ok := dw.units[off]; ok {
 		return u
 	}
-	// With the parsed DWARF dropped, the unit is read from a dwarf.Data
-	// of its own (see loadUnitDWARF), and only a name held by another
-	// unit parses the whole DWARF again.
-	ud := unitData{d: dw.d}
-	if ud.d == nil && dw.reloadUnit != nil && dw.dropLoads < dwarfUnitLoads {
-		part := dw.budget.part()
-		defer part.refund()
-		if d, start, end := dw.reloadUnit(off, part); d != nil {
-			ud = unitData{d: d, lo: start, hi: end}
-			dw.unitLoads++
-			dw.dropLoads++
-		}
-	}
-	if ud.d == nil {
-		ud.d = dw.data()
-	}
-	d := ud.d
-	if d == nil {
+	ur := dw.readerAt(off, nil)
+	if ur == nil {
 		return nil
 	}
+	d := ur.d
 	u := &cuInfo{}
 	dw.units[off] = u
 	r := d.Reader()
-	r.Seek(off)
+	r.Seek(off - ur.shift)
 	cu, err := r.Next()
 	if err != nil || cu == nil {
 		return u
@@ -586,6 +655,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 						break
 					}
 					n := dnode{ranges: rs}
+					ur.globalize(e)
 					n.name, n.nameRef = entryName(e)
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
 						n.callFile = int(v)
@@ -620,7 +690,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	// Names through abstract origins are resolved now, while the parsed
 	// DWARF is at hand: the unit must not need it again.
 	for i := range u.nodes {
-		dw.nodeName(&u.nodes[i], ud)
+		dw.nodeName(&u.nodes[i], ur)
 	}
 	return u
 }
@@ -663,26 +733,20 @@ func entryName(e *dwarf.Entry) (string, dwarf.Offset) {
 }
 
 // nameAt resolves a name through abstract origins and specifications,
-// reading the entries from ud where it holds them, else from the whole
-// parsed DWARF.
-func (dw *dwarfInfo) nameAt(off dwarf.Offset, ud unitData) string {
+// reading the entries through ur while they are in its unit.
+func (dw *dwarfInfo) nameAt(off dwarf.Offset, ur *unitReader) string {
 	if s, ok := dw.names[off]; ok {
 		return s
 	}
 	key := off
 	name := ""
 	for hops := 0; hops < 8 && off != 0; hops++ {
-		d := ud.d
-		if d == nil || ud.hi != 0 && (off < ud.lo || off >= ud.hi) {
-			d = dw.data()
-		}
-		if d == nil {
+		ur = dw.readerAt(off, ur)
+		if ur == nil {
 			break
 		}
-		r := d.Reader()
-		r.Seek(off)
-		e, err := r.Next()
-		if err != nil || e == nil {
+		e := ur.entry(off)
+		if e == nil {
 			break
 		}
 		var next dwarf.Offset
@@ -696,11 +760,11 @@ func (dw *dwarfInfo) nameAt(off dwarf.Offset, ud unitData) string {
 	return name
 }
 
-func (dw *dwarfInfo) nodeName(n *dnode, ud unitData) string {
+func (dw *dwarfInfo) nodeName(n *dnode, ur *unitReader) string {
 	if n.name != "" || n.nameRef == 0 {
 		return n.name
 	}
-	n.name, n.nameRef = dw.nameAt(n.nameRef, ud), 0
+	n.name, n.nameRef = dw.nameAt(n.nameRef, ur), 0
 	return n.name
 }
 
@@ -826,7 +890,7 @@ func (dw *dwarfInfo) frames(pc uint64) []inlFrame {
 	out := make([]inlFrame, 0, len(chain))
 	for k := len(chain) - 1; k >= 0; k-- {
 		n := &u.nodes[chain[k]]
-		out = append(out, inlFrame{fn: dw.nodeName(n, unitData{d: dw.d}), file: file, line: line})
+		out = append(out, inlFrame{fn: dw.nodeName(n, nil), file: file, line: line})
 		// The caller's position is this instance's call site.
 		if n.callFile >= 0 && n.callFile < len(u.files) {
 			file = u.files[n.callFile]

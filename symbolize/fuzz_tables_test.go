@@ -2,7 +2,6 @@ package symbolize
 
 import (
 	"bytes"
-	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"os/exec"
@@ -220,17 +219,6 @@ func FuzzDWARFIndex(f *testing.F) {
 		}
 		for _, p := range pcs {
 			dw.frames(p)
-		}
-		// The same lookups with each unit loaded alone, as while the
-		// parsed DWARF is dropped (loadUnitDWARF).
-		alone := newDwarfInfo(d, budget)
-		alone.d = nil
-		alone.reloadUnit = func(off dwarf.Offset, b *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
-			return loadUnitDWARF(ef, data, off, b)
-		}
-		for _, p := range pcs {
-			alone.dropLoads = 0
-			alone.frames(p)
 		}
 	})
 }

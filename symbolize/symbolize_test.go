@@ -600,7 +600,7 @@ func ledgerDWARF(t *testing.T) (*ObjectCache, *Process, *object, uint64, []recor
 		t.Fatalf("Frames(teller) = %+v, want teller with a line from DWARF", first)
 	}
 	o := p.impl.exeObj
-	if o.dw == nil || o.dw.d == nil {
+	if o.dw == nil || o.dw.secs == nil {
 		t.Fatal("the executable's DWARF was not loaded")
 	}
 	return cache, p, o, teller, first
@@ -616,24 +616,23 @@ func checkDropped(t *testing.T, what string, drop func() int, p *Process, o *obj
 	if spent == 0 {
 		t.Fatal("parsing the compressed DWARF charged nothing to the budget")
 	}
-	if n := drop(); n != 1 || o.dw.d != nil {
-		t.Fatalf("%s dropped %d, executable's DWARF kept %v; want the executable's dropped", what, n, o.dw.d != nil)
+	if n := drop(); n != 1 || o.dw.secs != nil {
+		t.Fatalf("%s dropped %d, executable's DWARF kept %v; want the executable's dropped", what, n, o.dw.secs != nil)
 	}
 	if o.budget.left != left+spent {
 		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
 	}
 	same := p.Frames(teller+1, true) // not cached, in a loaded unit
-	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.d != nil {
-		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.d != nil, first[0].File)
+	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.secs != nil {
+		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.secs != nil, first[0].File)
 	}
 }
 
 // The parsed DWARF behind an object's index, left unneeded for its idle
 // time, is dropped and its budget given back; addresses in units already
 // loaded are still named, with lines, without parsing it again; an address
-// in a unit not loaded loads that unit alone, up to dwarfUnitLoads times
-// per drop, and the next such address parses the DWARF again; the next
-// idle time is then twice as long.
+// in a unit not loaded parses it again, and the next idle time is twice as
+// long.
 func TestTrimDebugInfo(t *testing.T) {
 	cache, p, o, teller, first := ledgerDWARF(t)
 	if n := cache.TrimDebugInfo(); n != 0 {
@@ -641,45 +640,13 @@ func TestTrimDebugInfo(t *testing.T) {
 	}
 	o.dw.used = time.Now().Add(-dwarfIdleFirst)
 	checkDropped(t, "TrimDebugInfo", cache.TrimDebugInfo, p, o, teller, first)
-	checkUnitLoads(t, p, o, teller, first, 2)
-	if o.dw.d == nil || o.dw.idle != 2*dwarfIdleFirst {
-		t.Errorf("DWARF parsed again %v, next idle time %s; want parsed and %s", o.dw.d != nil, o.dw.idle, 2*dwarfIdleFirst)
+	clear(o.dw.units) // as if teller's unit had never been loaded
+	again := p.Frames(teller+2, true)
+	if again[0].Func != "teller" || again[0].File != first[0].File || again[0].Line == 0 {
+		t.Errorf("Frames(teller+2) with no unit loaded = %+v, want teller in %s with a line", again, first[0].File)
 	}
-}
-
-// checkUnitLoads looks up addresses in teller's unit, made not loaded
-// before each, from base on (addresses not cached yet): with the parsed
-// DWARF dropped, the first dwarfUnitLoads load the unit alone (the DWARF
-// not parsed, and of the budget they take only the unit's index kept: as
-// much as the load that parses keeps beside the parse), the next parses
-// the DWARF again; each names teller in its file, with a line.
-func checkUnitLoads(t *testing.T, p *Process, o *object, teller uint64, first []recording.Frame, base uint64) {
-	t.Helper()
-	parses := o.dw.parses
-	var kept []int64
-	for i := 0; i <= dwarfUnitLoads; i++ {
-		clear(o.dw.units) // as if teller's unit had never been loaded
-		left := o.budget.left
-		fr := p.Frames(teller+base+uint64(i), true)
-		if fr[0].Func != "teller" || fr[0].File != first[0].File || fr[0].Line == 0 {
-			t.Fatalf("lookup %d with no unit loaded: Frames = %+v, want teller in %s with a line", i, fr, first[0].File)
-		}
-		kept = append(kept, left-o.budget.left)
-		alone := i < dwarfUnitLoads
-		if alone && (o.dw.d != nil || o.dw.parses != parses) {
-			t.Fatalf("lookup %d of %d after the drop: DWARF parsed %v (%d parses, %d before); want the unit loaded alone",
-				i, dwarfUnitLoads, o.dw.d != nil, o.dw.parses, parses)
-		}
-		if !alone && (o.dw.d == nil || o.dw.parses != parses+1) {
-			t.Fatalf("lookup %d after the drop: DWARF parsed %v (%d parses, %d before); want it parsed again after %d units loaded alone",
-				i, o.dw.d != nil, o.dw.parses, parses, dwarfUnitLoads)
-		}
-	}
-	index := kept[dwarfUnitLoads] - o.dw.dataBudget.spent
-	for i, k := range kept[:dwarfUnitLoads] {
-		if k != index {
-			t.Errorf("unit load %d alone kept %d bytes of the budget, the unit's index is %d: want the rest given back", i, k, index)
-		}
+	if o.dw.secs == nil || o.dw.idle != 2*dwarfIdleFirst {
+		t.Errorf("DWARF parsed again %v, next idle time %s; want parsed and %s", o.dw.secs != nil, o.dw.idle, 2*dwarfIdleFirst)
 	}
 }
 
@@ -687,34 +654,39 @@ func checkUnitLoads(t *testing.T, p *Process, o *object, teller uint64, first []
 // recently it was used, its budget given back, for its first
 // dwarfQuickParses parses; addresses in units already loaded are still
 // named, with lines, without parsing it again; an address in a unit not
-// loaded loads that unit alone, dwarfUnitLoads times per drop, and then
-// parses it again. Once parsed that many times it is kept while needed,
-// and TrimDebugInfo drops it after its idle time, the next idle time twice
-// as long.
+// loaded parses it again. Once parsed that many times it is kept while
+// needed, and TrimDebugInfo drops it after its idle time, the next idle
+// time twice as long.
 func TestDropDebugInfo(t *testing.T) {
 	cache, p, o, teller, first := ledgerDWARF(t)
 	if n := cache.TrimDebugInfo(); n != 0 {
 		t.Fatalf("TrimDebugInfo dropped DWARF needed just now (%d)", n)
 	}
 	checkDropped(t, "DropDebugInfo after the first parse", cache.DropDebugInfo, p, o, teller, first)
-	// After each drop, the units loaded alone and then a parse.
+	// Each address below falls in a unit not loaded: every lookup
+	// parses the DWARF again.
 	for i := 2; i <= dwarfQuickParses; i++ {
-		checkUnitLoads(t, p, o, teller, first, uint64(2+i*(dwarfUnitLoads+1)))
+		clear(o.dw.units)
+		again := p.Frames(teller+uint64(i), true)
+		if again[0].Func != "teller" || again[0].File != first[0].File || again[0].Line == 0 || o.dw.secs == nil {
+			t.Fatalf("parse %d: Frames = %+v, DWARF parsed %v; want teller in %s with a line, parsed again", i, again, o.dw.secs != nil, first[0].File)
+		}
 		if n := cache.DropDebugInfo(); n != 1 {
 			t.Fatalf("parse %d of %d: DropDebugInfo dropped %d, want the DWARF dropped at once", i, dwarfQuickParses, n)
 		}
 	}
-	checkUnitLoads(t, p, o, teller, first, uint64(2+(dwarfQuickParses+1)*(dwarfUnitLoads+1)))
-	if o.dw.d == nil || o.dw.parses != dwarfQuickParses+1 {
-		t.Fatalf("DWARF parsed %v, %d parses; want parsed, %d", o.dw.d != nil, o.dw.parses, dwarfQuickParses+1)
+	clear(o.dw.units)
+	p.Frames(teller+dwarfQuickParses+1, true)
+	if o.dw.secs == nil || o.dw.parses != dwarfQuickParses+1 {
+		t.Fatalf("DWARF parsed %v, %d parses; want parsed, %d", o.dw.secs != nil, o.dw.parses, dwarfQuickParses+1)
 	}
 	if n := cache.DropDebugInfo(); n != 0 {
 		t.Fatalf("after %d parses, DropDebugInfo dropped DWARF needed just now (%d)", o.dw.parses, n)
 	}
 	idle := o.dw.idle
 	o.dw.used = time.Now().Add(-idle)
-	if n := cache.TrimDebugInfo(); n != 1 || o.dw.d != nil || o.dw.idle != 2*idle {
-		t.Errorf("after its idle time %s: dropped %d, kept %v, next idle time %s; want dropped, %s", idle, n, o.dw.d != nil, o.dw.idle, 2*idle)
+	if n := cache.TrimDebugInfo(); n != 1 || o.dw.secs != nil || o.dw.idle != 2*idle {
+		t.Errorf("after its idle time %s: dropped %d, kept %v, next idle time %s; want dropped, %s", idle, n, o.dw.secs != nil, o.dw.idle, 2*idle)
 	}
 	if idle != dwarfIdleFirst {
 		t.Errorf("idle time after the quick parses %s, want %s", idle, dwarfIdleFirst)

@@ -12,13 +12,15 @@ import (
 	"testing"
 )
 
-// TestUnitLoadMatchesWholeDWARF: a unit loaded alone while the parsed
-// DWARF is dropped (loadUnitDWARF) gives the same functions, inline
-// trees, names, call sites and lines as the same unit loaded from the
-// whole parse: for a two-unit program in DWARF 4 and 5, compressed (its
-// second unit read behind a filler unit), and for glibc's debug file
-// (DWARF 5, compressed, 2,063 units; a sample of 60 of them).
-func TestUnitLoadMatchesWholeDWARF(t *testing.T) {
+// TestUnitReadMatchesWholeDWARF: units read each through a dwarf.Data of
+// their own (dwarfSecs.unitData) give the same index, functions, inline
+// trees, names, call sites and lines as the same units read through one
+// dwarf.Data over all of .debug_info, as the symbolizer read them before:
+// for a two-unit program in DWARF 4 and 5, compressed, and for glibc's
+// debug file (DWARF 5, compressed, 2,063 units; 200 of them compared).
+// The units found by walking their headers are those the whole DWARF's
+// reader finds.
+func TestUnitReadMatchesWholeDWARF(t *testing.T) {
 	dir := t.TempDir()
 	second := filepath.Join(dir, "second.c")
 	src := `static inline __attribute__((always_inline)) int twice(int x) { return 2 * x; }
@@ -33,11 +35,11 @@ int second_helper(int x) { return twice(x) + 1; }
 	}
 	files = append(files, glibcDebugFile(t))
 	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) { compareUnitLoads(t, path) })
+		t.Run(filepath.Base(path), func(t *testing.T) { compareUnitReads(t, path) })
 	}
 }
 
-func compareUnitLoads(t *testing.T, path string) {
+func compareUnitReads(t *testing.T, path string) {
 	ef, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -47,44 +49,68 @@ func compareUnitLoads(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := loadDWARF(ef, data, nil)
-	if full == nil {
+	s := loadDWARF(ef, data, nil)
+	if s == nil {
 		t.Fatalf("%s: no DWARF", path)
 	}
-	whole := newDwarfInfo(full, nil)
-	// alone cannot parse the whole DWARF again (no reload): a name it
-	// would have to look up outside the unit comes out empty, and differs.
-	alone := newDwarfInfo(full, nil)
-	alone.d = nil
-	alone.reloadUnit = func(off dwarf.Offset, b *objBudget) (*dwarf.Data, dwarf.Offset, dwarf.Offset) {
-		return loadUnitDWARF(ef, data, off, b)
+	alone := newDwarfInfo(s, nil)
+	// whole reads every unit through one dwarf.Data over all units.
+	whole := newDwarfInfo(s, nil)
+	for i := range whole.spans {
+		whole.spans[i].global = true
+	}
+	whole.cus = nil
+	whole.indexUnits()
+	if !reflect.DeepEqual(alone.cus, whole.cus) {
+		t.Fatalf("index: %d unit ranges read alone, %d through the whole DWARF", len(alone.cus), len(whole.cus))
+	}
+	// The compilation units the whole DWARF's reader finds, by the
+	// offset of their first entry.
+	var cuOffs, spanOffs []dwarf.Offset
+	r := s.wholeData().Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			cuOffs = append(cuOffs, e.Offset)
+		}
+		r.SkipChildren()
+	}
+	relative := 0
+	for _, sp := range alone.spans {
+		spanOffs = append(spanOffs, sp.entry)
+		if !sp.global {
+			relative++
+		}
+	}
+	if !slices.Equal(cuOffs, spanOffs) {
+		t.Fatalf("units by their headers: %d, first entries %v...; the whole DWARF's reader: %d, %v...", len(spanOffs), spanOffs[:min(3, len(spanOffs))], len(cuOffs), cuOffs[:min(3, len(cuOffs))])
+	}
+	if relative == 0 {
+		t.Fatalf("none of the %d units read alone", len(alone.spans))
 	}
 	var offs []dwarf.Offset
-	for _, c := range whole.cus {
+	for _, c := range alone.cus {
 		offs = append(offs, c.off)
 	}
 	slices.Sort(offs)
 	offs = slices.Compact(offs)
 	if len(offs) < 2 {
-		t.Fatalf("%s: %d units with code, want 2 or more (one behind a filler)", path, len(offs))
+		t.Fatalf("%s: %d units with code, want 2 or more (one not at the start)", path, len(offs))
 	}
-	step := max(1, len(offs)/60)
+	step := max(1, len(offs)/200)
 	compared, nodes, lines := 0, 0, 0
 	for i := 0; i < len(offs); i += step {
 		off := offs[i]
-		alone.dropLoads = 0
-		before := alone.unitLoads
 		a, w := alone.loadUnit(off), whole.loadUnit(off)
-		if alone.unitLoads != before+1 {
-			t.Errorf("unit at %#x: not loaded alone", off)
-			continue
-		}
 		if a == nil || w == nil || len(w.lines) == 0 {
-			t.Errorf("unit at %#x: loaded alone %v, from the whole DWARF %v (%d lines)", off, a != nil, w != nil, len(w.lines))
+			t.Errorf("unit at %#x: read alone %v, through the whole DWARF %v", off, a != nil, w != nil)
 			continue
 		}
 		if !reflect.DeepEqual(a, w) {
-			t.Errorf("unit at %#x differs loaded alone: %d nodes, %d lines, %d files; from the whole DWARF %d, %d, %d",
+			t.Errorf("unit at %#x differs read alone: %d nodes, %d lines, %d files; through the whole DWARF %d, %d, %d",
 				off, len(a.nodes), len(a.lines), len(a.files), len(w.nodes), len(w.lines), len(w.files))
 			for j := range min(len(a.nodes), len(w.nodes)) {
 				if !reflect.DeepEqual(a.nodes[j], w.nodes[j]) {
@@ -98,7 +124,8 @@ func compareUnitLoads(t *testing.T, path string) {
 		nodes += len(a.nodes)
 		lines += len(a.lines)
 	}
-	t.Logf("%d of %d units compared: %d functions and inlined calls, %d line rows", compared, len(offs), nodes, lines)
+	t.Logf("%d units (%d read alone), %d of the %d with code compared: %d functions and inlined calls, %d line rows",
+		len(alone.spans), relative, compared, len(offs), nodes, lines)
 }
 
 // glibcDebugFile returns the path of glibc's separate debug file, found
