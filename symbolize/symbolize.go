@@ -130,7 +130,9 @@ func (c *ObjectCache) TrimDebugInfo() int { return c.trim(false) }
 
 // DropDebugInfo is TrimDebugInfo for a caller about to need much memory
 // for a moment: it drops the parsed DWARF however recently it was used,
-// for objects parsed at most dwarfQuickParses times.
+// for objects parsed at most dwarfQuickParses times, and gives back the
+// resident pages of every cached object's mapped files (see
+// releasePages).
 func (c *ObjectCache) DropDebugInfo() int { return c.trim(true) }
 
 func (c *ObjectCache) trim(quick bool) int {
@@ -143,6 +145,9 @@ func (c *ObjectCache) trim(quick bool) int {
 	for _, so := range c.objs {
 		if so.o.dw.trimData(now, quick) {
 			n++
+		}
+		if quick {
+			so.o.releasePages()
 		}
 	}
 	return n

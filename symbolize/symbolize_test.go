@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
@@ -622,6 +623,12 @@ func checkDropped(t *testing.T, what string, drop func() int, p *Process, o *obj
 	if o.budget.left != left+spent {
 		t.Errorf("budget left %d after the drop, %d before, %d taken by the parse: want it all given back", o.budget.left, left, spent)
 	}
+	if what != "TrimDebugInfo" && o.mapped {
+		// DropDebugInfo gives the mapped file's pages back too.
+		if kb := residentKB(t, o.data); kb != 0 {
+			t.Errorf("%s: %d kB of the executable's mapping still resident, want 0", what, kb)
+		}
+	}
 	same := p.Frames(teller+1, true) // not cached, in a loaded unit
 	if same[0].Func != "teller" || same[0].File != first[0].File || same[0].Line == 0 || o.dw.secs != nil {
 		t.Errorf("after the drop: Frames(teller+1) = %+v, DWARF parsed again %v; want teller in %s with a line, from the loaded unit", same, o.dw.secs != nil, first[0].File)
@@ -691,4 +698,35 @@ func TestDropDebugInfo(t *testing.T) {
 	if idle != dwarfIdleFirst {
 		t.Errorf("idle time after the quick parses %s, want %s", idle, dwarfIdleFirst)
 	}
+}
+
+// residentKB returns the resident size of the mapping of this process
+// that starts at b, from /proc/self/smaps.
+func residentKB(t *testing.T, b []byte) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(&b[0])))
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasSuffix(f[0], ":") {
+			// A mapping's header: "start-end perms offset dev inode path".
+			in = strings.HasPrefix(line, start)
+			continue
+		}
+		if in && strings.HasPrefix(line, "Rss:") {
+			kb, err := strconv.Atoi(strings.Fields(line)[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no mapping at %s in /proc/self/smaps", start)
+	return 0
 }
