@@ -57,6 +57,18 @@
 
 #define CT_ENOSYS 38
 
+// ct_syscall_nr returns the number of the syscall the task whose saved
+// user registers are ur is inside, -1 when it is in none (or ur is NULL):
+// inside a syscall ax still holds -ENOSYS (the entry code stores it there
+// until the call returns) and orig_ax the number, which tells a syscall
+// from an interrupt or fault frame.
+static __always_inline long ct_syscall_nr(struct pt_regs *ur)
+{
+	if (!ur || (long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS)
+		return -1;
+	return (long)BPF_CORE_READ(ur, orig_ax);
+}
+
 // ct_wait_op maps a futex(2) command to a wait op, 0 when it is not a wait.
 static __always_inline __u8 ct_wait_op(__u32 cmd)
 {
@@ -191,8 +203,7 @@ static __always_inline bool ct_call_resumed(struct task_struct *t, bool futex, s
 	sp->timeout = 0;
 	*now = bpf_ktime_get_ns();
 	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(t);
-	if (!ur || (long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS || (long)BPF_CORE_READ(ur, orig_ax) != s->nr ||
-	    BPF_CORE_READ(ur, sp) != s->sp || s->ts > *now) {
+	if (ct_syscall_nr(ur) != s->nr || BPF_CORE_READ(ur, sp) != s->sp || s->ts > *now) {
 		ct_count(CT_INFO_CALL_STALE);
 		return false;
 	}

@@ -182,11 +182,10 @@ static __always_inline void ct_wake_seen(struct pt_regs *regs, __u64 pid_tgid, s
 }
 
 // ct_in_futex reports whether thread p, asleep, is inside a futex call:
-// its saved user registers hold the call's number and ax still -ENOSYS.
+// ct_syscall_nr on its saved user registers.
 static __always_inline bool ct_in_futex(struct task_struct *p)
 {
-	struct pt_regs *ur = (struct pt_regs *)bpf_task_pt_regs(p);
-	return ur && (long)BPF_CORE_READ(ur, ax) == -CT_ENOSYS && ct_is_futex(BPF_CORE_READ(ur, orig_ax));
+	return ct_is_futex(ct_syscall_nr((struct pt_regs *)bpf_task_pt_regs(p)));
 }
 
 // ct_mark_woken marks the futex sleep of thread p as woken now, by a
@@ -237,11 +236,9 @@ int BPF_PROG(ct_futex_waking, struct task_struct *p)
 	struct pt_regs *ur = 0;
 	if (ct_by_task(cur)) {
 		ur = (struct pt_regs *)bpf_task_pt_regs(cur);
-		if (ur && (long)BPF_CORE_READ(ur, ax) == -CT_ENOSYS) {
-			long nr = BPF_CORE_READ(ur, orig_ax);
-			if (ct_is_futex(nr))
-				c = ct_decode_futex(ur, nr);
-		}
+		long nr = ct_syscall_nr(ur);
+		if (ct_is_futex(nr))
+			c = ct_decode_futex(ur, nr);
 	}
 	bool wake = c.op > CT_OP_LAST_WAIT;
 	if (p_target && ct_in_futex(p))

@@ -87,18 +87,14 @@ static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
 // ct_call_switch_out starts timing the traced syscall prev (the current
 // task, going to sleep at now) is in, if it is in one and the call has no
 // start yet. ur holds prev's user registers, u what the stack walks start
-// from; inside a syscall, ax still holds -ENOSYS (the entry code stores it
-// there until the call returns) and orig_ax the syscall number, which
-// tells a syscall from an interrupt or fault frame. The call's user stack
+// from (ct_syscall_nr tells which call it is in). The call's user stack
 // is walked here, while prev's memory is the current one, and kept in the
 // entry: the switch-in that ends the call runs in another task. *stack
 // receives it (0 when no call started), for the off-CPU view to reuse.
 static __always_inline void ct_call_switch_out(struct task_struct *prev, struct pt_regs *ur,
 					       struct ct_uregs u, __u64 now, __u64 *stack)
 {
-	if ((long)BPF_CORE_READ(ur, ax) != -CT_ENOSYS)
-		return;
-	long nr = BPF_CORE_READ(ur, orig_ax);
+	long nr = ct_syscall_nr(ur);
 	bool fut = futex_enabled && ct_is_futex(nr);
 	if (!fut && !(io_enabled && ct_is_io(nr)))
 		return;
