@@ -1460,7 +1460,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	if len(timelines) > 0 {
 		rec.Threads = sliceTimeline(mergeTimelines(timelines), from, to)
 	}
-	// This build's lookups are done: DWARF parsed for them goes before
+	// This build's lookups are done: DWARF read for them goes before
 	// the caller analyzes the recording (symbolize's dwarfQuickParses).
 	s.objs.DropDebugInfo()
 	return rec

@@ -120,17 +120,17 @@ func (c *ObjectCache) release(key string) bool {
 	return true
 }
 
-// TrimDebugInfo drops the parsed DWARF of the cached objects that has not
-// been needed for a while (see dwarfIdleFirst), giving its memory back;
-// the units already loaded stay, and the DWARF is parsed again when an
-// address falls in a unit not loaded yet. It returns how many objects'
-// DWARF it dropped. A long-running symbolizer (contend top, the agent)
+// TrimDebugInfo drops the DWARF sections of the cached objects that have
+// not been needed for a while (see dwarfIdleFirst), giving their memory
+// back; the units already loaded stay, and the sections are read again
+// when an address falls in a unit not loaded yet. It returns how many
+// objects' DWARF it dropped. A long-running symbolizer (contend top, the agent)
 // calls it now and then.
 func (c *ObjectCache) TrimDebugInfo() int { return c.trim(false) }
 
 // DropDebugInfo is TrimDebugInfo for a caller about to need much memory
-// for a moment: it drops the parsed DWARF however recently it was used,
-// for objects parsed at most dwarfQuickParses times, and gives back the
+// for a moment: it drops the DWARF sections however recently they were
+// used, for objects read at most dwarfQuickParses times, and gives back the
 // resident pages of every cached object's mapped files (see
 // releasePages).
 func (c *ObjectCache) DropDebugInfo() int { return c.trim(true) }

@@ -24,7 +24,7 @@ const memoryLimit = 64 << 20
 // that the moment passes: settleMemory collects and gives the pages back
 // after each analysis, so the heap climbs back from the live data alone.
 // With top's shorter event log (topMaxEvents), views whose samples share
-// their label maps and glibc's parsed DWARF dropped after each batch of
+// their label maps and glibc's DWARF dropped after each batch of
 // lookups, the live heap on the stripe fixture is 21-26 MB between
 // analyses and 40-44 MB at their peak (GODEBUG=gctrace=1): 64 MiB leaves
 // the collector room, a few cycles per analysis, where before those
@@ -33,7 +33,10 @@ const memoryLimit = 64 << 20
 // alternated with the build before: 105-127 MB at 72 MiB), of which
 // 30-32 MB is file-backed (the binary's text and data 21 MB, the ring
 // buffer 4 MB, glibc's debug file 3.5 MB), and took 8.9-9.5 % of a core
-// against 11.0-12.6 %.
+// against 11.0-12.6 %. Over 10 minutes, since DWARF is read unit by unit
+// (symbolize) and the mapped objects' pages are given back after each
+// build, its VmHWM was 97.8 MB, the live heap at the analyses' peak
+// 49-54 MB.
 const topMemoryLimit = 64 << 20
 
 // settleHeadroom is the limit's least room over the live heap, as a
