@@ -79,7 +79,7 @@ func lostNote(m recording.Meta) string {
 		parts = append(parts, l.name+" "+units.Count(int64(l.n)))
 	}
 	return "the probes lost data (drop_* counters in meta.json): " + strings.Join(parts, ", ") +
-		"; ringbuf_* are events and stack windows turned away by a full ring buffer, stack_* failed stack lookups, map_full_* entries a full map refused, wake_unseen futex waits whose wake the probes did not see and the scheduler kept no run-queue record of (counted as waits, but neither as timeouts nor as woken by a call): the figures rest on what was kept"
+		"; ringbuf_* are events and stack windows turned away by a full ring buffer, stack_* failed stack lookups, map_full_* entries a full map refused, wake_unseen futex waits whose wake the probes did not see and the scheduler kept no run-queue record of (counted as waits, but neither as timeouts nor as woken by a call), switch_in_unseen switches back onto a CPU that no probe saw (that time off CPU is missing from the off-CPU view): the figures rest on what was kept"
 }
 
 func liveMissing(a *analysis, rec *recording.Recording) {

@@ -69,6 +69,7 @@ enum ct_counter {
 	CT_INFO_WAKE_FIRST,        // futex sleep woken before its switch-out wrote an entry: the wake wrote it
 	CT_INFO_WAKE_SCHED_FUTEX,  // futex wait ended with no wake seen: a timeout, its run-queue time the scheduler's (ct_queued_ns)
 	CT_INFO_WAKE_SCHED_OFFCPU, // sleep ended with no wake seen: its run-queue time the scheduler's (ct_queued_ns)
+	CT_DROP_SWITCH_IN_UNSEEN,  // switch-out of a thread whose last switch-in was not seen: that time off CPU is lost
 	CT_NR_COUNTERS,
 };
 

@@ -192,10 +192,18 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	s.stack = stack ? stack : ct_user_stack(CT_FAM_SCHED, pid, u);
 	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (st)
+	if (st) {
+		// An entry still open: the switch-in that ended it was not seen
+		// (on the test machine no BPF program runs at some switches
+		// from another sandbox process's threads, as in the interrupts
+		// over the init process's, see ct_queued_ns), and its time off
+		// CPU is lost.
+		if (st->off_ts)
+			ct_count(CT_DROP_SWITCH_IN_UNSEEN);
 		*st = s;
-	else
+	} else {
 		ct_count(CT_DROP_START_UPDATE);
+	}
 	if (ur && !stack)
 		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
 }
