@@ -363,37 +363,15 @@ func abbrevGlobalRefs(abbrev []byte, off uint64) bool {
 	if off >= uint64(len(abbrev)) {
 		return true
 	}
-	b := abbrev[off:]
-	uleb := func() (uint64, bool) {
-		var v uint64
-		for shift := uint(0); len(b) > 0 && shift < 64; shift += 7 {
-			c := b[0]
-			b = b[1:]
-			v |= uint64(c&0x7f) << shift
-			if c&0x80 == 0 {
-				return v, true
-			}
+	c := &cursor{b: abbrev, pos: int(off)}
+	for !c.bad {
+		if code := c.uleb(); code == 0 {
+			return c.bad
 		}
-		return 0, false
-	}
-	for {
-		code, ok := uleb()
-		if !ok {
-			return true
-		}
-		if code == 0 {
-			return false
-		}
-		if _, ok := uleb(); !ok || len(b) == 0 { // tag, then the children flag
-			return true
-		}
-		b = b[1:]
-		for {
-			attr, ok1 := uleb()
-			form, ok2 := uleb()
-			if !ok1 || !ok2 {
-				return true
-			}
+		c.uleb() // tag
+		c.u8()   // children flag
+		for !c.bad {
+			attr, form := c.uleb(), c.uleb()
 			if attr == 0 && form == 0 {
 				break
 			}
@@ -401,12 +379,11 @@ func abbrevGlobalRefs(abbrev []byte, off uint64) bool {
 			case formRefAddr, formIndirect, formGNURefAlt:
 				return true
 			case formImplicit:
-				if _, ok := uleb(); !ok { // its value, signed: same length
-					return true
-				}
+				c.sleb() // its value
 			}
 		}
 	}
+	return true
 }
 
 // unitData returns the dwarf.Data a unit is read from, with the offset
