@@ -79,10 +79,11 @@ demo: build demo-fixtures
 
 # deps installs what the tests use beyond Go, gcc and make: tmux drives the
 # TUI end-to-end tests, libc6-dbg lets the unwinding tests check glibc's
-# internal names, prometheus scrapes the agent in its end-to-end test,
-# openjdk-17-jdk-headless builds and runs the JVM fixtures (javac, java,
+# internal names, dwz rewrites a test program's DWARF the way Debian's
+# debug packages ship it, prometheus scrapes the agent in its end-to-end
+# test, openjdk-17-jdk-headless builds and runs the JVM fixtures (javac, java,
 # jcmd). Installed with apt when missing and running as root.
-TEST_DEBS := tmux libc6-dbg prometheus openjdk-17-jdk-headless
+TEST_DEBS := tmux libc6-dbg dwz prometheus openjdk-17-jdk-headless
 deps:
 	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -154,3 +154,94 @@ func glibcDebugFile(t *testing.T) string {
 	}
 	return path
 }
+
+// TestDWZFramesMatchAddr2line: a program whose DWARF went through dwz, as
+// Debian's debug packages do (dh_dwz). dwz moves what two units repeat
+// (types, the always-inline credit()) into a partial unit both import,
+// and their references into it become DW_FORM_ref_addr. dwz also gives
+// all units one abbreviation table, so every unit is read through the
+// whole DWARF (unitSpan.global), the path no other test's file takes.
+// Every byte of the three functions gets the frames binutils' addr2line
+// -f -i gives for the same build before dwz (dwz rewrites only the debug
+// sections; binutils 2.40's addr2line itself loses the inlined frames of
+// a dwz'd file), credit()'s inlined frames named through the partial
+// unit; DWARF 4 and 5.
+func TestDWZFramesMatchAddr2line(t *testing.T) {
+	requireTool(t, "dwz")
+	dir := t.TempDir()
+	for _, v := range []string{"4", "5"} {
+		t.Run("dwarf"+v, func(t *testing.T) {
+			bin := buildC(t, dir, "dwz_main.c", "dwz-dwarf"+v, "-O2", "-g", "-gdwarf-"+v,
+				"-I", "testdata", filepath.Join("testdata", "dwz_book.c"))
+			orig := bin + ".orig"
+			run(t, "cp", bin, orig)
+			run(t, "dwz", bin)
+			ef, err := elf.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ef.Close()
+			data, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := loadDWARF(ef, data, nil)
+			if s == nil {
+				t.Fatal("no DWARF after dwz")
+			}
+			dw := newDwarfInfo(s, nil)
+			global := 0
+			for _, sp := range dw.spans {
+				if sp.global {
+					global++
+				}
+			}
+			partial := false
+			for r := s.wholeData().Reader(); ; r.SkipChildren() {
+				e, err := r.Next()
+				if err != nil || e == nil {
+					break
+				}
+				partial = partial || e.Tag == dwarf.TagPartialUnit
+			}
+			if global == 0 || !partial {
+				t.Fatalf("dwz left %d units with references out of them and partial unit %v; the test lost its point", global, partial)
+			}
+
+			var addrs []uint64
+			for _, fn := range []string{"book_a", "book_b", "main"} {
+				v, size := nmValue(t, bin, fn, false)
+				for a := v; a < v+size; a++ {
+					addrs = append(addrs, a)
+				}
+			}
+			want := addr2line(t, orig, addrs)
+			inlined := 0
+			for i, a := range addrs {
+				got := dw.frames(a)
+				if !reflect.DeepEqual(baseFiles(got), want[i]) {
+					t.Errorf("0x%x: %v, addr2line %v", a, got, want[i])
+					continue
+				}
+				if len(got) > 1 && got[0].fn == "credit" {
+					inlined++
+				}
+			}
+			if inlined == 0 {
+				t.Fatal("no address showed the inlined credit(); the test lost its point")
+			}
+			t.Logf("%d units, %d read through the whole DWARF; %d addresses as addr2line gives them, %d in the inlined credit()",
+				len(dw.spans), global, len(addrs), inlined)
+		})
+	}
+}
+
+// baseFiles returns frames with their files' base names, as addr2line
+// gives them in the tests.
+func baseFiles(fr []inlFrame) []inlFrame {
+	out := make([]inlFrame, len(fr))
+	for i, f := range fr {
+		out[i] = inlFrame{fn: f.fn, file: filepath.Base(f.file), line: f.line}
+	}
+	return out
+}
