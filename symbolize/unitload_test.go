@@ -39,7 +39,9 @@ int second_helper(int x) { return twice(x) + 1; }
 	}
 }
 
-func compareUnitReads(t *testing.T, path string) {
+// readDWARF returns the DWARF sections of the ELF file at path.
+func readDWARF(t *testing.T, path string) *dwarfSecs {
+	t.Helper()
 	ef, err := elf.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +55,11 @@ func compareUnitReads(t *testing.T, path string) {
 	if s == nil {
 		t.Fatalf("%s: no DWARF", path)
 	}
+	return s
+}
+
+func compareUnitReads(t *testing.T, path string) {
+	s := readDWARF(t, path)
 	alone := newDwarfInfo(s, nil)
 	// whole reads every unit through one dwarf.Data over all units.
 	whole := newDwarfInfo(s, nil)
@@ -176,19 +183,7 @@ func TestDWZFramesMatchAddr2line(t *testing.T) {
 			orig := bin + ".orig"
 			run(t, "cp", bin, orig)
 			run(t, "dwz", bin)
-			ef, err := elf.Open(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ef.Close()
-			data, err := os.ReadFile(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := loadDWARF(ef, data, nil)
-			if s == nil {
-				t.Fatal("no DWARF after dwz")
-			}
+			s := readDWARF(t, bin)
 			dw := newDwarfInfo(s, nil)
 			global := 0
 			for _, sp := range dw.spans {
