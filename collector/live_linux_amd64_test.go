@@ -661,20 +661,26 @@ func TestOffCPURunqMatchesFtrace(t *testing.T) {
 			// window's edges are mapped from the wall clock to the
 			// trace's, and the probes and ftrace read the clock at
 			// different points of the same tracepoints (here the
-			// run-queue time agreed within 2 %): 10 % either way. The
-			// switch-ins seen, with those counted lost (a switch-in no
-			// program saw, 4-11 in 3 s here, loses its time off CPU),
-			// come within 5 % of ftrace's: the probes see 0.1-0.3 %
-			// fewer with long holds and 0.2-2.7 % fewer with short
-			// ones (4,000 switch-ins in 3 s, most of them
-			// preemptions). That gap is not explained: the target set
-			// is filled a little after the recording's clock starts
-			// (join), but filling it first did not close it.
+			// run-queue time agreed within 2 %): 10 % either way.
+			//
+			// The switch-ins seen, with those counted lost, come within
+			// 0-3 of ftrace's (of 3,800-65,000 in 3 s). A switch-in no
+			// program saw is one the kernel does not trace at all on
+			// this VM (a switch away from a thread of its init
+			// process, for ftrace as for BPF), so ftrace misses it too.
+			// The bound is 2 %: what is left is the recording's end, read
+			// just after the recorded processes leave the target set,
+			// which the recorder's thread can be preempted between. 2 %
+			// is 60 ms at the 1,300 switch-ins a second of short holds;
+			// the recordings end 0.2-1.3 ms after they were due, and
+			// before (the whole 65,536-word set emptied first, then the
+			// clock read) 13-40 ms after, with 0.2-2.7 % fewer
+			// switch-ins than ftrace's.
 			if truth <= 0 || float64(runq) < 0.9*float64(truth) || float64(runq) > 1.1*float64(truth) {
 				t.Errorf("off-CPU run-queue time %v, ftrace's %v: want within 10 %%", time.Duration(runq), truth)
 			}
-			if d := float64(switches + unseen - int64(n)); d < -0.05*float64(n) || d > 0.05*float64(n) {
-				t.Errorf("off-CPU view saw %d switch-ins of the 4 threads (and %d counted lost), ftrace %d: want within 5 %%", switches, unseen, n)
+			if d := float64(switches + unseen - int64(n)); d < -0.02*float64(n) || d > 0.02*float64(n) {
+				t.Errorf("off-CPU view saw %d switch-ins of the 4 threads (and %d counted lost), ftrace %d: want within 2 %%", switches, unseen, n)
 			}
 		})
 	}

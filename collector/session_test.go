@@ -99,9 +99,12 @@ func (f *fakeTracer) setTarget(pid int, on bool) error {
 	return nil
 }
 
-func (f *fakeTracer) silence() error {
+func (f *fakeTracer) silence(pids []int) error {
 	f.mu.Lock()
-	f.silenced = true
+	for _, p := range pids {
+		f.targets[p] = false
+	}
+	f.silenced = f.silenced || pids == nil
 	f.mu.Unlock()
 	return nil
 }

@@ -436,12 +436,26 @@ func (t *bpfTracer) setTarget(pid int, on bool) error {
 	return nil
 }
 
-func (t *bpfTracer) silence() error {
+func (t *bpfTracer) silence(pids []int) error {
 	m := t.shared["ct_targets"]
-	n := int(m.MaxEntries())
-	keys := make([]uint32, n)
-	for i := range keys {
-		keys[i] = uint32(i)
+	var keys []uint32
+	if pids == nil {
+		keys = make([]uint32, m.MaxEntries())
+		for i := range keys {
+			keys[i] = uint32(i)
+		}
+	} else {
+		// Only their words (64 processes each): any other process
+		// recorded in the same words stops too.
+		for _, p := range pids {
+			keys = append(keys, uint32(p)>>6)
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+	}
+	n := len(keys)
+	if n == 0 {
+		return nil
 	}
 	if _, err := m.BatchUpdate(keys, make([]uint64, n), nil); err != nil {
 		if !errors.Is(err, ebpf.ErrNotSupported) {
