@@ -193,11 +193,11 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
 							 BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (st) {
-		// An entry still open: the switch-in that ended it was not seen
-		// (on the test machine no BPF program runs at some switches
-		// from another sandbox process's threads, as in the interrupts
-		// over the init process's, see ct_queued_ns), and its time off
-		// CPU is lost.
+		// An entry still open: the switch-in that ended it was not seen,
+		// and its time off CPU is lost. On the test machine the kernel
+		// traces no switch away from the threads of the VM's init
+		// process (ftrace neither), so a thread they preempted comes
+		// back unseen; see also ct_queued_ns.
 		if (st->off_ts)
 			ct_count(CT_DROP_SWITCH_IN_UNSEEN);
 		*st = s;
