@@ -176,7 +176,11 @@ func startFakeWith(t *testing.T, ctx context.Context, o Options, f *fakeTracer, 
 		sym = rawSymbols{}
 	}
 	s.res.addProcess(fakePID, sym)
+	// As join does: the session may already be ending (finish reads
+	// the processes to silence them).
+	s.mu.Lock()
 	s.procs[fakePID] = &targetProc{pid: fakePID, alive: true, sym: sym, mem: mem, proc: recording.Process{PID: fakePID}}
+	s.mu.Unlock()
 	return s
 }
 
