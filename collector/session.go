@@ -1055,7 +1055,7 @@ func (s *Session) finish() {
 	}
 	// Nothing is recorded after this: the final drain ends here.
 	detached := s.elapsed()
-	if err := s.tr.silence(nil); err != nil {
+	if err := s.tr.silenceAll(); err != nil {
 		s.setErr(err)
 	}
 	if err := s.tr.detach(); err != nil {

@@ -104,7 +104,13 @@ func (f *fakeTracer) silence(pids []int) error {
 	for _, p := range pids {
 		f.targets[p] = false
 	}
-	f.silenced = f.silenced || pids == nil
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeTracer) silenceAll() error {
+	f.mu.Lock()
+	f.silenced = true
 	f.mu.Unlock()
 	return nil
 }

@@ -102,12 +102,14 @@ type tracer interface {
 	markNamed(hash uint64) error
 	// setTarget adds process pid to the target set, or removes it.
 	setTarget(pid int, on bool) error
-	// silence takes processes pids out of the target set, or with
-	// pids nil empties it: every probe stops recording for them at
-	// once, before the probes are detached (closing a syscall
-	// tracepoint's event waits for the kernel's grace periods, so
-	// detaching takes a while).
+	// silence takes processes pids out of the target set: every probe
+	// stops recording them at once, before the probes are detached
+	// (closing a syscall tracepoint's event waits for the kernel's
+	// grace periods, so detaching takes a while).
 	silence(pids []int) error
+	// silenceAll empties the target set, processes the probes added
+	// themselves included.
+	silenceAll() error
 	// run reads ring buffer records and passes each to fn until the
 	// tracer is closed or flushed; the record is only valid during fn.
 	run(fn func(rec []byte)) error
@@ -151,6 +153,7 @@ func (*noTracer) drain() (*drained, error) {
 func (*noTracer) markNamed(uint64) error    { return nil }
 func (*noTracer) setTarget(int, bool) error { return nil }
 func (*noTracer) silence([]int) error       { return nil }
+func (*noTracer) silenceAll() error         { return nil }
 
 // run waits for flush: there is no ring buffer to read.
 func (t *noTracer) run(func([]byte)) error {

@@ -437,33 +437,37 @@ func (t *bpfTracer) setTarget(pid int, on bool) error {
 }
 
 func (t *bpfTracer) silence(pids []int) error {
-	m := t.shared["ct_targets"]
-	var keys []uint32
-	if pids == nil {
-		keys = make([]uint32, m.MaxEntries())
-		for i := range keys {
-			keys[i] = uint32(i)
-		}
-	} else {
-		// Only their words (64 processes each): any other process
-		// recorded in the same words stops too.
-		for _, p := range pids {
-			keys = append(keys, uint32(p)>>6)
-		}
-		slices.Sort(keys)
-		keys = slices.Compact(keys)
+	// Only their words (64 processes each): any other process recorded
+	// in the same words stops too.
+	keys := make([]uint32, 0, len(pids))
+	for _, p := range pids {
+		keys = append(keys, uint32(p)>>6)
 	}
-	n := len(keys)
-	if n == 0 {
+	slices.Sort(keys)
+	return t.clearTargets(slices.Compact(keys))
+}
+
+func (t *bpfTracer) silenceAll() error {
+	keys := make([]uint32, t.shared["ct_targets"].MaxEntries())
+	for i := range keys {
+		keys[i] = uint32(i)
+	}
+	return t.clearTargets(keys)
+}
+
+// clearTargets zeroes the target set's words at keys.
+func (t *bpfTracer) clearTargets(keys []uint32) error {
+	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := m.BatchUpdate(keys, make([]uint64, n), nil); err != nil {
+	m := t.shared["ct_targets"]
+	if _, err := m.BatchUpdate(keys, make([]uint64, len(keys)), nil); err != nil {
 		if !errors.Is(err, ebpf.ErrNotSupported) {
-			return fmt.Errorf("empty the target set: %w", err)
+			return fmt.Errorf("clear the target set: %w", err)
 		}
 		for _, k := range keys {
 			if err := m.Put(k, uint64(0)); err != nil {
-				return fmt.Errorf("empty the target set: %w", err)
+				return fmt.Errorf("clear the target set: %w", err)
 			}
 		}
 	}
