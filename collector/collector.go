@@ -110,6 +110,9 @@ type Options struct {
 	// JVMDumps is how many Java thread dumps (jcmd Thread.print -l) to
 	// take, spread over the recording, when the target is a JVM.
 	JVMDumps int
+	// Jcmd is the jcmd to run against Java targets; "" looks for one in
+	// $JAVA_HOME/bin and on PATH (FindJcmd), never beside the target.
+	Jcmd string
 }
 
 // Stats is the progress of a recording, for the progress line and the TUI

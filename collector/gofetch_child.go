@@ -172,20 +172,34 @@ func (g *GoFetch) childDump(ctx context.Context, u string) (*dumpAnswer, error) 
 	return &a, nil
 }
 
-// cappedBuffer keeps at most limit bytes written to it and notes more.
+// cappedBuffer keeps at most limit bytes written to it and notes more;
+// stop, when set, is called at the first byte over the limit (to end a
+// writer that would otherwise go on). The buffer is a field, not
+// embedded: an embedded bytes.Buffer's ReadFrom would be what io.Copy
+// (and so os/exec) calls, past Write and its limit.
 type cappedBuffer struct {
-	bytes.Buffer
+	buf   bytes.Buffer
 	limit int64
 	over  bool
+	stop  func()
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - int64(b.Len()); int64(len(p)) > room {
+	if room := b.limit - int64(b.buf.Len()); int64(len(p)) > room {
+		if !b.over && b.stop != nil {
+			b.stop()
+		}
 		b.over = true
 		if room > 0 {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
+
+// Bytes returns what was kept.
+func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }
+
+// String returns what was kept.
+func (b *cappedBuffer) String() string { return b.buf.String() }

@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	_ "net/http/pprof" // the helper target serves the standard endpoints
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -421,3 +425,28 @@ func TestGoFetchEmptyProfiles(t *testing.T) {
 		t.Error("the empty mutex profile is not kept")
 	}
 }
+
+// A fetch child that writes more than its limit is refused, and what it
+// wrote is not kept past the limit: os/exec copies into the buffer with
+// io.Copy, which must go through the capped Write.
+func TestFetchChildOutputCapped(t *testing.T) {
+	const limit = 1 << 20
+	child := func(ctx context.Context, _ ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, "head", "-c", strconv.Itoa(8*limit), "/dev/zero")
+	}
+	_, err := runFetchChild(context.Background(), child, childKindProfile, "http://127.0.0.1:1/", limit, limit)
+	if !errors.Is(err, errTooLarge) {
+		t.Fatalf("child writing 8 MiB with a 1 MiB limit: err %v, want errTooLarge", err)
+	}
+	b := cappedBuffer{limit: limit}
+	if _, err := io.Copy(&b, io.LimitReader(zeroReader{}, 4*limit)); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Bytes()) != limit || !b.over {
+		t.Errorf("io.Copy into the buffer kept %d bytes (over %v), want %d and over", len(b.Bytes()), b.over, limit)
+	}
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }

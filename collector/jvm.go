@@ -3,6 +3,7 @@ package collector
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -80,7 +82,7 @@ func isJVM(procRoot string, pid int) bool {
 
 // startJVM prepares the JVM support of a session and takes the first
 // perf map; nil when the target is not a JVM.
-func startJVM(procRoot string, pid int, sym procSymbols) *jvmTarget {
+func startJVM(procRoot string, pid int, sym procSymbols, jcmd string) *jvmTarget {
 	if !isJVM(procRoot, pid) {
 		return nil
 	}
@@ -95,9 +97,9 @@ func startJVM(procRoot string, pid int, sym procSymbols) *jvmTarget {
 			}
 		}
 	}
-	j.jcmd = findJcmd(procRoot, pid)
+	j.jcmd = jcmd
 	if j.jcmd == "" {
-		j.warn("Java frames compiled by the JIT are not named: no jcmd was found beside the target's java or on PATH. Install a JDK 17 or later (Debian: openjdk-17-jdk-headless), or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits")
+		j.warn("Java frames compiled by the JIT are not named: no jcmd was given (--jcmd), in $JAVA_HOME/bin or on PATH. Install a JDK 17 or later (Debian: openjdk-17-jdk-headless) or name its jcmd with --jcmd, or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits")
 		return j
 	}
 	// A map another session took from this very process moments ago (the
@@ -145,30 +147,113 @@ func mountPoint(root string) string {
 	return root
 }
 
-// findJcmd returns the jcmd of the target's own JDK (beside its java
-// binary), else the one on PATH, "" when there is none.
-func findJcmd(procRoot string, pid int) string {
-	if exe, err := os.Readlink(procPath(procRoot, strconv.Itoa(pid), "exe")); err == nil {
-		p := filepath.Join(filepath.Dir(strings.TrimSuffix(exe, " (deleted)")), "jcmd")
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p
+// ErrUntrustedJcmd is wrapped by the error about a jcmd that contend
+// will not run: not a regular executable file, or writable by users
+// other than its owner.
+var ErrUntrustedJcmd = errors.New("jcmd is not trusted")
+
+// FindJcmd returns the jcmd to run against Java targets, found only in
+// places the user of contend controls, never the target: the path given
+// (--jcmd), else $JAVA_HOME/bin/jcmd from contend's own environment, else
+// jcmd on contend's PATH (exec.LookPath, which refuses a match found
+// through a relative PATH entry). A target chooses its executable's
+// directory and the files it maps; a jcmd found there would run the
+// target's code with contend's privileges. "" with a nil error means none
+// was found.
+func FindJcmd(given string) (string, error) {
+	if given != "" {
+		return checkJcmd(given)
+	}
+	if home := os.Getenv("JAVA_HOME"); home != "" && filepath.IsAbs(home) {
+		if p, err := checkJcmd(filepath.Join(home, "bin", "jcmd")); err == nil {
+			return p, nil
 		}
 	}
-	if p, err := exec.LookPath("jcmd"); err == nil {
-		return p
+	p, err := exec.LookPath("jcmd")
+	if err != nil {
+		return "", nil
 	}
-	return ""
+	return checkJcmd(p)
 }
 
-// run runs one jcmd command against the target and returns its output
-// without jcmd's "PID:" line.
+// checkJcmd resolves path and accepts it when it is an absolute path to a
+// regular executable file that nobody but its owner may write: a jcmd
+// that any user could replace would run that user's code.
+func checkJcmd(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("jcmd %s: %w", path, err)
+	}
+	real, err = filepath.Abs(real)
+	if err != nil {
+		return "", fmt.Errorf("jcmd %s: %w", path, err)
+	}
+	st, err := os.Stat(real)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("jcmd %s: %w", path, err)
+	case !st.Mode().IsRegular() || st.Mode()&0o111 == 0:
+		return "", fmt.Errorf("jcmd %s: not an executable file: %w", path, ErrUntrustedJcmd)
+	case st.Mode()&0o022 != 0:
+		return "", fmt.Errorf("jcmd %s: writable by group or others (mode %v): %w", path, st.Mode().Perm(), ErrUntrustedJcmd)
+	}
+	return real, nil
+}
+
+// jcmdOutputCap bounds what one jcmd call may print: a thread dump of a
+// JVM with 10,000 threads and deep stacks is about 30 MiB, and a process
+// that answers with an endless stream is stopped there instead of being
+// buffered whole.
+const jcmdOutputCap = 64 << 20
+
+// errJcmdOutput is the error of a jcmd call stopped at jcmdOutputCap.
+var errJcmdOutput = fmt.Errorf("printed more than %d MiB", jcmdOutputCap>>20)
+
+// credential returns the user and group the target runs as (effective
+// ids), for running jcmd as that user: the JVM accepts an attach from its
+// own user, and a jcmd run as the target gains nothing the target had
+// not. A target that runs as root gets jcmd run as root.
+func (j *jvmTarget) credential() (*syscall.Credential, error) {
+	fs, err := procfs.NewFS(mountPoint(j.procRoot))
+	if err != nil {
+		return nil, err
+	}
+	p, err := fs.Proc(j.pid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(st.UIDs[1]), Gid: uint32(st.GIDs[1]), Groups: []uint32{}}, nil
+}
+
+// run runs one jcmd command against the target, as the target's user,
+// with a timeout and an output cap, and returns its output without
+// jcmd's "PID:" line.
 func (j *jvmTarget) run(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, jcmdTimeout)
 	defer cancel()
+	cred, err := j.credential()
+	if err != nil {
+		return "", fmt.Errorf("jcmd %d %s: read the target's user: %w", j.pid, strings.Join(args, " "), err)
+	}
 	cmd := exec.CommandContext(ctx, j.jcmd, append([]string{jcmdAttachTimeout, strconv.Itoa(j.pid)}, args...)...)
-	var out bytes.Buffer
+	// "/" is readable by every user; contend's own directory may not be.
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setsid: true}
+	if cred.Uid == uint32(os.Geteuid()) && cred.Gid == uint32(os.Getegid()) {
+		// The same user: nothing to change, and an unprivileged contend
+		// could not set its groups.
+		cmd.SysProcAttr.Credential = nil
+	}
+	out := cappedBuffer{limit: jcmdOutputCap, stop: cancel}
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err = cmd.Run()
+	if out.over {
+		return "", fmt.Errorf("jcmd %d %s: %w", j.pid, strings.Join(args, " "), errJcmdOutput)
+	}
 	text := strings.TrimPrefix(out.String(), strconv.Itoa(j.pid)+":\n")
 	if err != nil {
 		return text, fmt.Errorf("jcmd %d %s: %w: %s", j.pid, strings.Join(args, " "), err, jcmdReason(text))
@@ -216,7 +301,7 @@ func (j *jvmTarget) takePerfMap() bool {
 		case strings.Contains(out, "Unknown diagnostic command"):
 			j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: the JVM has no Compiler.perfmap command (JDK 16 or older). On JDK 17 and later contend takes the perf map itself; on older JVMs a perf map agent (perf-map-agent) can write /tmp/perf-%d.map, which contend reads when it is newer than the process", j.pid))
 		default:
-			j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: %v. A JVM of another user, or started with -XX:+DisableAttachMechanism, refuses jcmd: run contend as root, or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits", err))
+			j.warn(fmt.Sprintf("Java frames compiled by the JIT are not named: %v. contend runs jcmd as the JVM's own user, which needs root when that user is not contend's; a JVM started with -XX:+DisableAttachMechanism refuses jcmd. Run contend as root, or start the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit and record until it exits", err))
 		}
 		return false
 	}

@@ -263,6 +263,11 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 			return nil, fmt.Errorf("pprof URL: %w", err)
 		}
 	}
+	jcmd, err := FindJcmd(o.Jcmd)
+	if err != nil {
+		return nil, err
+	}
+	o.Jcmd = jcmd
 	pids, err := o.Target.Resolve(o.ProcRoot)
 	if err != nil {
 		return nil, err
@@ -630,7 +635,7 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			s.unnamed++
 			s.mu.Unlock()
 		}
-		p.jvm = startJVM(o.ProcRoot, int(pid), p.sym)
+		p.jvm = startJVM(o.ProcRoot, int(pid), p.sym, o.Jcmd)
 		if p.info.goVersion != "" {
 			// A Go process joining after the start (--comm, --cgroup):
 			// measured as the first ones are, when they are.

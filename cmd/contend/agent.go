@@ -138,6 +138,10 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 			return usageErrorf("agent: %v", err)
 		}
 	}
+	jcmd, err := o.targets.jcmdPath("agent")
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.listen)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return usageErrorf("agent: --listen %s: address already in use", o.listen)
@@ -165,6 +169,7 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 			OnCPUHz:        o.hz,
 			PprofURL:       o.pprofURL,
 			GoFetchCommand: fetchChildCommand(),
+			Jcmd:           jcmd,
 		},
 		TopN:        o.topN,
 		Pyroscope:   agent.PyroscopeOptions{URL: o.pyroscope, App: o.pyroscopeApp},

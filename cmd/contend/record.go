@@ -117,6 +117,10 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 			return usageErrorf("record: unknown probe family %q in --probes (have %s)", p, strings.Join(collector.AllProbes, ", "))
 		}
 	}
+	jcmd, err := o.targets.jcmdPath("record")
+	if err != nil {
+		return err
+	}
 	limitMemory(memoryLimit)
 	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
 		return err
@@ -132,6 +136,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		DiscoverPprof:  true,
 		OnNote:         stderrNote(stderr),
 		JVMDumps:       o.jvmDumps,
+		Jcmd:           jcmd,
 		Probes:         o.probes,
 	}
 	// Without the probes' capabilities, record what /proc and pprof allow

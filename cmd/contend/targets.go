@@ -17,6 +17,8 @@ type targetFlags struct {
 	pids   []int
 	comm   string
 	cgroup string
+	// jcmd is --jcmd: the jcmd to run against Java targets.
+	jcmd string
 }
 
 // targetHelp describes the target options for a command's long help.
@@ -36,6 +38,20 @@ func (t *targetFlags) register(f *pflag.FlagSet) {
 	f.IntSliceVarP(&t.pids, "pid", "p", nil, "processes to watch: -p PID[,PID…], repeatable")
 	f.StringVar(&t.comm, "comm", "", "every process named `NAME`, including those started while watching")
 	f.StringVar(&t.cgroup, "cgroup", "", "every process of a cgroup v2 directory `PATH` (e.g. system.slice/nginx.service)")
+	f.StringVar(&t.jcmd, "jcmd", "", "Java targets: the JDK's jcmd `PATH` to run, as the JVM's user (default $JAVA_HOME/bin/jcmd, else jcmd on PATH; never one beside the target)")
+}
+
+// jcmdPath returns the jcmd that --jcmd names, checked, or "" to let the
+// collector look for one; a usage error naming cmd when it is refused.
+func (t *targetFlags) jcmdPath(cmd string) (string, error) {
+	if t.jcmd == "" {
+		return "", nil
+	}
+	p, err := collector.FindJcmd(t.jcmd)
+	if err != nil {
+		return "", usageErrorf("%s: --jcmd: %v", cmd, err)
+	}
+	return p, nil
 }
 
 // target returns the selection, or a usage error naming cmd.

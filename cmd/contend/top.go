@@ -93,13 +93,17 @@ func runTop(ctx context.Context, o topOptions) error {
 	if o.duration < 0 {
 		return usageErrorf("top: --duration must not be negative")
 	}
+	jcmd, err := o.targets.jcmdPath("top")
+	if err != nil {
+		return err
+	}
 	limitMemory(topMemoryLimit)
 	if err := tui.CheckTerminal(); err != nil {
 		return withCode(exitUsage, fmt.Errorf("top: %w", err))
 	}
 	// The session and the view stay root (see privileges.go); the pprof
 	// fetches run as the user, and exports belong to the user.
-	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, MaxEvents: topMaxEvents, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true}
+	opts := collector.Options{Target: target, Duration: o.duration, PprofURL: o.pprofURL, History: topHistory, MaxEvents: topMaxEvents, GoFetchCommand: fetchChildCommand(), DiscoverPprof: true, Jcmd: jcmd}
 	// Without the probes' capabilities a live view has only /proc's
 	// thread states to show, which name no lock and no program point:
 	// refuse, naming what is missing. A Go target's runtime profiles do
