@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/contend-dev/contend/internal/testbin"
+	"github.com/contend-dev/contend/recording"
 )
 
 // perfMapRecorder is a symbolizer that takes any perf map, so that the
@@ -202,5 +203,79 @@ func TestJcmdOutputCapped(t *testing.T) {
 	}
 	if d := time.Since(start); d >= jcmdTimeout {
 		t.Errorf("stopped by the timeout (%v), not the cap", d)
+	}
+}
+
+// dumpJcmd writes a jcmd that prints a real thread dump after running
+// before (shell), and returns it with the file that counts its calls.
+func dumpJcmd(t *testing.T, before string) (jcmd, calls string) {
+	t.Helper()
+	dir := t.TempDir()
+	dump, err := filepath.Abs(filepath.Join("..", "javadump", "testdata", "jdk17-jcmd-monitor.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls = filepath.Join(dir, "calls")
+	jcmd = script(t, dir, "jcmd", "echo x >> "+calls+"\n"+before+"\ntail -n +2 "+dump+"\n")
+	return jcmd, calls
+}
+
+func countCalls(t *testing.T, calls string) int {
+	t.Helper()
+	b, err := os.ReadFile(calls)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// Every dump asked for is taken when the JVM attaches slower than the
+// recording lasts: the end waits for the dumps still due, and says how
+// long it waited.
+func TestJVMDumpsDueAfterEndAreTaken(t *testing.T) {
+	jcmd, calls := dumpJcmd(t, "sleep 1")
+	j := &jvmTarget{pid: os.Getpid(), jcmd: jcmd}
+	j.startDumps(3, 50*time.Millisecond)
+	waited := j.finish(nil)
+	if len(j.dumps) != 3 {
+		t.Fatalf("%d of 3 dumps taken (warnings %q)", len(j.dumps), j.warnings)
+	}
+	if n := countCalls(t, calls); n != 3 {
+		t.Errorf("jcmd ran %d times for 3 dumps that all succeed", n)
+	}
+	if waited < time.Second {
+		t.Errorf("finish waited %v; the dumps take at least a second", waited)
+	}
+	if len(j.warnings) != 0 {
+		t.Errorf("warnings for dumps that were all taken: %q", j.warnings)
+	}
+	rec := &recording.Recording{}
+	j.apply(rec)
+	if rec.Meta.Settings["jvm_dumps_wait"] == "" || len(rec.JavaDumps) != 3 {
+		t.Errorf("recording has %d dumps, wait %q", len(rec.JavaDumps), rec.Meta.Settings["jvm_dumps_wait"])
+	}
+}
+
+// A dump that fails once is tried again; a refusal is not, and the
+// warning says the JVM refused.
+func TestJVMDumpRetryAndRefusal(t *testing.T) {
+	dir := t.TempDir()
+	flaky, calls := dumpJcmd(t, "if [ ! -e "+filepath.Join(dir, "once")+" ]; then touch "+filepath.Join(dir, "once")+"; echo 'java.io.IOException: Connection refused'; exit 1; fi")
+	j := &jvmTarget{pid: os.Getpid(), jcmd: flaky}
+	j.startDumps(1, 10*time.Millisecond)
+	j.finish(nil)
+	if len(j.dumps) != 1 || countCalls(t, calls) != 2 {
+		t.Errorf("flaky jcmd: %d dumps after %d calls, want 1 after 2 (warnings %q)", len(j.dumps), countCalls(t, calls), j.warnings)
+	}
+
+	refusing, calls := dumpJcmd(t, "echo 'com.sun.tools.attach.AttachNotSupportedException: The VM does not support the attach mechanism'; exit 1")
+	j = &jvmTarget{pid: os.Getpid(), jcmd: refusing}
+	j.startDumps(2, 10*time.Millisecond)
+	j.finish(nil)
+	if len(j.dumps) != 0 || countCalls(t, calls) != 1 {
+		t.Errorf("refusing JVM: %d dumps after %d calls, want none after 1", len(j.dumps), countCalls(t, calls))
+	}
+	if w := strings.Join(j.warnings, "\n"); !strings.Contains(w, "2 of 2 Java thread dumps were not taken: the JVM refused") {
+		t.Errorf("warning does not say the JVM refused both: %q", w)
 	}
 }

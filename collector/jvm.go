@@ -72,6 +72,12 @@ type jvmTarget struct {
 	// dumpsDone is closed when the dump taker has finished.
 	dumpsDone chan struct{}
 	stopDumps context.CancelFunc
+	// ended is closed when the recording ends: the dumps still due are
+	// taken at once.
+	ended   chan struct{}
+	endOnce sync.Once
+	// dumpWait is how long the end of the recording waited for dumps.
+	dumpWait time.Duration
 }
 
 // isJVM reports whether pid maps a HotSpot JVM (libjvm.so).
@@ -348,12 +354,10 @@ const noFramePointersWarning = "the JVM runs without -XX:+PreserveFramePointer: 
 // finish takes the perf map again after the probes have detached (or,
 // when the target has exited, reads the map a JVM started with
 // -XX:+DumpPerfMapAtExit wrote at exit), waits for the dump taker, and
-// lets res name its stacks again with the map.
-func (j *jvmTarget) finish(res *resolver) {
-	if j.stopDumps != nil {
-		j.stopDumps()
-		<-j.dumpsDone
-	}
+// lets res name its stacks again with the map. It returns how long it
+// waited for dumps.
+func (j *jvmTarget) finish(res *resolver) time.Duration {
+	waited := j.waitDumps()
 	loaded := false
 	if j.alive() {
 		loaded = j.takePerfMap()
@@ -363,6 +367,7 @@ func (j *jvmTarget) finish(res *resolver) {
 	if loaded && res != nil {
 		res.forgetNames()
 	}
+	return waited
 }
 
 // alive reports whether the target still runs.
@@ -373,7 +378,9 @@ func (j *jvmTarget) alive() bool {
 
 // startDumps takes n Java thread dumps spread evenly over a recording of
 // duration d (every dumpEvery when d is 0), in the background until
-// finish.
+// finish. A dump that fails is tried again once, unless the JVM refused
+// (refusal); dumps still due when the recording ends are taken then
+// (finish waits for them).
 func (j *jvmTarget) startDumps(n int, d time.Duration) {
 	j.dumpsDone = make(chan struct{})
 	if n <= 0 || j.jcmd == "" {
@@ -385,11 +392,13 @@ func (j *jvmTarget) startDumps(n int, d time.Duration) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.stopDumps = cancel
+	j.ended = make(chan struct{})
 	start := time.Now()
 	go func() {
 		defer close(j.dumpsDone)
 		failed := 0
 		var why error
+		defer func() { j.dumpShortfall(n, failed, why) }()
 		for i := 0; i < n; i++ {
 			at := dumpEvery * time.Duration(i+1)
 			if d > 0 {
@@ -397,29 +406,54 @@ func (j *jvmTarget) startDumps(n int, d time.Duration) {
 			}
 			select {
 			case <-ctx.Done():
-				j.dumpShortfall(n, failed, why)
 				return
+			case <-j.ended:
 			case <-time.After(time.Until(start.Add(at))):
 			}
-			out, err := j.run(ctx, "Thread.print", "-l")
-			if err == nil {
-				var dump *javadump.Dump
-				if dump, err = javadump.Parse([]byte(out)); err == nil {
-					j.mu.Lock()
-					j.dumps = append(j.dumps, dump)
-					j.mu.Unlock()
-					continue
-				}
+			err := j.takeDump(ctx)
+			if err != nil && ctx.Err() == nil && !j.refused(err) {
+				err = j.takeDump(ctx)
 			}
-			if ctx.Err() != nil {
-				j.dumpShortfall(n, failed, why)
+			switch {
+			case err == nil:
+			case ctx.Err() != nil:
 				return
+			case j.refused(err):
+				// Asking again gets the same answer.
+				failed, why = n-i, err
+				return
+			default:
+				failed++
+				why = err
 			}
-			failed++
-			why = err
 		}
-		j.dumpShortfall(n, failed, why)
 	}()
+}
+
+// takeDump takes one Java thread dump.
+func (j *jvmTarget) takeDump(ctx context.Context) error {
+	out, err := j.run(ctx, "Thread.print", "-l")
+	if err != nil {
+		return err
+	}
+	dump, err := javadump.Parse([]byte(out))
+	if err != nil {
+		return fmt.Errorf("jcmd %d Thread.print -l: %w", j.pid, err)
+	}
+	j.mu.Lock()
+	j.dumps = append(j.dumps, dump)
+	j.mu.Unlock()
+	return nil
+}
+
+// refused reports whether a jcmd failure is the JVM's or the system's
+// answer rather than a slow or failed attempt: the JVM disabled attaching
+// (-XX:+DisableAttachMechanism), contend may not act as the JVM's user,
+// or the JVM is gone. Only these leave a dump the user asked for missing
+// without a second try.
+func (j *jvmTarget) refused(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, errJcmdOutput) ||
+		strings.Contains(err.Error(), "does not support the attach mechanism") || !j.alive()
 }
 
 // dumpEvery spaces the Java thread dumps of a recording without a set
@@ -427,16 +461,49 @@ func (j *jvmTarget) startDumps(n int, d time.Duration) {
 // milliseconds, so they are kept seconds apart.
 const dumpEvery = 2 * time.Second
 
+// dumpGrace bounds how long the end of a recording waits for the Java
+// thread dumps still due: one jcmd call and its second try at their
+// slowest (jcmdTimeout each). A dump takes 0.2-1 s on a loaded 2-CPU
+// machine, so every dump of --jvm-dumps (at most maxJVMDumps) due at the
+// end fits well inside it; only a JVM that does not answer reaches it.
+const dumpGrace = 2 * jcmdTimeout
+
+// waitDumps lets the dumps still due be taken now that the recording has
+// ended, waits for them at most dumpGrace, and returns how long it
+// waited.
+func (j *jvmTarget) waitDumps() time.Duration {
+	if j.stopDumps == nil {
+		return 0
+	}
+	start := time.Now()
+	j.endOnce.Do(func() { close(j.ended) })
+	select {
+	case <-j.dumpsDone:
+	case <-time.After(dumpGrace):
+		j.warn(fmt.Sprintf("the recording waited %s for its Java thread dumps, the most it waits, and ended without the rest", dumpGrace))
+		j.stopDumps()
+		<-j.dumpsDone
+	}
+	j.stopDumps()
+	waited := time.Since(start)
+	j.mu.Lock()
+	j.dumpWait = waited
+	j.mu.Unlock()
+	return waited
+}
+
 // dumpShortfall warns when fewer dumps than asked for were taken.
 func (j *jvmTarget) dumpShortfall(want, failed int, why error) {
 	j.mu.Lock()
 	got := len(j.dumps)
 	j.mu.Unlock()
 	switch {
+	case failed > 0 && j.refused(why):
+		j.warn(fmt.Sprintf("%d of %d Java thread dumps were not taken: the JVM refused: %v", failed, want, why))
 	case failed > 0:
-		j.warn(fmt.Sprintf("%d of %d Java thread dumps failed: %v", failed, want, why))
+		j.warn(fmt.Sprintf("%d of %d Java thread dumps failed, each tried twice: %v", failed, want, why))
 	case got < want:
-		j.warn(fmt.Sprintf("%d of %d Java thread dumps were taken: the recording ended before the others were due", got, want))
+		j.warn(fmt.Sprintf("%d of %d Java thread dumps were taken: the recording was stopped before the others were due", got, want))
 	}
 }
 
@@ -462,6 +529,9 @@ func (j *jvmTarget) apply(rec *recording.Recording) {
 	}
 	if len(maps) > 0 {
 		rec.Meta.Settings["jvm_perf_map_entries"] = strings.Join(maps, ",")
+	}
+	if j.dumpWait > 0 {
+		rec.Meta.Settings["jvm_dumps_wait"] = j.dumpWait.Round(time.Millisecond).String()
 	}
 }
 

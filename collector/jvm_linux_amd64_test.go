@@ -107,13 +107,17 @@ func TestRecordJVM(t *testing.T) {
 func TestRecordJVMWithoutAttach(t *testing.T) {
 	requireRoot(t)
 	p := startJava(t, "-XX:+DisableAttachMechanism")
-	rec := recordFor(t, Options{PID: p.PID, Duration: time.Second})
-	warned := false
+	rec := recordFor(t, Options{PID: p.PID, Duration: time.Second, JVMDumps: 2})
+	warned, refused := false, false
 	for _, w := range rec.Meta.Warnings {
 		warned = warned || strings.Contains(w, "Java frames compiled by the JIT are not named") && strings.Contains(w, "DumpPerfMapAtExit")
+		refused = refused || strings.Contains(w, "2 of 2 Java thread dumps were not taken: the JVM refused")
 	}
 	if !warned {
 		t.Errorf("warnings %q do not say the Java frames are unnamed and what to do", rec.Meta.Warnings)
+	}
+	if !refused {
+		t.Errorf("warnings %q do not say the JVM refused the thread dumps", rec.Meta.Warnings)
 	}
 	if p := rec.Profile(recording.ViewFutexWait); p == nil || len(p.Sample) == 0 {
 		t.Error("the probes recorded no futex waits")

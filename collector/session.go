@@ -1293,7 +1293,9 @@ func (s *Session) stop(whole bool) {
 	s.mu.Unlock()
 	if whole {
 		for _, p := range jvms {
-			p.jvm.finish(s.res)
+			if w := p.jvm.finish(s.res); w >= time.Second && s.opts.OnNote != nil {
+				s.opts.OnNote(fmt.Sprintf("waited %s after the end for the Java thread dumps still due (pid %d)", w.Round(100*time.Millisecond), p.pid))
+			}
 		}
 	}
 	var gp *GoProfiles
