@@ -181,6 +181,16 @@ func targetOf(rec *recording.Recording) Target {
 // first; findings without measured time (a single goroutine dump) follow by
 // participants; the headline breaks ties so output is deterministic. Idle
 // groups, points and locks are ordered the same way.
+//
+// The rule between a lock and CPU saturation, when both hold: each is
+// weighed by the time it alone explains. A lock weighs its waiting (its
+// waiters' hand-off run-queue time included); saturation weighs the
+// run-queue time outside lock waits that the process's own threads
+// beyond its CPUs explain (satRankSeconds), not the time its threads
+// queue behind other processes. So a lock whose waiting is most of the
+// lost time comes first, and saturation leads only when the process's
+// own runnable-without-a-CPU time is the larger part; a busier machine
+// adds to neither side.
 func rank(r *Result) {
 	sortBy(r.Findings, func(fi, fj Finding) bool {
 		if fi.Score != fj.Score {

@@ -3,6 +3,7 @@ package analyzer
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
@@ -167,7 +168,24 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	}
 	f.Suggestion = suggestFor(remedyFewerThreads, sugg{whom: "thread", cpus: cpus, runqThreads: runq, waitS: seconds(runqNS)})
 	finish(&f, ld.dur, true)
+	f.Score = satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpus, ld.dur) + f.CPUSeconds
 	a.res.Findings = append(a.res.Findings, f)
+}
+
+// satRankSeconds is the time a CPU saturation finding is ranked by
+// against the lock findings of the same recording (see rank): the
+// run-queue time outside lock waits (the run queue inside them is the
+// locks' hand-offs, already in their waiting, and counting it twice made
+// the order of a lock and saturation a coin toss), and of that only what
+// the process's own oversubscription explains: runnable - cpus threads
+// queued on average over the recording. The rest is time queued behind
+// other processes, which fewer threads in this process would not give
+// back; counting it let two CPU hogs beside c/hotstripe rank saturation
+// above the hot stripe. Both terms are per CPU and per second, so the
+// rule reads the same at 2 and at 64 threads per CPU.
+func satRankSeconds(outsideLocksNS int64, runnable float64, cpus int, dur time.Duration) float64 {
+	own := max(0, runnable-float64(cpus)) * dur.Seconds()
+	return min(seconds(outsideLocksNS), own)
 }
 
 // satCommonShare is the share of the run-queue time a function must be on
