@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,7 +85,7 @@ func Open(path string, o Options) (*os.File, fs.FileInfo, error) {
 		return nil, nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%s: %w", kindOf(st.Mode()), ErrNotRegular)}
 	}
 	if o.CheckOwner {
-		if sys, ok := st.Sys().(*unix.Stat_t); !ok || (int(sys.Uid) != o.Owner && sys.Uid != 0) {
+		if sys, ok := st.Sys().(*syscall.Stat_t); !ok || (int(sys.Uid) != o.Owner && sys.Uid != 0) {
 			f.Close()
 			uid := -1
 			if ok {
