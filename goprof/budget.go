@@ -1,9 +1,7 @@
 package goprof
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +9,10 @@ import (
 	"os"
 	"runtime/debug"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // DefaultMaxDecoded is the default budget of one profile, goroutine dump
@@ -61,9 +60,10 @@ func MaxDecoded() int64 { return maxDecoded.Load() }
 func MaxModel() int64 { return modelFactor * MaxDecoded() }
 
 // ErrTooLarge is wrapped (with ErrBadProfile) by the error about an input
-// over the budget: compressed or decompressed size, or the estimated
-// memory of its parsed form.
-var ErrTooLarge = errors.New("over the size budget")
+// over the budget: compressed or decompressed size, the estimated memory
+// of its parsed form, or the total over all inputs (SetInputBudget). It is
+// boundedio's sentinel, so a refusal from the opener matches it too.
+var ErrTooLarge = boundedio.ErrTooLarge
 
 // tooLarge returns a bad-input error wrapping ErrTooLarge.
 func tooLarge(format string, args ...any) error {
@@ -78,90 +78,68 @@ func sizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// isGzip reports whether data starts with the gzip magic number.
-func isGzip(data []byte) bool {
-	return len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b
+// inputs is the budget over all inputs of one command (see
+// SetInputBudget); nil charges nothing.
+var inputs atomic.Pointer[boundedio.Budget]
+
+// SetInputBudget sets the budget that every input read from a file (Load,
+// and a recording's parts through ParseProfileWithin and
+// ParseDumpWithin) charges with the memory its parsed form takes, and
+// returns the previous one; nil turns the total off. A command that reads
+// files sets it once, before reading, so that many inputs each within the
+// budget of one cannot add up past it. Profiles fetched live (ParseProfile)
+// are not charged: a long-running agent reads one window after another.
+func SetInputBudget(b *boundedio.Budget) (previous *boundedio.Budget) {
+	return inputs.Swap(b)
 }
 
-// ReadFile reads the file at path for parsing: it opens it without
-// following the caller into a FIFO or device (O_NONBLOCK, then fstat on
-// the open file: only a regular file is read) and refuses one larger than
-// the budget before reading it.
+// InputBudget returns the budget set by SetInputBudget, nil when none.
+func InputBudget() *boundedio.Budget { return inputs.Load() }
+
+// charge charges cost to b, refusing with a bad-input error that gives
+// the figures when the total would pass b's limit.
+func charge(b *boundedio.Budget, cost int64) error {
+	if err := b.Charge("parsing it", cost); err != nil {
+		return &badInput{msg: err.Error() + fmt.Sprintf(" (%d times --max-profile-size, %s)", modelFactor, sizeText(MaxDecoded())), err: quiet{err}}
+	}
+	return nil
+}
+
+// isGzip reports whether data starts with the gzip magic number.
+func isGzip(data []byte) bool { return boundedio.IsGzip(data) }
+
+// ReadFile reads the file at path for parsing through boundedio's opener:
+// a regular file only (a FIFO or device in its place is refused at once,
+// never read), refused from its size before reading when larger than the
+// budget, and read within it.
 func ReadFile(path string) ([]byte, error) {
-	f, err := OpenRegular(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxDecoded() {
-		return nil, tooLarge("%s: %s on disk", path, sizeText(st.Size()))
-	}
-	data, err := readAtMost(f, MaxDecoded(), st.Size())
-	if errors.Is(err, ErrTooLarge) {
+	return ReadFileWith(path, boundedio.Options{})
+}
+
+// ReadFileWith is ReadFile with the opener's options: NoFollow for a file
+// inside a directory someone else may write (a recording's parts).
+func ReadFileWith(path string, o boundedio.Options) ([]byte, error) {
+	data, err := boundedio.ReadFile(path, o, MaxDecoded())
+	var se *boundedio.SizeError
+	switch {
+	case errors.As(err, &se):
+		return nil, tooLarge("%s: %s on disk", path, sizeText(se.Size))
+	case errors.Is(err, ErrTooLarge):
 		return nil, tooLarge("%s: grew past the budget while read", path)
 	}
 	return data, err
 }
 
-// readAtMost reads r to its end into one buffer, sized from hint when it
-// is known and grown by doubling otherwise, never beyond limit+1 bytes:
-// reading more than limit fails with ErrTooLarge. Growing a buffer by
-// copying holds the old and the new one at once, so the peak is at most
-// one and a half times the limit; io.ReadAll or bytes.Buffer could double
-// past it.
-func readAtMost(r io.Reader, limit, hint int64) ([]byte, error) {
-	buf := make([]byte, 0, min(max(hint+1, 512), limit+1))
-	for {
-		if len(buf) == cap(buf) {
-			if int64(cap(buf)) > limit {
-				return nil, ErrTooLarge
-			}
-			nb := make([]byte, len(buf), min(2*int64(cap(buf)), limit+1))
-			copy(nb, buf)
-			buf = nb
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			if int64(len(buf)) > limit {
-				return nil, ErrTooLarge
-			}
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
 // ErrNotRegular is wrapped by OpenRegular's error for a path that is not a
-// regular file (a directory, FIFO, socket or device).
-var ErrNotRegular = errors.New("not a regular file")
+// regular file (a directory, FIFO, socket or device); it is boundedio's
+// sentinel.
+var ErrNotRegular = boundedio.ErrNotRegular
 
-// OpenRegular opens path for reading and returns it only when the open
-// file is a regular file. The file is opened with O_NONBLOCK, so a FIFO
-// planted in its place cannot block the open, and checked with fstat on
-// the descriptor, so what is checked is what is read (a stat before the
-// open could be raced by swapping the path).
+// OpenRegular opens path for reading through boundedio.Open and returns it
+// only when the open file is a regular file.
 func OpenRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: ErrNotRegular}
-	}
-	return f, nil
+	f, _, err := boundedio.Open(path, boundedio.Options{})
+	return f, err
 }
 
 // decodeSlot lets one input at a time be inflated and parsed in this
@@ -190,43 +168,33 @@ func decompress(data []byte) ([]byte, error) {
 	if int64(len(data)) > MaxDecoded() {
 		return nil, tooLarge("%s compressed", sizeText(int64(len(data))))
 	}
-	if !isGzip(data) {
-		return data, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, badWrap(err, "corrupt gzip")
-	}
 	limit := MaxDecoded()
-	// The trailer's ISIZE gives the size of the last member (mod 2^32):
-	// an honest stream is inflated into a buffer of the right size at
-	// once. It is only a hint (a truncated stream has none), so the
-	// limit is what stops inflation.
-	hint := int64(0)
-	if len(data) >= 18 {
-		hint = int64(uint32(data[len(data)-4]) | uint32(data[len(data)-3])<<8 | uint32(data[len(data)-2])<<16 | uint32(data[len(data)-1])<<24)
+	out, err := boundedio.Inflate(data, limit)
+	if errors.Is(err, ErrTooLarge) {
+		// A budget's worth of garbage: give it back now rather than
+		// let the next input's buffer be allocated beside it (the
+		// collector only runs once the heap has doubled).
+		debug.FreeOSMemory()
 	}
-	// Deflate cannot expand more than 1032 times, so a stated size past
-	// that is a lie not worth allocating for.
-	const maxDeflateRatio = 1032
-	out, err := readAtMost(zr, limit, min(hint, int64(len(data))*maxDeflateRatio))
 	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, badf("truncated gzip stream")
-		}
-		if errors.Is(err, ErrTooLarge) {
-			// A budget's worth of garbage: give it back now rather than
-			// let the next input's buffer be allocated beside it (the
-			// collector only runs once the heap has doubled).
-			debug.FreeOSMemory()
-			return nil, tooLarge("decompresses to more than %s", sizeText(limit))
-		}
-		return nil, badWrap(err, "corrupt gzip")
-	}
-	if isGzip(out) {
-		return nil, badf("gzip stream inside a gzip stream: nested compression is refused")
+		return nil, inflateError(err)
 	}
 	return out, nil
+}
+
+// inflateError turns an error of boundedio's inflation into a bad-input
+// error; an error reading a file stays what it is.
+func inflateError(err error) error {
+	var perr *fs.PathError
+	switch {
+	case err == nil, err == io.EOF, errors.As(err, &perr):
+		return err
+	case errors.Is(err, ErrTooLarge):
+		return tooLarge("decompresses to more than %s", sizeText(MaxDecoded()))
+	case errors.Is(err, boundedio.ErrNested), errors.Is(err, boundedio.ErrTruncated), errors.Is(err, boundedio.ErrCorrupt):
+		return &badInput{err: err}
+	}
+	return err
 }
 
 // NewReader returns a reader of r's content, inflated when it is gzip,
@@ -234,62 +202,19 @@ func decompress(data []byte) ([]byte, error) {
 // has been read, and refuses nested compression. It is for inputs read as
 // a stream (the event log of a recording).
 func NewReader(r io.Reader) (io.Reader, error) {
-	br := bufio.NewReader(r)
-	head, _ := br.Peek(2)
-	if !isGzip(head) {
-		return &budgetReader{r: br, left: MaxDecoded()}, nil
-	}
-	zr, err := gzip.NewReader(br)
+	br, err := boundedio.NewReader(r, MaxDecoded())
 	if err != nil {
-		return nil, badWrap(err, "corrupt gzip")
+		return nil, inflateError(err)
 	}
-	inner := bufio.NewReader(&budgetReader{r: gzipErrors{zr}, left: MaxDecoded()})
-	if head, _ := inner.Peek(2); isGzip(head) {
-		return nil, badf("gzip stream inside a gzip stream: nested compression is refused")
-	}
-	return inner, nil
+	return badReader{br}, nil
 }
 
-// gzipErrors reads a gzip stream and makes its errors about the content
-// (a corrupt block, a bad checksum, a truncated stream) bad-input errors;
-// an error reading the underlying file stays what it is.
-type gzipErrors struct{ r io.Reader }
+// badReader makes the errors of boundedio's reader bad-input errors.
+type badReader struct{ r io.Reader }
 
-func (g gzipErrors) Read(p []byte) (int, error) {
-	n, err := g.r.Read(p)
-	var perr *fs.PathError
-	switch {
-	case err == nil, err == io.EOF, errors.As(err, &perr):
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		err = badf("truncated gzip stream")
-	default:
-		err = badWrap(err, "corrupt gzip")
-	}
-	return n, err
-}
-
-// budgetReader fails once more than left bytes were read through it.
-type budgetReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, tooLarge("decompresses to more than %s", sizeText(MaxDecoded()))
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
+func (b badReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, tooLarge("decompresses to more than %s", sizeText(MaxDecoded()))
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = badf("truncated gzip stream")
-	}
-	return n, err
+	return n, inflateError(err)
 }
 
 // ParseProfile parses a protobuf profile (gzipped or not) or one of the
@@ -300,10 +225,16 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 // a live endpoint's answers all come through here. Errors wrap
 // ErrBadProfile.
 func ParseProfile(data []byte) (*profile.Profile, error) {
-	return withSlot(func() (*profile.Profile, error) { return parseCompressed(data) })
+	return ParseProfileWithin(data, nil)
 }
 
-func parseCompressed(data []byte) (*profile.Profile, error) {
+// ParseProfileWithin is ParseProfile charging the memory of the parsed
+// form to b (see SetInputBudget): for profiles read from files.
+func ParseProfileWithin(data []byte, b *boundedio.Budget) (*profile.Profile, error) {
+	return withSlot(func() (*profile.Profile, error) { return parseCompressed(data, b) })
+}
+
+func parseCompressed(data []byte, b *boundedio.Budget) (*profile.Profile, error) {
 	data, err := decompress(data)
 	if err != nil {
 		return nil, err
@@ -311,14 +242,14 @@ func parseCompressed(data []byte) (*profile.Profile, error) {
 	if len(data) == 0 {
 		return nil, badf("empty profile")
 	}
-	return parseProfile(data)
+	return parseProfile(data, b)
 }
 
 // parseProfile runs the pprof parser on decompressed data after checking
 // the memory its result would take, turning a panic on hostile input into
 // an error: the parser is third-party code and this package promises an
-// error, never a crash, on any input.
-func parseProfile(data []byte) (p *profile.Profile, err error) {
+// error, never a crash, on any input. The cost is charged to b.
+func parseProfile(data []byte, b *boundedio.Budget) (p *profile.Profile, err error) {
 	if isGzip(data) {
 		return nil, badf("gzip stream inside a gzip stream: nested compression is refused")
 	}
@@ -332,6 +263,9 @@ func parseProfile(data []byte) (p *profile.Profile, err error) {
 	if limit := MaxModel(); cost > limit {
 		return nil, tooLarge("parsing would take about %s of memory, more than %s", sizeText(cost), sizeText(limit))
 	}
+	if err := charge(b, cost); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			p, err = nil, badf("malformed profile (parser panic: %v)", r)
@@ -339,7 +273,9 @@ func parseProfile(data []byte) (p *profile.Profile, err error) {
 	}()
 	p, err = profile.ParseData(data)
 	if err != nil {
-		return nil, badWrap(err, "not a Go profile")
+		// pprof's messages may quote the input (a legacy text
+		// line): only the kind of failure is said.
+		return nil, &badInput{msg: "not a Go profile (neither a protobuf profile nor a legacy text one)", err: quiet{err}}
 	}
 	return p, nil
 }
@@ -375,15 +311,15 @@ func textCost(data []byte) int64 {
 
 // checkTextBudget refuses text to be parsed as a goroutine dump when it is
 // larger than the budget or its parsed form would take more memory than
-// the budget allows.
-func checkTextBudget(data []byte) error {
+// the budget allows; the cost is charged to b.
+func checkTextBudget(data []byte, b *boundedio.Budget) error {
 	if int64(len(data)) > MaxDecoded() {
 		return tooLarge("%s of text", sizeText(int64(len(data))))
 	}
 	if cost, limit := textCost(data), MaxModel(); cost > limit {
 		return tooLarge("parsing would take about %s of memory, more than %s", sizeText(cost), sizeText(limit))
 	}
-	return nil
+	return charge(b, textCost(data))
 }
 
 // profileCost estimates the memory pprof's decoder takes for the

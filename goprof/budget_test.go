@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/internal/testbin"
 )
 
@@ -138,3 +139,64 @@ func TestLoadOpensRegularFilesOnly(t *testing.T) {
 	_, err = goprof.Load(big)
 	checkTooLarge(t, "Load of a large file", err)
 }
+
+// TestInputBudgetOverFiles (issue 33, row 8): eight goroutine dumps, each
+// within the budget of one input, added up to gigabytes. With an input
+// budget set, each Load charges its parsed cost, and the one that would
+// take the total past the budget is refused with the figures.
+func TestInputBudgetOverFiles(t *testing.T) {
+	defer goprof.SetMaxDecoded(goprof.SetMaxDecoded(8 << 20))
+	defer goprof.SetInputBudget(goprof.SetInputBudget(boundedio.NewBudget(goprof.MaxModel())))
+	var dump bytes.Buffer
+	for dump.Len() < 1<<20 {
+		dump.WriteString("goroutine 1 [sync.Mutex.Lock]:\nmain.worker(0xc000010000)\n\t/src/app/main.go:12 +0x1d\n\n")
+	}
+	path := filepath.Join(t.TempDir(), "g.txt.gz")
+	if err := os.WriteFile(path, testbin.Gzip(dump.Bytes()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	loaded := 0
+	for ; loaded < 8; loaded++ {
+		if _, err = goprof.Load(path); err != nil {
+			break
+		}
+	}
+	if loaded == 0 || loaded == 8 || !errors.Is(err, goprof.ErrTooLarge) || !errors.Is(err, goprof.ErrBadProfile) || !strings.Contains(err.Error(), "the inputs before it") {
+		t.Fatalf("%d dumps loaded, then %v: want some loaded and the next refused with the figures", loaded, err)
+	}
+	// Without a budget (a live fetch) nothing is charged.
+	goprof.SetInputBudget(nil)
+	if _, err := goprof.Load(path); err != nil {
+		t.Errorf("no input budget: %v", err)
+	}
+}
+
+// TestErrorsNeverQuoteInput (issue 33, row 9): a goroutine dump whose
+// first line was /etc/shadow's printed it in the error. No error of the
+// parsers repeats the input; they give line numbers and sizes.
+func TestErrorsNeverQuoteInput(t *testing.T) {
+	const secret = "root:$6$salt$SECRETHASH:19000:0:99999:7:::"
+	for name, text := range map[string]string{
+		"first line":        secret + "\n",
+		"after a header":    "goroutine 1 [running]:\n" + secret + "\n",
+		"debug=1 frame":     "goroutine profile: total 1\n1 @ 0x1\n#\t" + secret + "\n",
+		"debug=1 header":    "goroutine profile: total 1\n" + secret + "\n",
+		"labels":            "goroutine profile: total 1\n1 @ 0x1\n# labels: {" + secret + "}\n",
+		"file line":         "goroutine 1 [running]:\nmain.f()\n" + secret + "\n",
+		"legacy text start": "--- mutex:\n" + secret + "\n",
+	} {
+		for _, err := range []error{parseErr(goprof.Parse("in.txt", []byte(text))), dumpErr(goprof.ParseDump([]byte(text)))} {
+			if err == nil {
+				t.Errorf("%s: parsed", name)
+				continue
+			}
+			if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "root:") {
+				t.Errorf("%s: error quotes the input: %v", name, err)
+			}
+		}
+	}
+}
+
+func parseErr(_ *goprof.File, err error) error { return err }
+func dumpErr(_ *goprof.Dump, err error) error  { return err }

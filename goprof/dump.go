@@ -2,10 +2,13 @@ package goprof
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // The text forms parsed here are written by the Go runtime:
@@ -51,11 +54,17 @@ var tracebackPreambles = []string{"panic: ", "fatal error: ", "SIG", "unexpected
 // dump: the message before the first goroutine is skipped. The returned
 // Dump keeps data as Raw.
 func ParseDump(data []byte) (*Dump, error) {
-	return withSlot(func() (*Dump, error) { return parseDump(data) })
+	return ParseDumpWithin(data, nil)
 }
 
-func parseDump(data []byte) (*Dump, error) {
-	if err := checkTextBudget(data); err != nil {
+// ParseDumpWithin is ParseDump charging the memory of the parsed dump to
+// b (see SetInputBudget): for dumps read from files.
+func ParseDumpWithin(data []byte, b *boundedio.Budget) (*Dump, error) {
+	return withSlot(func() (*Dump, error) { return parseDump(data, b) })
+}
+
+func parseDump(data []byte, b *boundedio.Budget) (*Dump, error) {
+	if err := checkTextBudget(data, b); err != nil {
 		return nil, err
 	}
 	lines := splitLines(data)
@@ -114,7 +123,7 @@ func parseDebug1(lines []string, first int) (*Dump, error) {
 	}
 	total, err := strconv.Atoi(m[1])
 	if err != nil {
-		return nil, lineErrorf(first+1, "bad goroutine total %q", m[1])
+		return nil, lineErrorf(first+1, "goroutine total out of range")
 	}
 	d := &Dump{Kind: KindGoroutineText, Total: total}
 	var g *Group
@@ -149,7 +158,7 @@ func parseDebug1(lines []string, first int) (*Dump, error) {
 			}
 			count, err := strconv.Atoi(cm[1])
 			if err != nil || count <= 0 {
-				return nil, lineErrorf(n, "bad goroutine count %q", cm[1])
+				return nil, lineErrorf(n, "goroutine count out of range")
 			}
 			sum += count
 			g = &Group{Count: count}
@@ -176,7 +185,7 @@ func parseDebug1Frame(l string) (Frame, error) {
 	}
 	pc, err := parseHex(fields[0])
 	if err != nil {
-		return Frame{}, badf("bad frame PC %s", quoteShort(fields[0]))
+		return Frame{}, badf("bad frame PC (not 0x and hex digits)")
 	}
 	f := Frame{PC: pc}
 	switch len(fields) {
@@ -192,7 +201,7 @@ func parseDebug1Frame(l string) (Frame, error) {
 	}
 	file, line, ok := splitFileLine(fields[2])
 	if !ok {
-		return Frame{}, badf("expected frame file:line, got %s", quoteShort(fields[2]))
+		return Frame{}, badf("expected frame file:line in the third column")
 	}
 	f.File, f.Line = file, line
 	return f, nil
@@ -273,7 +282,7 @@ func parseDebug2(lines []string, first int) (*Dump, error) {
 			if m[2] != "" {
 				id, err := strconv.ParseInt(m[2], 10, 64)
 				if err != nil {
-					return nil, lineErrorf(n, "bad creator goroutine id %q", m[2])
+					return nil, lineErrorf(n, "creator goroutine id out of range")
 				}
 				cur.CreatorID = id
 			}
@@ -305,7 +314,7 @@ func parseDebug2(lines []string, first int) (*Dump, error) {
 // fileLine parses lines[i] as the "\tfile:line +0xOFF" line of frame f.
 func fileLine(lines []string, i int, f *Frame) error {
 	if i >= len(lines) {
-		return lineErrorf(i, "expected frame file:line after %s, got end of input", quoteShort(f.Func))
+		return lineErrorf(i, "expected frame file:line after a function call, got end of input")
 	}
 	m := fileLineRE.FindStringSubmatch(lines[i])
 	if m == nil {
@@ -313,7 +322,7 @@ func fileLine(lines []string, i int, f *Frame) error {
 	}
 	line, err := strconv.Atoi(m[2])
 	if err != nil {
-		return lineErrorf(i+1, "bad line number %q", m[2])
+		return lineErrorf(i+1, "line number out of range")
 	}
 	f.File, f.Line = m[1], line
 	return nil
@@ -341,7 +350,7 @@ func parseHeader(l string, n int) (int64, *Group, error) {
 	}
 	id, err := strconv.ParseInt(m[1], 10, 64)
 	if err != nil {
-		return 0, nil, lineErrorf(n, "bad goroutine id %q", m[1])
+		return 0, nil, lineErrorf(n, "goroutine id out of range")
 	}
 	g := &Group{Count: 1}
 	inner := m[3]
@@ -378,7 +387,7 @@ func parseHeader(l string, n int) (int64, *Group, error) {
 		case minutesRE.MatchString(p):
 			mins, err := strconv.Atoi(minutesRE.FindStringSubmatch(p)[1])
 			if err != nil {
-				return 0, nil, lineErrorf(n, "bad wait time %q", p)
+				return 0, nil, lineErrorf(n, "wait time out of range")
 			}
 			g.WaitMinutes = mins
 		default:
@@ -405,7 +414,7 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 		rest = strings.TrimSpace(rest)
 		if !strings.HasPrefix(rest, ":") {
-			return nil, badf("expected ':' after label key %q", k)
+			return nil, badf("expected ':' after a label key")
 		}
 		v, rest, err := cutQuoted(strings.TrimSpace(rest[1:]))
 		if err != nil {
@@ -415,7 +424,7 @@ func parseLabels(s string) (map[string]string, error) {
 		rest = strings.TrimSpace(rest)
 		if rest != "" {
 			if !strings.HasPrefix(rest, ",") {
-				return nil, badf("expected ',' after label %q", k)
+				return nil, badf("expected ',' after a label")
 			}
 			rest = strings.TrimSpace(rest[1:])
 		}
@@ -436,7 +445,7 @@ func cutQuoted(s string) (string, string, error) {
 		case '"':
 			v, err := strconv.Unquote(s[:i+1])
 			if err != nil {
-				return "", "", badf("bad quoted string %s", quoteShort(s[:i+1]))
+				return "", "", badf("bad quoted string (%d bytes)", i+1)
 			}
 			return v, s[i+1:], nil
 		}
@@ -523,11 +532,10 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 	return false
 }
 
-// quoteShort quotes s for an error message, cut to a readable length.
+// quoteShort describes s for an error message without quoting it: an
+// error about an input never repeats its content (the input may be a file
+// the user could not read, opened by a more privileged contend), the line
+// number beside it says where to look.
 func quoteShort(s string) string {
-	const maxLen = 60 // long enough to recognise a line, short enough for one line of output
-	if len(s) > maxLen {
-		return strconv.Quote(s[:maxLen]) + "…"
-	}
-	return strconv.Quote(s)
+	return fmt.Sprintf("%d bytes of text", len(s))
 }

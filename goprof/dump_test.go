@@ -301,7 +301,7 @@ func TestParseDumpErrors(t *testing.T) {
 		{"bad header", "goroutine x [running]:\n", "line 1: expected goroutine header"},
 		{"no state", "goroutine 1 []:\nmain.f()\n\t/a.go:1\n", "line 1: goroutine 1 has an empty state"},
 		{"missing file line", "goroutine 1 [running]:\nmain.f()\nmain.g()\n", "line 3: expected frame file:line"},
-		{"end after call", "goroutine 1 [running]:\nmain.f()\n", "line 2: expected frame file:line after \"main.f\", got end of input"},
+		{"end after call", "goroutine 1 [running]:\nmain.f()\n", "line 2: expected frame file:line after a function call, got end of input"},
 		{"file line first", "goroutine 1 [running]:\n\t/a.go:3\n", "line 2: expected function call"},
 		{"bad line number", "goroutine 1 [running]:\nmain.f()\n\t/a.go:x\n", "line 3: expected frame file:line"},
 		{"created by without file", "goroutine 1 [running]:\ncreated by main.main\n", "expected frame file:line"},

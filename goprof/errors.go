@@ -11,6 +11,12 @@ type badInput struct {
 }
 
 func (e *badInput) Error() string {
+	if e.msg == "" && e.err != nil {
+		return oneLine(e.err.Error())
+	}
+	if _, ok := e.err.(quiet); ok {
+		return e.msg
+	}
 	if e.err != nil {
 		return e.msg + ": " + oneLine(e.err.Error())
 	}
@@ -49,3 +55,10 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// quiet wraps an error whose message is not shown (a third-party
+// parser's, which may quote the input) while errors.Is still sees it.
+type quiet struct{ err error }
+
+func (q quiet) Error() string { return "" }
+func (q quiet) Unwrap() error { return q.err }

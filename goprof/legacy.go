@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // parseLegacyContention reads the debug=1 text form of Go's mutex
@@ -14,8 +16,8 @@ import (
 // only the addresses of each stack; the "#\t0xPC\tfunc+0xOFF\tfile:line"
 // comment lines that follow each sample name them, so they are attached to
 // the profile's locations here.
-func parseLegacyContention(name string, data []byte) (*File, error) {
-	p, err := parseProfile(data)
+func parseLegacyContention(name string, data []byte, b *boundedio.Budget) (*File, error) {
+	p, err := parseProfile(data, b)
 	if err != nil {
 		return nil, badWrap(err, "legacy contention profile")
 	}

@@ -2,6 +2,7 @@ package goprof
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -9,16 +10,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // Load reads the file at path, within the budget (see ReadFile), and
 // recognises it by content (see Parse).
+// The parsed form is charged to the input budget (SetInputBudget).
 func Load(path string) (*File, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read profile: %w", err)
 	}
-	return Parse(path, data)
+	return parseWithin(path, data, InputBudget())
 }
 
 // Parse recognises data by its content, never by name (which only labels
@@ -31,14 +35,24 @@ func Load(path string) (*File, error) {
 // a non-Go program) are refused. Every error is one line, starts with name
 // and wraps ErrBadProfile when the content is at fault.
 func Parse(name string, data []byte) (*File, error) {
-	f, err := withSlot(func() (*File, error) { return parse(name, data) })
+	return parseWithin(name, data, nil)
+}
+
+// ParseWithin is Parse charging the memory of the parsed form to b (see
+// SetInputBudget): for inputs read from files.
+func ParseWithin(name string, data []byte, b *boundedio.Budget) (*File, error) {
+	return parseWithin(name, data, b)
+}
+
+func parseWithin(name string, data []byte, b *boundedio.Budget) (*File, error) {
+	f, err := withSlot(func() (*File, error) { return parse(name, data, b) })
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return f, nil
 }
 
-func parse(name string, data []byte) (f *File, err error) {
+func parse(name string, data []byte, b *boundedio.Budget) (f *File, err error) {
 	if len(data) == 0 {
 		return nil, badf("empty file")
 	}
@@ -54,23 +68,23 @@ func parse(name string, data []byte) (f *File, err error) {
 	case bytes.HasPrefix(text, []byte("goroutine profile:")),
 		goroutineHeaderStart.Match(text),
 		isTraceback(text):
-		d, err := parseDump(data)
+		d, err := parseDump(data, b)
 		if err != nil {
 			return nil, err
 		}
 		return &File{Path: name, Kind: d.Kind, Dump: d}, nil
 	case bytes.HasPrefix(text, []byte("--- mutex:")), bytes.HasPrefix(text, []byte("--- contention:")):
-		return parseLegacyContention(name, data)
+		return parseLegacyContention(name, data, b)
 	}
 	if textKind := textProfileKind(text); textKind != "" {
 		return nil, badf("%s: not a contention input", textKind)
 	}
-	p, err := parseProfile(data)
+	p, err := parseProfile(data, b)
 	if err != nil {
-		if looksLikeText(data) {
-			return nil, badf("not a Go profile or goroutine dump (text starting %s)", quoteShort(firstLine(text)))
+		if looksLikeText(data) && !errors.Is(err, ErrTooLarge) {
+			return nil, badf("not a Go profile or goroutine dump (text, first line %d bytes long)", len(firstLine(text)))
 		}
-		return nil, badWrap(err, "not a Go profile")
+		return nil, err
 	}
 	kind, err := ClassifyProfile(p)
 	if err != nil {

@@ -286,7 +286,7 @@ func TestParseRejects(t *testing.T) {
 		{"non-Go contention", writeProfile(t, nonGo), "non-Go program"},
 		{"non-Go cpu", writeProfile(t, nonGoCPU), "non-Go program"},
 		{"other sample types", writeProfile(t, odd), "sample types bytes/bytes, latency/seconds"},
-		{"text", []byte("hello, world\nthis is not a profile\n"), `text starting "hello, world"`},
+		{"text", []byte("hello, world\nthis is not a profile\n"), `text, first line 12 bytes long`},
 		{"binary", []byte{0xff, 0xfe, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05}, "not a Go profile"},
 		{"truncated gzip", mutex[:len(mutex)/2], "truncated gzip"},
 		{"corrupt gzip header", append([]byte{0x1f, 0x8b, 0x01}, mutex[3:]...), "corrupt gzip"},

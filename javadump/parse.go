@@ -87,7 +87,7 @@ func Parse(data []byte) (*Dump, error) {
 		if done, err := p.line(i+1, lines[i]); err != nil {
 			if i == len(lines)-1 && p.t != nil {
 				// The text stops in the middle of its last line.
-				return nil, badf("truncated: the dump ends at line %d inside thread %q, in the middle of %s", i+1, p.t.Name, quoteShort(lines[i]))
+				return nil, badf("truncated: the dump ends at line %d inside the thread of line %d, in the middle of %s", i+1, p.headerLine, quoteShort(lines[i]))
 			}
 			return nil, err
 		} else if done {
@@ -97,7 +97,7 @@ func Parse(data []byte) (*Dump, error) {
 	}
 	where := "after the last thread"
 	if p.t != nil {
-		where = fmt.Sprintf("inside thread %q", p.t.Name)
+		where = fmt.Sprintf("inside the thread of line %d", p.headerLine)
 	}
 	return nil, badf("truncated: the dump ends at line %d %s, without its closing %q line", countLines(lines), where, "JNI global refs: N, weak refs: N")
 }
@@ -133,9 +133,9 @@ func (p *parser) line(n int, l string) (done bool, err error) {
 		p.t, p.headerLine, p.ownable = t, n, false
 		return false, nil
 	case l[0] != ' ' && l[0] != '\t':
-		return false, lineErrorf(n, "%s is not part of a Java thread dump (expected a thread header, a stack line or %q)", quoteShort(l), "JNI global refs")
+		return false, lineErrorf(n, "%s, not part of a Java thread dump (expected a thread header, a stack line or %q)", quoteShort(l), "JNI global refs")
 	case p.t == nil:
-		return false, lineErrorf(n, "%s comes before any thread header", quoteShort(l))
+		return false, lineErrorf(n, "%s before any thread header", quoteShort(l))
 	}
 	t := p.t
 	if m := stateRE.FindStringSubmatch(l); m != nil {
@@ -144,7 +144,7 @@ func (p *parser) line(n int, l string) (done bool, err error) {
 	}
 	if m := frameRE.FindStringSubmatch(l); m != nil {
 		if p.ownable {
-			return false, lineErrorf(n, "stack frame %s after the ownable synchronizers of thread %q", quoteShort(trimmed), t.Name)
+			return false, lineErrorf(n, "stack frame after the ownable synchronizers of the thread of line %d", p.headerLine)
 		}
 		t.Frames = append(t.Frames, parseFrame(m[1], m[2]))
 		return false, nil
@@ -162,11 +162,11 @@ func (p *parser) line(n int, l string) (done bool, err error) {
 			t.Owns = append(t.Owns, Lock{Op: OpOwns, Addr: m[1], Class: m[2]})
 			return false, nil
 		}
-		return false, lineErrorf(n, "%s in the ownable synchronizers of thread %q (expected %q or %q)", quoteShort(trimmed), t.Name, "- <0x…> (a Class)", "- None")
+		return false, lineErrorf(n, "%s in the ownable synchronizers of the thread of line %d (expected %q or %q)", quoteShort(trimmed), p.headerLine, "- <0x…> (a Class)", "- None")
 	}
 	if m := lockRE.FindStringSubmatch(l); m != nil {
 		if len(t.Frames) == 0 {
-			return false, lineErrorf(n, "lock line %s before any frame of thread %q", quoteShort(trimmed), t.Name)
+			return false, lineErrorf(n, "lock line before any frame of the thread of line %d", p.headerLine)
 		}
 		lk := Lock{Op: LockOp(m[1]), Class: m[3]}
 		if strings.HasPrefix(m[2], "0x") {
@@ -181,7 +181,7 @@ func (p *parser) line(n int, l string) (done bool, err error) {
 			return false, nil
 		}
 	}
-	return false, lineErrorf(n, "%s in thread %q is neither a state, a stack frame nor a lock line", quoteShort(trimmed), t.Name)
+	return false, lineErrorf(n, "%s in the thread of line %d, neither a state, a stack frame nor a lock line", quoteShort(trimmed), p.headerLine)
 }
 
 // close checks the thread just read: a Java thread (one with a #id)
@@ -189,7 +189,7 @@ func (p *parser) line(n int, l string) (done bool, err error) {
 func (p *parser) close() error {
 	t := p.t
 	if t != nil && t.ID > 0 && !t.Java && len(t.Frames) > 0 {
-		return lineErrorf(p.headerLine, "thread %q has stack frames but no java.lang.Thread.State line", t.Name)
+		return lineErrorf(p.headerLine, "thread has stack frames but no java.lang.Thread.State line")
 	}
 	return nil
 }
@@ -322,10 +322,23 @@ func lineErrorf(line int, format string, args ...any) error {
 	return &badInput{msg: fmt.Sprintf("line %d: ", line) + fmt.Sprintf(format, args...)}
 }
 
-// quoteShort quotes a line for an error, cut to 80 characters.
+// quoteShort describes a line for an error without quoting it: an error
+// about an input never repeats its content (the input may be a file the
+// user could not read, opened by a more privileged contend); the line
+// number beside it says where to look.
 func quoteShort(s string) string {
-	if len(s) > 80 {
-		s = s[:77] + "…"
-	}
-	return strconv.Quote(s)
+	return fmt.Sprintf("%d bytes of text", len(s))
+}
+
+// costLine bounds the memory one line of a dump takes once parsed: its
+// string header in the split text (16 bytes) and at most one Frame (about
+// 100 bytes with its method, class and file strings' headers) or Lock,
+// with slice growth, rounded up to a power of two.
+const costLine = 256
+
+// Cost estimates the memory Parse takes for data: a copy of the text and
+// a cost per line. Readers of files charge it to their budget before
+// parsing.
+func Cost(data []byte) int64 {
+	return int64(len(data)) + int64(bytes.Count(data, []byte{'\n'})+1)*costLine
 }

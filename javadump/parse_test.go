@@ -196,15 +196,15 @@ func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, want string
 	}{
-		{"truncated", cut, `truncated: the dump ends at line 194 inside thread "conn-7", in the middle of "\tat fix"`},
+		{"truncated", cut, `truncated: the dump ends at line 194 inside the thread of line 192, in the middle of 7 bytes of text`},
 		{"no end", strings.Replace(full, "JNI global refs: 4, weak refs: 0", "", 1), "truncated"},
 		{"foreign line", strings.Replace(full, `	at fixtures.Stripe.lambda$main$0(Stripe.java:65)`, `  File "server.py", line 12, in handle`, 1),
-			`line 119: "File \"server.py\", line 12, in handle" in thread "conn-0" is neither a state`},
+			`line 119: 36 bytes of text in the thread of line 115, neither a state`},
 		{"stray top-level", strings.Replace(full, `"conn-5" #17`, "goroutine 5 [running]:\n\"conn-5\" #17", 1),
-			`line 170: "goroutine 5 [running]:" is not part of a Java thread dump`},
+			`line 170: 22 bytes of text, not part of a Java thread dump`},
 		{"not a dump", "goroutine 1 [running]:\nmain.main()\n", "no thread header"},
-		{"lock before frame", "\"t\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable\n   java.lang.Thread.State: RUNNABLE\n\t- locked <0x1> (a X)\n", `line 3: lock line "- locked <0x1> (a X)" before any frame`},
-		{"frames without state", "\"t\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable\n\tat a.B.c(B.java:1)\n\nJNI global refs: 1\n", `line 1: thread "t" has stack frames but no java.lang.Thread.State line`},
+		{"lock before frame", "\"t\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable\n   java.lang.Thread.State: RUNNABLE\n\t- locked <0x1> (a X)\n", `line 3: lock line before any frame of the thread of line 1`},
+		{"frames without state", "\"t\" #1 prio=5 os_prio=0 tid=0x1 nid=0x2 runnable\n\tat a.B.c(B.java:1)\n\nJNI global refs: 1\n", `line 1: thread has stack frames but no java.lang.Thread.State line`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.text))

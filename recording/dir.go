@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // File names inside a recording directory.
@@ -319,11 +320,16 @@ func IsRecording(dir string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Read loads the recording directory dir. Every file is opened as a
-// regular file only (a FIFO or device in its place is refused at once)
-// and read within goprof's budget: profiles and the event log through the
-// same decompression path as any profile, and the JSON files refused when
-// larger than the budget allows. The thread timeline is validated (see
+// Read loads the recording directory dir. Every file is opened through
+// boundedio's opener as a regular file only, never through a symbolic
+// link (a FIFO, device or link in its place is refused at once: a
+// recording is a directory anyone may have written, and a link to a file
+// the reader may read but its writer may not would hand that file to the
+// analysis), and read within goprof's budget: profiles and the event log
+// through the same decompression path as any profile, the JSON files
+// refused when larger than the budget allows. What each part costs once
+// parsed is charged to goprof's input budget, shared with the other
+// inputs of the command. The thread timeline is validated (see
 // Timeline.Validate), as are the lock histograms and the events' stack
 // references; errors name the file at fault.
 func Read(dir string) (*Recording, error) {
@@ -336,7 +342,7 @@ func Read(dir string) (*Recording, error) {
 	}
 	r := &Recording{}
 	if err := json.Unmarshal(metaData, &r.Meta); err != nil {
-		return nil, fmt.Errorf("read recording %s: %s: %w: %w", dir, MetaFile, err, ErrInvalid)
+		return nil, fmt.Errorf("read recording %s: %s: %w: %w", dir, MetaFile, jsonError(err), ErrInvalid)
 	}
 	if r.Meta.Version > FormatVersion {
 		return nil, fmt.Errorf("read recording %s: format version %d is newer than this contend reads (%d)", dir, r.Meta.Version, FormatVersion)
@@ -370,11 +376,11 @@ func Read(dir string) (*Recording, error) {
 	}
 	sort.Slice(dumps, func(i, j int) bool { return dumpIndex(dumps[i]) < dumpIndex(dumps[j]) })
 	for _, name := range dumps {
-		data, err := goprof.ReadFile(filepath.Join(dir, name))
+		data, err := goprof.ReadFileWith(filepath.Join(dir, name), inside)
 		if err != nil {
 			return nil, fmt.Errorf("read recording: %w", err)
 		}
-		d, err := goprof.ParseDump(data)
+		d, err := goprof.ParseDumpWithin(data, goprof.InputBudget())
 		if err != nil {
 			return nil, fmt.Errorf("read recording %s: %s: %w", dir, name, err)
 		}
@@ -483,13 +489,17 @@ func dumpIndex(name string) int {
 	return n
 }
 
+// inside are the opener's options for a file inside a recording
+// directory: a symbolic link is not followed.
+var inside = boundedio.Options{NoFollow: true}
+
 // readProfile reads one view through goprof's budgeted path.
 func readProfile(path string) (*profile.Profile, error) {
-	data, err := goprof.ReadFile(path)
+	data, err := goprof.ReadFileWith(path, inside)
 	if err != nil {
 		return nil, err
 	}
-	p, err := goprof.ParseProfile(data)
+	p, err := goprof.ParseProfileWithin(data, goprof.InputBudget())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
@@ -504,16 +514,39 @@ const jsonExpansion = 8
 
 // readBudgeted reads a JSON file of a recording: a regular file within
 // goprof's budget, refused when its decoded form could take more than
-// the memory budget goprof allows a profile.
+// the memory budget goprof allows a profile; its decoded form is charged
+// to the input budget.
 func readBudgeted(path string) ([]byte, error) {
-	data, err := goprof.ReadFile(path)
+	data, err := goprof.ReadFileWith(path, inside)
 	if err != nil {
 		return nil, err
 	}
-	if limit := goprof.MaxModel(); int64(len(data))*jsonExpansion > limit {
+	cost := int64(len(data)) * jsonExpansion
+	if limit := goprof.MaxModel(); cost > limit {
 		return nil, fmt.Errorf("%s: %d bytes of JSON could take more than %d MiB once read: %w", filepath.Base(path), len(data), limit>>20, goprof.ErrTooLarge)
 	}
+	if err := goprof.InputBudget().Charge("reading it", cost); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
 	return data, nil
+}
+
+// jsonError describes an error of encoding/json by where it is, never
+// by what the input holds there (a syntax error quotes the byte at
+// fault; a type error names the Go type, which is ours, and the field).
+func jsonError(err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Errorf("malformed JSON at byte %d", se.Offset)
+	case errors.As(err, &te):
+		kind, _, _ := strings.Cut(te.Value, " ") // "number -5": the kind only
+		return fmt.Errorf("JSON %s where a %s belongs, field %q at byte %d", kind, te.Type, te.Field, te.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("JSON ends early")
+	}
+	return errors.New("malformed JSON")
 }
 
 func readJSON(path string, v any) error {
@@ -532,7 +565,7 @@ func readJSONOpt(path string, v any) (bool, error) {
 		return false, err
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return false, fmt.Errorf("%s: %w: %w", filepath.Base(path), err, ErrInvalid)
+		return false, fmt.Errorf("%s: %w: %w", filepath.Base(path), jsonError(err), ErrInvalid)
 	}
 	return true, nil
 }
@@ -543,10 +576,25 @@ func readJSONOpt(path string, v any) (bool, error) {
 // into memory looking for one).
 const maxEventLine = 64 << 10
 
+// maxLogEvents bounds the events of one log: eight times the 120,000 the
+// collector keeps (collector.maxEvents), so every log contend writes is
+// read, while a log of millions of empty events, a few bytes each once
+// compressed, is refused before it is built.
+const maxLogEvents = 1 << 20
+
+// costEvent is the memory one event takes once read and analysed: the
+// 96-byte Event, and the state the analysis of the live views keeps per
+// event (a log of 1.15 million events reached 511 MB at its peak, about
+// 440 bytes each), rounded up.
+const costEvent = 512
+
 // readEvents reads the event log, one JSON event per line, inflated
-// through goprof's budgeted reader.
+// through goprof's budgeted reader. A first pass counts the lines, so the
+// log is refused from its size (more than maxLogEvents, or more than the
+// input budget allows at costEvent each) before any event is built, and
+// the events are read into a slice of that length.
 func readEvents(path string, r *Recording) error {
-	f, err := goprof.OpenRegular(path)
+	f, _, err := boundedio.Open(path, inside)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -554,21 +602,37 @@ func readEvents(path string, r *Recording) error {
 		return err
 	}
 	defer f.Close()
+	n, err := countEvents(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EventsFile, err)
+	}
+	if n > maxLogEvents {
+		return fmt.Errorf("%s: %d lines, more than the %d events a log may hold: %w", EventsFile, n, maxLogEvents, goprof.ErrTooLarge)
+	}
+	if err := goprof.InputBudget().Charge(fmt.Sprintf("reading its %d events", n), n*costEvent); err != nil {
+		return fmt.Errorf("%s: %w", EventsFile, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", EventsFile, err)
+	}
 	zr, err := goprof.NewReader(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
-	r.Events = []Event{}
+	r.Events = make([]Event, 0, n)
 	for line := 1; sc.Scan(); line++ {
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
+		if int64(len(r.Events)) == n {
+			return fmt.Errorf("%s: more lines than its first reading counted (%d): %w", EventsFile, n, ErrInvalid)
+		}
 		var e Event
 		if err := json.Unmarshal(b, &e); err != nil {
-			return fmt.Errorf("%s: line %d: %w: %w", EventsFile, line, err, ErrInvalid)
+			return fmt.Errorf("%s: line %d: %w: %w", EventsFile, line, jsonError(err), ErrInvalid)
 		}
 		if e.Stack >= len(r.Stacks) || e.Stack < -1 {
 			return fmt.Errorf("%s: line %d: stack %d out of range: %w", EventsFile, line, e.Stack, ErrInvalid)
@@ -582,6 +646,44 @@ func readEvents(path string, r *Recording) error {
 		return fmt.Errorf("%s: %w", EventsFile, err)
 	}
 	return nil
+}
+
+// countEvents counts the lines of the event log f (an unterminated last
+// line counts), reading it through goprof's budgeted reader and keeping
+// nothing. A line longer than maxEventLine is refused as soon as it is
+// seen.
+func countEvents(f io.Reader) (int64, error) {
+	zr, err := goprof.NewReader(f)
+	if err != nil {
+		return 0, err
+	}
+	buf := make([]byte, 64<<10)
+	var n, run int64 // lines, and bytes since the last newline
+	for {
+		k, err := zr.Read(buf)
+		for b := buf[:k]; len(b) > 0; {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				run += int64(len(b))
+				break
+			}
+			n++
+			run, b = 0, b[i+1:]
+		}
+		if run > maxEventLine {
+			return 0, fmt.Errorf("a line longer than %d KiB: %w", maxEventLine>>10, ErrInvalid)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if run > 0 {
+		n++
+	}
+	return n, nil
 }
 
 // DirName names a recording directory after its target and a time:

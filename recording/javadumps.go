@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/javadump"
 )
 
@@ -51,11 +52,11 @@ func readJavaDumps(dir string, entries []os.DirEntry) ([]*javadump.Dump, error) 
 	sort.Slice(names, func(i, j int) bool { return index(names[i]) < index(names[j]) })
 	var out []*javadump.Dump
 	for _, name := range names {
-		data, err := readBudgeted(filepath.Join(dir, name))
+		data, err := goprof.ReadFileWith(filepath.Join(dir, name), inside)
 		if err != nil {
 			return nil, err
 		}
-		d, err := javadump.Parse(data)
+		d, err := parseJavaDump(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -64,21 +65,34 @@ func readJavaDumps(dir string, entries []os.DirEntry) ([]*javadump.Dump, error) 
 	return out, nil
 }
 
-// loadJavaDump reads path as a Java thread dump when its content looks
-// like one; ok is false for any other content, which is left to goprof.
-func loadJavaDump(path string) (d *javadump.Dump, ok bool, err error) {
-	data, err := os.ReadFile(path)
+// parseJavaDump parses a Java thread dump read from a file, its parsed
+// form charged to goprof's input budget first.
+func parseJavaDump(data []byte) (*javadump.Dump, error) {
+	if err := goprof.InputBudget().Charge("parsing it", javadump.Cost(data)); err != nil {
+		return nil, err
+	}
+	return javadump.Parse(data)
+}
+
+// loadInput reads the file at path through goprof's bounded opener (a
+// regular file within the budget, refused from its size before it is
+// read) and parses it: as a Java thread dump when its content looks like
+// one, else as a Go profile or dump (goprof), either charged to the input
+// budget.
+func loadInput(path string, o boundedio.Options) (*goprof.File, *javadump.Dump, error) {
+	data, err := goprof.ReadFileWith(path, o)
 	if err != nil {
-		return nil, false, fmt.Errorf("open: %w", err)
+		return nil, nil, fmt.Errorf("read input: %w", err)
 	}
-	if !javadump.Looks(data) {
-		return nil, false, nil
+	if javadump.Looks(data) {
+		d, err := parseJavaDump(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, d, nil
 	}
-	d, err = javadump.Parse(data)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s: %w", path, err)
-	}
-	return d, true, nil
+	f, err := goprof.ParseWithin(path, data, goprof.InputBudget())
+	return f, nil, err
 }
 
 // javaInput is a Java thread dump given to Open, with its path.

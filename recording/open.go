@@ -11,6 +11,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 )
 
 // InputRecording is the kind listed in Meta.Inputs for a recording
@@ -74,15 +75,13 @@ func Open(paths ...string) (*Recording, error) {
 			files = append(files, dirFiles...)
 			jdumps = append(jdumps, dirDumps...)
 		default:
-			if d, ok, err := loadJavaDump(path); err != nil {
-				return nil, err
-			} else if ok {
-				jdumps = append(jdumps, javaInput{path, d})
-				continue
-			}
-			f, err := goprof.Load(path)
+			f, d, err := loadInput(path, boundedio.Options{})
 			if err != nil {
 				return nil, err
+			}
+			if d != nil {
+				jdumps = append(jdumps, javaInput{path, d})
+				continue
 			}
 			files = append(files, f)
 		}
@@ -123,15 +122,13 @@ func loadProfileDir(dir string) ([]*goprof.File, []javaInput, error) {
 			continue
 		}
 		path := filepath.Join(dir, e.Name())
-		if d, ok, err := loadJavaDump(path); err != nil {
-			return nil, nil, err
-		} else if ok {
-			dumps = append(dumps, javaInput{path, d})
-			continue
-		}
-		f, err := goprof.Load(path)
+		f, d, err := loadInput(path, inside)
 		if err != nil {
 			return nil, nil, err
+		}
+		if d != nil {
+			dumps = append(dumps, javaInput{path, d})
+			continue
 		}
 		files = append(files, f)
 	}

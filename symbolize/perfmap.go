@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -83,13 +84,24 @@ func PerfMapPath(procRoot string, pid int) string {
 // and keeps the others: code the JVM freed since keeps its old name, and
 // code at an address reused for another method takes the newer one. It
 // returns how many entries the file held.
+//
+// The map is a file the target names, in a directory any local user may
+// write (/tmp), so it is opened through boundedio's opener without
+// following a symbolic link and without blocking, and read only when
+// fstat shows a regular file owned by the target's effective uid (from
+// its status under the proc root) or root, no larger than
+// maxPerfMapBytes: a FIFO planted there would otherwise hang a root
+// contend, and a link would make it read a file of root's choosing.
 func (p *Process) LoadPerfMap(path string) (int, error) {
-	f, err := os.Open(path)
+	uid, err := p.impl.effectiveUID()
 	if err != nil {
 		return 0, fmt.Errorf("perf map: %w", err)
 	}
-	defer f.Close()
-	m, err := parsePerfMap(io.LimitReader(f, maxPerfMapBytes))
+	data, err := boundedio.ReadFile(path, boundedio.Options{NoFollow: true, CheckOwner: true, Owner: uid}, maxPerfMapBytes)
+	if err != nil {
+		return 0, fmt.Errorf("perf map: %w", err)
+	}
+	m, err := parsePerfMap(bytes.NewReader(data))
 	if err != nil {
 		return 0, fmt.Errorf("perf map %s: %w", path, err)
 	}
@@ -107,8 +119,7 @@ func parsePerfMap(r io.Reader) (*perfMap, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	m := &perfMap{}
-	lines, bad := 0, 0
-	var first string
+	lines := 0
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -117,10 +128,6 @@ func parsePerfMap(r io.Reader) (*perfMap, error) {
 		lines++
 		e, ok := parsePerfLine(string(line))
 		if !ok {
-			if bad == 0 {
-				first = string(line)
-			}
-			bad++
 			continue
 		}
 		m.entries = append(m.entries, e)
@@ -129,7 +136,7 @@ func parsePerfMap(r io.Reader) (*perfMap, error) {
 		return nil, err
 	}
 	if lines > 0 && len(m.entries) == 0 {
-		return nil, fmt.Errorf("no line reads START SIZE NAME (line 1: %q)", first)
+		return nil, fmt.Errorf("no line of %d reads START SIZE NAME", lines)
 	}
 	sort.SliceStable(m.entries, func(i, j int) bool { return m.entries[i].start < m.entries[j].start })
 	// An entry overlapping the previous one is left out: the map lists
@@ -227,4 +234,22 @@ func (p *Process) PerfMapRange(pc uint64) (CodeRange, bool) {
 		return CodeRange{}, false
 	}
 	return CodeRange{Name: e.name, Start: e.start, End: e.end}, true
+}
+
+// effectiveUID returns the effective uid of the process, read from the
+// Uid line of its status under the proc root: the owner the files it
+// writes have.
+func (p *process) effectiveUID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(p.procDir, "status"))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			if f := strings.Fields(rest); len(f) >= 2 {
+				return strconv.Atoi(f[1])
+			}
+		}
+	}
+	return 0, fmt.Errorf("%s: no Uid line", filepath.Join(p.procDir, "status"))
 }

@@ -1,13 +1,18 @@
 package symbolize
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/contend-dev/contend/internal/boundedio"
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -129,5 +134,75 @@ func TestPerfMapPath(t *testing.T) {
 	}
 	if got, want := PerfMapPath(root, 4242), filepath.Join(dir, "root", "tmp", "perf-7.map"); got != want {
 		t.Errorf("path %s, want %s (the pid inside the container)", got, want)
+	}
+}
+
+// TestLoadPerfMapHostile (issue 33, row 3): /tmp/perf-PID.map is a path
+// any local user can create. A FIFO planted there hung a root `record`
+// with its probes attached; now it is refused at once, as are a symbolic
+// link (to a real map, to be sure the link itself is what is refused)
+// and a map owned by a user other than the target's or root.
+func TestLoadPerfMapHostile(t *testing.T) {
+	p, err := Open(os.Getpid(), Options{DebugDirs: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "real.map")
+	if err := os.WriteFile(good, []byte("0x1000 0x100 void app.Server.handle(app.Request)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	fifo := filepath.Join(dir, "perf-fifo.map")
+	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.LoadPerfMap(fifo)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boundedio.ErrNotRegular) || !strings.Contains(err.Error(), fifo) {
+			t.Errorf("FIFO: %v, want a not-regular error naming it", err)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the reader so the test ends; the hang is the failure.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("LoadPerfMap of a FIFO still blocked after 10 s")
+	}
+
+	link := filepath.Join(dir, "perf-link.map")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.LoadPerfMap(link); !errors.Is(err, boundedio.ErrNotRegular) {
+		t.Errorf("symbolic link: %v, want it refused as not a regular file", err)
+	}
+
+	if os.Geteuid() != 0 {
+		testbin.Skip(t, "giving a file to another user needs root")
+	}
+	// This test process runs as root: root's maps and the target's own
+	// are read, another user's is not.
+	if n, err := p.LoadPerfMap(good); err != nil || n != 1 {
+		t.Fatalf("root's own map: %d, %v", n, err)
+	}
+	other := filepath.Join(dir, "perf-other.map")
+	if err := os.WriteFile(other, []byte("0x2000 0x100 void app.Evil.run()\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(other, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.LoadPerfMap(other); !errors.Is(err, boundedio.ErrOwner) {
+		t.Errorf("map of uid 12345 for a root target: %v, want ErrOwner", err)
+	}
+	if _, ok := p.PerfMapRange(0x2010); ok {
+		t.Error("the other user's map named an address")
 	}
 }

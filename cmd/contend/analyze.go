@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/charmbracelet/x/term"
@@ -109,12 +107,10 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 	if o.format == formatPprof && (o.output == "" || o.output == "-") && isTerminal(stdout) {
 		return usageErrorf("--format pprof writes binary data: give -o FILE or redirect stdout")
 	}
+	defer installInputBudget()()
 	rec, err := recording.Open(o.paths...)
-	if errors.Is(err, fs.ErrNotExist) {
-		return withCode(exitUsage, err) // a mistyped path is bad input
-	}
 	if err != nil {
-		return err
+		return inputError(err)
 	}
 	res, err := analyzer.Analyze(rec, analyzer.Options{})
 	if err != nil {

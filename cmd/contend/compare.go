@@ -143,6 +143,7 @@ type sideInfo struct {
 }
 
 func runCompare(o compareOptions, stdout io.Writer) error {
+	defer installInputBudget()()
 	if o.format != formatText && o.format != formatJSON {
 		return usageErrorf("compare: unknown --format %q (want text or json)", o.format)
 	}
@@ -190,7 +191,7 @@ func loadSide(arg string) ([]sideRec, error) {
 			return nil, withCode(exitUsage, fmt.Errorf("compare: %w", err))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("compare: %s: %w", p, err)
+			return nil, inputError(fmt.Errorf("compare: %s: %w", p, err))
 		}
 		res, err := analyzer.Analyze(rec, analyzer.Options{})
 		if err != nil {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 	"strings"
 
 	"github.com/contend-dev/contend/collector"
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/javadump"
 	"github.com/contend-dev/contend/recording"
 )
@@ -17,7 +19,9 @@ var sentinels = []struct {
 	code int
 }{
 	{goprof.ErrBadProfile, exitUsage},
-	{goprof.ErrNotRegular, exitUsage},
+	{boundedio.ErrNotRegular, exitUsage},
+	{boundedio.ErrTooLarge, exitUsage},
+	{boundedio.ErrOwner, exitUsage},
 	{javadump.ErrBadDump, exitUsage},
 	{recording.ErrNotRecording, exitUsage},
 	{recording.ErrInvalid, exitUsage},
@@ -50,4 +54,25 @@ func isCobraUsageError(err error) bool {
 		}
 	}
 	return false
+}
+
+// inputError gives an error from opening or reading the inputs of a
+// command the exit code of bad input: a path that does not exist or that
+// the user may not read is a mistake in the command line, like a corrupt
+// profile, not a failure of contend. Other errors keep their code.
+func inputError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return withCode(exitUsage, err)
+	}
+	return err
+}
+
+// installInputBudget sets the budget over all inputs of one command
+// (goprof.SetInputBudget) to what the parsed form of one input may take,
+// 4 times --max-profile-size: many inputs each within the budget cannot
+// add up past what one may take. It returns the function that puts the
+// previous budget back.
+func installInputBudget() func() {
+	prev := goprof.SetInputBudget(boundedio.NewBudget(goprof.MaxModel()))
+	return func() { goprof.SetInputBudget(prev) }
 }
