@@ -1,22 +1,20 @@
 package analyzer
 
 import (
-	"debug/elf"
-	"os"
-	"path/filepath"
 	"sort"
-	"sync"
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/contend-dev/contend/symbolize"
+	"github.com/contend-dev/contend/recording"
 )
 
 // This file confirms a busy-wait by reading the machine code of the loop
 // the CPU samples fall in: a spin loop is a handful of instructions that
 // re-read one memory address (or exchange it atomically) until it
 // changes, with no call and no system call; a work loop computes in
-// registers or walks memory.
+// registers or walks memory. The code is the recording's copy, taken by
+// the collector from the objects the target mapped: the analysis opens
+// no file.
 
 // maxSpinLoopInsns bounds the size of a busy-wait loop. A test-and-set or
 // test-and-test-and-set wait compiles to 2–6 instructions (load, test,
@@ -24,68 +22,6 @@ import (
 // adds none after inlining. Twelve leaves room for a backoff counter while
 // keeping out any loop that does real work per iteration.
 const maxSpinLoopInsns = 12
-
-// binaryCode gives the machine code of the functions of one ELF file, by
-// name, with the load bias resolved from sampled addresses.
-type binaryCode struct {
-	file *symbolize.File
-	syms map[string]elf.Symbol
-}
-
-var (
-	codeMu    sync.Mutex
-	codeCache = map[string]*binaryCode{}
-)
-
-// openBinary opens path for disassembly, nil when it cannot be read (gone,
-// no permission, not ELF). Opened files are kept for the process's
-// lifetime: an analysis that disassembles one binary usually disassembles
-// it again (the TUI re-analyzes every window).
-func openBinary(path string) *binaryCode {
-	if path == "" {
-		return nil
-	}
-	codeMu.Lock()
-	defer codeMu.Unlock()
-	if b, ok := codeCache[path]; ok {
-		return b
-	}
-	b := loadBinary(path)
-	codeCache[path] = b
-	return b
-}
-
-func loadBinary(path string) *binaryCode {
-	ef, err := elf.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer ef.Close()
-	if ef.Machine != elf.EM_X86_64 {
-		return nil
-	}
-	syms := map[string]elf.Symbol{}
-	for _, get := range []func() ([]elf.Symbol, error){ef.Symbols, ef.DynamicSymbols} {
-		list, _ := get()
-		for _, s := range list {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-				if _, dup := syms[s.Name]; !dup {
-					syms[s.Name] = s
-				}
-			}
-		}
-	}
-	f, err := symbolize.OpenFile(path, symbolize.Options{})
-	if err != nil {
-		return nil
-	}
-	return &binaryCode{file: f, syms: syms}
-}
-
-// pageSize is the granularity of load biases: an object is mapped at a
-// page-aligned offset from its link-time addresses, so an address keeps
-// its offset within a page.
-const pageSize = 4096
 
 // loopReport is what the disassembly says about the sampled addresses of
 // one function.
@@ -102,33 +38,36 @@ type loopReport struct {
 	pause bool
 }
 
-// loops disassembles function fn and classifies the loops that contain
-// the runtime addresses in addrs (with their sample weights). line maps a
-// runtime address to the source line its sample was symbolized to, used
-// to pick the load bias when the function spans pages. ok is false when
-// the code cannot be read.
-func (b *binaryCode) loops(fn string, addrs map[uint64]int64, line map[uint64]int) (loopReport, bool) {
-	rep := loopReport{busy: map[uint64]bool{}}
-	sym, ok := b.syms[fn]
-	if !ok {
-		return rep, false
+// nativeLoops classifies the loops of a native function of module that
+// hold the sampled runtime addresses addrs (with their sample weights),
+// from the copy of its machine code the recording carries
+// (recording.NativeCode): the copy that holds the hottest address, whose
+// load bias is the one it was sampled at. ok is false when the recording
+// holds no such copy. No binary is read: the file at a path the target
+// named may have been replaced since (even by a FIFO), or be another
+// build on the analyzing machine. A recording made before code was
+// copied gets a note saying the loops are judged from their samples
+// alone.
+func nativeLoops(a *analysis, rec *recording.Recording, module string, addrs map[uint64]int64) (loopReport, bool) {
+	if module == "" || module == kernelModule || module == recording.ModuleJava || len(addrs) == 0 {
+		return loopReport{}, false
 	}
-	f, code, ok := b.file.FunctionAt(sym.Value)
-	if !ok || len(code) == 0 {
-		return rep, false
+	if rec.NativeCode == nil {
+		a.note("the recording holds no copy of the target's machine code (it was made by a contend that did not keep one): busy-wait loops in native code are judged from their samples alone, never from binaries on this machine")
+		return loopReport{}, false
 	}
-	insts := decodeAll(code, f.Start)
-	if len(insts) == 0 {
-		return rep, false
-	}
-	// Pick the load bias that puts the hottest address inside the
-	// function on the line its sample names.
 	hot := hottest(addrs)
-	bias, ok := b.bias(f.Start, f.End, hot, line[hot])
-	if !ok {
-		return rep, false
+	for _, c := range rec.NativeCode {
+		if c.Module != module || !c.Contains(hot) {
+			continue
+		}
+		insts := decodeAll(c.Code, c.Start)
+		if len(insts) == 0 {
+			return loopReport{}, false
+		}
+		return busyLoops(insts, addrs, c.Bias, nil), true
 	}
-	return busyLoops(insts, addrs, bias, nil), true
+	return loopReport{}, false
 }
 
 // busyLoops classifies the loops of insts that hold the sampled runtime
@@ -156,30 +95,6 @@ func busyLoops(insts []inst, addrs map[uint64]int64, bias uint64, prep func(*loo
 		rep.text = best.String()
 	}
 	return rep
-}
-
-// bias returns the load bias (runtime minus ELF address) that puts the
-// runtime address a inside [start, end) of a function, on source line
-// want when several page offsets fit.
-func (b *binaryCode) bias(start, end, a uint64, want int) (uint64, bool) {
-	var cands []uint64
-	for v := start + (a-start)%pageSize; v < end; v += pageSize {
-		cands = append(cands, v)
-	}
-	switch {
-	case len(cands) == 0:
-		return 0, false
-	case len(cands) == 1 || want == 0:
-		return a - cands[0], true
-	}
-	for _, v := range cands {
-		for _, fr := range b.file.Frames(v, true) {
-			if fr.Line == want {
-				return a - v, true
-			}
-		}
-	}
-	return a - cands[0], true
 }
 
 // hottest returns the address with the largest weight (the lowest on a
@@ -400,43 +315,4 @@ func regFamily(r x86asm.Reg) int {
 		return int(r - x86asm.RAX)
 	}
 	return -1
-}
-
-// libDirs are where shared libraries are looked for when the recording
-// names only their base name: beside the executable and in its ../lib (a
-// private installation, a pyenv interpreter), then the system's library
-// directories.
-var libDirs = []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/usr/local/lib", "/usr/lib", "/lib"}
-
-// binaryFor returns the path of the object a module name refers to: the
-// target's executable, or a shared library of that name found beside it
-// or in a library directory; "" when none is found. The recording holds
-// base names only, so a library found this way is checked before use: the
-// function must be in its symbol table (has), and the sampled addresses
-// must fall on the lines the samples name (bias).
-func binaryFor(exe, module string) string {
-	if module == "" || module == kernelModule {
-		return ""
-	}
-	if exe != "" && filepath.Base(exe) == module {
-		return exe
-	}
-	var dirs []string
-	if exe != "" {
-		d := filepath.Dir(exe)
-		dirs = append(dirs, d, filepath.Join(d, "..", "lib"))
-	}
-	for _, d := range append(dirs, libDirs...) {
-		p := filepath.Join(d, module)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p
-		}
-	}
-	return ""
-}
-
-// has reports whether the binary's symbol tables hold function fn.
-func (b *binaryCode) has(fn string) bool {
-	_, ok := b.syms[fn]
-	return ok
 }

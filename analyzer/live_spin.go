@@ -198,14 +198,12 @@ type spinShape struct {
 // a function that cannot be shown to spin.
 func (ld *liveData) spinLoop(a *analysis, c *spinCand) (spinShape, bool) {
 	sh := spinShape{addrs: map[uint64]bool{}}
-	if b := openBinary(binaryFor(ld.rec.Meta.Exe, c.module)); b != nil && b.has(c.fn) {
-		if r, ok := b.loops(c.fn, c.addrs, c.line); ok {
-			sh.disasm, sh.rep, sh.addrs = true, r, r.busy
-			for addr := range sh.addrs {
-				sh.spinNS += c.addrs[addr]
-			}
-			return sh, true
+	if r, ok := nativeLoops(a, ld.rec, c.module, c.addrs); ok {
+		sh.disasm, sh.rep, sh.addrs = true, r, r.busy
+		for addr := range sh.addrs {
+			sh.spinNS += c.addrs[addr]
 		}
+		return sh, true
 	}
 	// JIT-compiled code has no file: its machine code is read from the
 	// process's memory as the recording kept it.

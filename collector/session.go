@@ -1440,6 +1440,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	}) {
 		rec.SetProfile(v, p)
 	}
+	rec.NativeCode = s.res.nativeCode(rec.Profile(recording.ViewOnCPU))
 	if s.cfg.probes[ProbeFutex] {
 		rec.Locks = buildLocks(d, open, s.res)
 	}

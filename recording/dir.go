@@ -228,6 +228,11 @@ func writeData(w *dirWriter, r *Recording) error {
 			return err
 		}
 	}
+	if r.NativeCode != nil {
+		if err := w.writeJSON(NativeCodeFile, r.NativeCode); err != nil {
+			return err
+		}
+	}
 	if r.Locks != nil {
 		if err := w.writeJSON(LocksFile, r.Locks); err != nil {
 			return err
@@ -387,6 +392,9 @@ func Read(dir string) (*Recording, error) {
 		r.Goroutines = append(r.Goroutines, d)
 	}
 	if err := readJSON(filepath.Join(dir, JITCodeFile), &r.JITCode); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+	}
+	if r.NativeCode, err = readNativeCode(dir); err != nil {
 		return nil, fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if err := readJSON(filepath.Join(dir, LocksFile), &r.Locks); err != nil {

@@ -188,6 +188,10 @@ type Recording struct {
 	// the recording: code generated at run time is in no file the
 	// analyzer could read to confirm a busy-wait.
 	JITCode []CodeBlob
+	// NativeCode holds the machine code of the native functions that
+	// took the most on-CPU samples (code.go); nil in a recording made
+	// before it was copied.
+	NativeCode []NativeCode
 	// Locks holds per-lock statistics aggregated in the kernel over every
 	// wait, including those too short to carry a stack.
 	Locks []LockStat

@@ -553,7 +553,10 @@ func objectFunction(o *object, v, bias uint64, lim *limits) (Function, []byte, b
 			return
 		}
 		found = true
-		fn = Function{Name: name, Start: start + bias, End: end + bias, Module: o.name, Path: o.path}
+		fn = Function{Name: name, Start: start + bias, End: end + bias, Module: o.name, Path: o.path, Bias: bias, BuildID: o.buildID}
+		if fn.BuildID == "" {
+			fn.BuildID = o.goBuildID
+		}
 		if b, ok := o.fileBytes(start, end); ok {
 			code = append([]byte(nil), b...)
 		}

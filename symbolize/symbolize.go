@@ -168,6 +168,10 @@ type Function struct {
 	Module string
 	// Path is the object's path as seen in /proc/PID/maps.
 	Path string
+	// Bias is the runtime address minus the ELF virtual address (0 for
+	// a File), and BuildID the object's build id (File.BuildID).
+	Bias    uint64
+	BuildID string
 }
 
 // Process is a snapshot of one process's mappings with lazily loaded symbol
