@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"strings"
@@ -167,4 +168,62 @@ func FuzzLegacyNameBytes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDWARFLongStrings: the DWARF of a small C program, its .debug_str
+// replaced by one 1 MiB run without a NUL, so that every name attribute
+// points into the run at a different offset and debug/dwarf would copy
+// the rest of the run for each. The names come out cut at maxNameLen and
+// reading them costs a copy of the section, not a MiB per name.
+func TestDWARFLongStrings(t *testing.T) {
+	bin := buildC(t, t.TempDir(), "ledger.c", "ledger", "-O2", "-g", "-gdwarf-4")
+	ef, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ef.Close()
+	var secs []craftSection
+	for _, name := range []string{".debug_info", ".debug_abbrev", ".debug_line", ".debug_ranges"} {
+		if s := ef.Section(name); s != nil {
+			b, err := s.Data()
+			if err != nil {
+				t.Fatal(err)
+			}
+			secs = append(secs, craftSection{name: name, typ: elf.SHT_PROGBITS, data: b})
+		}
+	}
+	str := append([]byte(strings.Repeat("z", 1<<20)), 0)
+	secs = append(secs, craftSection{name: ".debug_str", typ: elf.SHT_PROGBITS, data: str})
+	data := craftELF(false, secs...)
+	cef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := newLimits().forObject("ledger")
+	var names []string
+	alloc := testbin.Allocated(func() {
+		s := loadDWARF(cef, data, budget)
+		if s == nil {
+			return
+		}
+		dw := newDwarfInfo(s, budget)
+		for _, c := range dw.cus {
+			for pc := c.lo; pc < c.hi; pc += 4 {
+				for _, f := range dw.frames(pc) {
+					names = append(names, f.fn)
+				}
+			}
+		}
+	})
+	if len(names) == 0 {
+		t.Fatal("no frame read from the DWARF")
+	}
+	for _, n := range names {
+		if len(n) > maxNameLen {
+			t.Fatalf("a name of %d bytes, want at most %d", len(n), maxNameLen)
+		}
+	}
+	if limit := uint64(16 << 20); alloc > limit {
+		t.Errorf("reading %d frames allocated %d bytes, want at most %d", len(names), alloc, limit)
+	}
 }
