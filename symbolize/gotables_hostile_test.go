@@ -227,3 +227,30 @@ func TestDWARFLongStrings(t *testing.T) {
 		t.Errorf("reading %d frames allocated %d bytes, want at most %d", len(names), alloc, limit)
 	}
 }
+
+// TestBuildIDBounded: a GNU build id note of 1 MiB (an id goes into the
+// recording and into debug file paths) is not used; a 20-byte one is.
+func TestBuildIDBounded(t *testing.T) {
+	note := func(desc []byte) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, 4)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(desc)))
+		b = binary.LittleEndian.AppendUint32(b, 3) // NT_GNU_BUILD_ID
+		return append(append(b, "GNU\x00"...), desc...)
+	}
+	for _, tc := range []struct {
+		desc []byte
+		want string
+	}{
+		{bytes.Repeat([]byte{0xab}, 20), strings.Repeat("ab", 20)},
+		{bytes.Repeat([]byte{0xab}, 1<<20), ""},
+	} {
+		data := craftELF(false, craftSection{name: ".note.gnu.build-id", typ: elf.SHT_NOTE, flags: elf.SHF_ALLOC, data: note(tc.desc)})
+		o, err := newObject(data, "noted", newLimits())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.buildID != tc.want {
+			t.Errorf("%d-byte id: build id of %d characters, want %d", len(tc.desc), len(o.buildID), len(tc.want))
+		}
+	}
+}
