@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"debug/buildinfo"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/contend-dev/contend/symbolize"
 )
 
 // goFunc is one function of a Go executable the Go lock probes attach
@@ -81,6 +84,9 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
+	if err := symbolize.CheckELF(file, st.Size()); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
 	f, err := elf.NewFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
@@ -120,6 +126,27 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 		return out, fmt.Errorf("%s: none of Go's lock slow paths is in its %s: %s", path, table, strings.Join(out.missing, "; "))
 	}
 	return out, nil
+}
+
+// goBuildVersion returns the Go version that built the executable at
+// path, "" when it is not a Go executable or cannot be read. The file is
+// the target's: its section headers are checked (symbolize.CheckELF)
+// before debug/buildinfo opens it with debug/elf.
+func goBuildVersion(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || symbolize.CheckELF(f, st.Size()) != nil {
+		return ""
+	}
+	bi, err := buildinfo.Read(f)
+	if err != nil {
+		return ""
+	}
+	return bi.GoVersion
 }
 
 // span is a function's virtual addresses, [lo, hi).

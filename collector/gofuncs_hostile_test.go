@@ -334,3 +334,46 @@ func FuzzSymtabScan(f *testing.F) {
 		}
 	})
 }
+
+// TestFindGoFuncsSectionNames: an executable whose 4,096 section headers
+// all point into one 1 MiB name (debug/elf copies the rest of the name
+// for each, a byte at a time: it did not open this 1.3 MB file in a
+// minute) is refused at once, before debug/elf reads it.
+func TestFindGoFuncsSectionNames(t *testing.T) {
+	const n, nameLen = 4096, 1 << 20
+	le := binary.LittleEndian
+	hdr := make([]byte, 64)
+	copy(hdr, "\x7fELF\x02\x01\x01")
+	le.PutUint16(hdr[16:], uint16(elf.ET_EXEC))
+	le.PutUint16(hdr[18:], uint16(elf.EM_X86_64))
+	le.PutUint32(hdr[20:], 1)
+	le.PutUint64(hdr[40:], 64+nameLen+1)
+	le.PutUint16(hdr[52:], 64)
+	le.PutUint16(hdr[58:], 64)
+	le.PutUint16(hdr[60:], n)
+	le.PutUint16(hdr[62:], n-1)
+	b := append(append(hdr, bytes.Repeat([]byte("a"), nameLen)...), 0)
+	for i := range n {
+		sh := make([]byte, 64)
+		le.PutUint32(sh, uint32(i*16))
+		le.PutUint32(sh[4:], uint32(elf.SHT_PROGBITS))
+		if i == n-1 {
+			le.PutUint32(sh[4:], uint32(elf.SHT_STRTAB))
+			le.PutUint64(sh[24:], 64)
+			le.PutUint64(sh[32:], nameLen+1)
+		}
+		b = append(b, sh...)
+	}
+	path := filepath.Join(t.TempDir(), "names")
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := findGoFuncs(path)
+	if err == nil || !strings.Contains(err.Error(), "section headers beyond what a real ELF file has") {
+		t.Errorf("err %v, want the section headers refused", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refused in %s", d)
+	}
+}

@@ -139,7 +139,11 @@ func mapObject(f *os.File, st *unix.Stat_t, name string, pool *limits) (*object,
 func newObject(data []byte, name string, pool *limits) (o *object, err error) {
 	var ef *elf.File
 	// debug/elf can panic on crafted headers: a bad object is an error.
-	if perr := guarded(func() { ef, err = elf.NewFile(bytes.NewReader(data)) }); perr != nil {
+	if perr := guarded(func() {
+		if err = CheckELF(bytes.NewReader(data), int64(len(data))); err == nil {
+			ef, err = elf.NewFile(bytes.NewReader(data))
+		}
+	}); perr != nil {
 		err = perr
 	}
 	if err != nil {
