@@ -1,13 +1,17 @@
 package collector
 
 import (
+	"debug/buildinfo"
 	"debug/elf"
-	"debug/gosym"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/contend-dev/contend/symbolize"
 )
 
 // goFunc is one function of a Go executable the Go lock probes attach
@@ -71,15 +75,30 @@ var errNotGoAMD64 = errors.New("not an x86-64 executable")
 // A function not found is listed in missing; an error means none can be
 // probed.
 func findGoFuncs(path string) (*goFuncsFound, error) {
-	f, err := elf.Open(path)
+	file, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	defer f.Close()
-	if f.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("%s: %w (%s)", path, errNotGoAMD64, f.Machine)
+	defer file.Close()
+	st, err := file.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	lookup, table, err := funcTable(f)
+	if err := symbolize.CheckELF(file, st.Size()); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	f, err := elf.NewFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
+		return nil, fmt.Errorf("%s: %w (%s, %s)", path, errNotGoAMD64, f.Machine, f.Class)
+	}
+	var names []string
+	for _, lf := range goLockFuncs {
+		names = append(names, lf.names...)
+	}
+	spans, table, err := funcTable(f, st.Size(), names)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -87,11 +106,11 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 	for _, lf := range goLockFuncs {
 		found := false
 		for _, name := range lf.names {
-			lo, hi, ok := lookup(name)
+			sp, ok := spans[name]
 			if !ok {
 				continue
 			}
-			fn, err := goFuncAt(f, name, lf.kind, lo, hi)
+			fn, err := goFuncAt(f, name, lf.kind, sp.lo, sp.hi)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
@@ -109,42 +128,246 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 	return out, nil
 }
 
-// funcTable returns a lookup of function name -> [lo, hi) virtual
-// addresses: from the ELF symbol table, else from .gopclntab.
-func funcTable(f *elf.File) (func(string) (lo, hi uint64, ok bool), string, error) {
-	syms, err := f.Symbols()
-	if err == nil {
-		byName := map[string]elf.Symbol{}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 {
-				byName[s.Name] = s
-			}
+// goBuildVersion returns the Go version that built the executable at
+// path, "" when it is not a Go executable or cannot be read. The file is
+// the target's: its section headers are checked (symbolize.CheckELF)
+// before debug/buildinfo opens it with debug/elf.
+func goBuildVersion(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || symbolize.CheckELF(f, st.Size()) != nil {
+		return ""
+	}
+	bi, err := buildinfo.Read(f)
+	if err != nil {
+		return ""
+	}
+	return bi.GoVersion
+}
+
+// span is a function's virtual addresses, [lo, hi).
+type span struct{ lo, hi uint64 }
+
+// funcTable finds the functions named in f, an executable of size bytes:
+// in the ELF symbol table, else (none, or one that does not parse) in
+// .gopclntab. It returns where each name found starts and ends, and
+// which table they came from.
+//
+// Both tables are the target's bytes, read without debug/elf's Symbols
+// or debug/gosym: those allocate a record per entry the header claims
+// and copy every name, each up to its NUL, so a table that lies about
+// its count (a Go binary runs with any count in its pclntab header: the
+// runtime reads its own copy from moduledata) or points many entries
+// into one long name costs far more than its size, past any machine's
+// memory. Here a count is checked against the bytes of the table it
+// describes before it drives a loop, names are compared in place, and
+// nothing is allocated per entry: the cost is the table's bytes, read
+// once.
+func funcTable(f *elf.File, size int64, names []string) (map[string]span, string, error) {
+	if s := f.SectionByType(elf.SHT_SYMTAB); s != nil {
+		if spans, err := symtabFuncs(f, s, size, names); err == nil {
+			return spans, "symbol table", nil
 		}
-		return func(name string) (uint64, uint64, bool) {
-			s, ok := byName[name]
-			return s.Value, s.Value + s.Size, ok
-		}, "symbol table", nil
 	}
 	pcln := f.Section(".gopclntab")
 	text := f.Section(".text")
 	if pcln == nil || text == nil {
 		return nil, "", errors.New("no symbol table and no .gopclntab section: not a Go executable, or stripped beyond what the Go lock probes can place")
 	}
-	data, err := pcln.Data()
+	data, err := sectionBytes(pcln, size)
 	if err != nil {
-		return nil, "", fmt.Errorf("read .gopclntab: %w", err)
+		return nil, "", err
 	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
+	spans, err := pclnFuncs(data, text.Addr, names)
 	if err != nil {
 		return nil, "", fmt.Errorf("parse .gopclntab: %w", err)
 	}
-	return func(name string) (uint64, uint64, bool) {
-		fn := tab.LookupFunc(name)
-		if fn == nil {
-			return 0, 0, false
+	return spans, "pclntab", nil
+}
+
+// maxGoTableBytes bounds the bytes read of one table (symbol table, its
+// strings, pclntab) of an executable: the same 512 MiB that symbolize
+// allows all of one object's tables. The pclntab of a Go binary of a few
+// hundred MB is tens of MB; a table beyond the bound is a crafted one.
+const maxGoTableBytes = 512 << 20
+
+// sectionBytes reads section s of an ELF file of size bytes. The section
+// header is the target's word: a section with no bytes in the file
+// (SHT_NOBITS reads as zeros of whatever size it claims), stored
+// compressed (inflating to a size it claims), reaching past the end of
+// the file, or over maxGoTableBytes is refused before anything is
+// allocated.
+func sectionBytes(s *elf.Section, size int64) ([]byte, error) {
+	switch {
+	case s.Type == elf.SHT_NOBITS:
+		return nil, fmt.Errorf("section %s: no bytes in the file", s.Name)
+	case s.Flags&elf.SHF_COMPRESSED != 0:
+		return nil, fmt.Errorf("section %s: compressed, which no Go linker does to it", s.Name)
+	case size < 0 || s.Offset > uint64(size) || s.FileSize > uint64(size)-s.Offset:
+		return nil, fmt.Errorf("section %s: %d bytes at offset %d, past the end of a file of %d", s.Name, s.FileSize, s.Offset, size)
+	case s.FileSize > maxGoTableBytes:
+		return nil, fmt.Errorf("section %s: %d bytes, over the %d MiB a table of an executable may take", s.Name, s.FileSize, maxGoTableBytes>>20)
+	}
+	b := make([]byte, s.FileSize)
+	if _, err := s.ReadAt(b, 0); err != nil {
+		return nil, fmt.Errorf("read section %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+// symtabFuncs finds the named functions among the sized STT_FUNC symbols
+// of the 64-bit symbol table s, the first of each name.
+func symtabFuncs(f *elf.File, s *elf.Section, size int64, names []string) (map[string]span, error) {
+	if int(s.Link) <= 0 || int(s.Link) >= len(f.Sections) {
+		return nil, fmt.Errorf("symbol table: string table %d of %d sections", s.Link, len(f.Sections))
+	}
+	syms, err := sectionBytes(s, size)
+	if err != nil {
+		return nil, err
+	}
+	if len(syms)%elf.Sym64Size != 0 {
+		return nil, fmt.Errorf("symbol table: %d bytes, not a whole number of %d-byte symbols", len(syms), elf.Sym64Size)
+	}
+	strs, err := sectionBytes(f.Sections[s.Link], size)
+	if err != nil {
+		return nil, err
+	}
+	return symtabScan(syms, strs, names), nil
+}
+
+// symtabScan finds the named functions among the sized STT_FUNC symbols
+// of syms, the entries of a 64-bit little-endian symbol table whose names
+// are in strs: the first of each name.
+func symtabScan(syms, strs []byte, names []string) map[string]span {
+	out := map[string]span{}
+	// Symbol 0 is the undefined symbol.
+	for off := elf.Sym64Size; off+elf.Sym64Size <= len(syms) && len(out) < len(names); off += elf.Sym64Size {
+		e := syms[off : off+elf.Sym64Size]
+		value, sz := binary.LittleEndian.Uint64(e[8:]), binary.LittleEndian.Uint64(e[16:])
+		if elf.ST_TYPE(e[4]) != elf.STT_FUNC || sz == 0 || value+sz < value {
+			continue
 		}
-		return fn.Entry, fn.End, true
-	}, "pclntab", nil
+		if name, ok := nameAt(strs, binary.LittleEndian.Uint32(e), names, out); ok {
+			out[name] = span{value, value + sz}
+		}
+	}
+	return out
+}
+
+// nameAt returns the name of names, not yet in found, that is stored at
+// offset off of tab (followed by its NUL), comparing in place.
+func nameAt(tab []byte, off uint32, names []string, found map[string]span) (string, bool) {
+	if uint64(off) >= uint64(len(tab)) {
+		return "", false
+	}
+	at := tab[off:]
+	for _, n := range names {
+		if _, dup := found[n]; !dup && len(at) > len(n) && at[len(n)] == 0 && string(at[:len(n)]) == n {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// Magic numbers of the pclntab header (internal/abi.PCLnTabMagic), per
+// Go release.
+const (
+	pclnGo12  = 0xfffffffb
+	pclnGo116 = 0xfffffffa
+	pclnGo118 = 0xfffffff0
+	pclnGo120 = 0xfffffff1
+)
+
+// pclnFuncs finds the named functions, the first of each name, in data,
+// the Go function table of a little-endian 64-bit executable whose text
+// starts at text; Go 1.2 to 1.17 layouts and those since 1.18 (the
+// layouts debug/gosym reads). A table whose header claims more functions
+// than its bytes hold is refused.
+func pclnFuncs(data []byte, text uint64, names []string) (map[string]span, error) {
+	// 4-byte magic, two zero bytes, the instruction size quantum, the
+	// pointer size; then the header's words.
+	if len(data) < 16 || data[4] != 0 || data[5] != 0 || data[7] != 8 {
+		return nil, fmt.Errorf("%d bytes: not the table of a 64-bit Go executable", len(data))
+	}
+	le := binary.LittleEndian
+	var nwords int
+	// field is the width of each of a function's two functab fields
+	// (entry pc and _func record offset): a pointer before Go 1.18, a
+	// 32-bit offset from text since; the record's name offset follows
+	// its entry field.
+	field := 8
+	// functabWord, nameWord: which header words give the offsets of the
+	// functab (which the _func record offsets are relative to) and the
+	// function names; -1 for Go 1.2's, where all offsets are from the
+	// start of the table.
+	functabWord, nameWord := -1, -1
+	switch m := le.Uint32(data); m {
+	case pclnGo12:
+		nwords = 1
+	case pclnGo116:
+		nwords, nameWord, functabWord = 7, 2, 6
+	case pclnGo118, pclnGo120:
+		nwords, nameWord, functabWord, field = 8, 3, 7, 4
+	default:
+		return nil, fmt.Errorf("magic 0x%x: not a Go function table this version reads", m)
+	}
+	if len(data) < 8+8*nwords {
+		return nil, fmt.Errorf("%d bytes: shorter than its header", len(data))
+	}
+	word := func(i int) uint64 { return le.Uint64(data[8+8*i:]) }
+	at := func(i int) ([]byte, error) {
+		if i < 0 {
+			return data, nil
+		}
+		if off := word(i); off > uint64(len(data)) {
+			return nil, fmt.Errorf("header word %d: offset %d past the end of the table's %d bytes", i, off, len(data))
+		}
+		return data[word(i):], nil
+	}
+	funcnames, err := at(nameWord)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := at(functabWord)
+	if err != nil {
+		return nil, err
+	}
+	functab := recs
+	if functabWord < 0 {
+		functab = data[16:]
+	}
+	// The functab holds nfunc entries of two fields, then the end of the
+	// last function: 2*nfunc+1 fields.
+	nfunc, fields := word(0), uint64(len(functab)/field)
+	if fields == 0 || nfunc > (fields-1)/2 {
+		return nil, fmt.Errorf("header claims %d functions, its function table's %d bytes hold at most %d", nfunc, len(functab), (max(fields, 1)-1)/2)
+	}
+	pc := func(i uint64) uint64 {
+		if field == 4 {
+			return text + uint64(le.Uint32(functab[8*i:]))
+		}
+		return le.Uint64(functab[16*i:])
+	}
+	out := map[string]span{}
+	for i := uint64(0); i < nfunc && len(out) < len(names); i++ {
+		var rec uint64
+		if field == 4 {
+			rec = uint64(le.Uint32(functab[8*i+4:]))
+		} else {
+			rec = le.Uint64(functab[16*i+8:])
+		}
+		if rec > uint64(len(recs)) || uint64(len(recs))-rec < uint64(field)+4 {
+			continue
+		}
+		if name, ok := nameAt(funcnames, le.Uint32(recs[rec+uint64(field):]), names, out); ok {
+			out[name] = span{pc(i), pc(i + 1)}
+		}
+	}
+	return out, nil
 }
 
 // maxGoFuncBytes bounds the code read of one probed function: lockSlow is

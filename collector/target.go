@@ -2,7 +2,6 @@ package collector
 
 import (
 	"context"
-	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -102,9 +101,7 @@ func readTarget(root string, pid int) targetInfo {
 	t.comm, _ = p.Comm()
 	t.cmdline, _ = p.CmdLine()
 	t.exe, _ = p.Executable()
-	if bi, err := buildinfo.ReadFile(procPath(root, strconv.Itoa(pid), "exe")); err == nil {
-		t.goVersion = bi.GoVersion
-	}
+	t.goVersion = goBuildVersion(procPath(root, strconv.Itoa(pid), "exe"))
 	if st, err := p.NewStatus(); err == nil {
 		t.cpusAllowed = len(st.CpusAllowedList)
 	}

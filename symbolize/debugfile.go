@@ -96,6 +96,9 @@ func openDebugFile(f *os.File, o *object) *debugFile {
 			syscall.Munmap(data)
 		}
 	}()
+	if CheckELF(bytes.NewReader(data), int64(len(data))) != nil {
+		return nil
+	}
 	ef, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil || ef.Class != elf.ELFCLASS64 {
 		return nil

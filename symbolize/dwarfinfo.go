@@ -1,6 +1,7 @@
 package symbolize
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
@@ -269,14 +270,56 @@ func loadDWARF(ef *elf.File, data []byte, budget *objBudget) *dwarfSecs {
 		return b
 	}
 	s := &dwarfSecs{info: get(".debug_info"), abbrev: get(".debug_abbrev"), line: get(".debug_line"),
-		ranges: get(".debug_ranges"), str: get(".debug_str"), order: ef.ByteOrder}
+		ranges: get(".debug_ranges"), str: cutStrings(get(".debug_str"), budget), order: ef.ByteOrder}
 	for i, n := range dwarf5Names {
 		s.v5[i] = get(n)
+		if n == ".debug_line_str" {
+			s.v5[i] = cutStrings(s.v5[i], budget)
+		}
 	}
 	if len(s.info) == 0 || len(s.abbrev) == 0 || s.order == nil {
 		return nil
 	}
 	return s
+}
+
+// cutStrings returns b, a DWARF string section, with no run of more
+// than maxNameLen bytes without a NUL. debug/dwarf copies a string
+// attribute up to its NUL, and any number of attributes can point into
+// one long run at different offsets, each costing the rest of the run;
+// cut, a string read costs maxNameLen at most. A section with a longer
+// run is copied (charged to budget: nil when over it) and a NUL put after
+// every maxNameLen bytes of each such run; strings that long are no
+// name in real programs, so nothing real is cut.
+func cutStrings(b []byte, budget *objBudget) []byte {
+	long := false
+	for rest := b; len(rest) > maxNameLen; {
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 || i > maxNameLen {
+			long = true
+			break
+		}
+		rest = rest[i+1:]
+	}
+	if !long {
+		return b
+	}
+	if !budget.take(int64(len(b)), "copying its DWARF strings to cut their longest") {
+		return nil
+	}
+	out := bytes.Clone(b)
+	run := 0
+	for i, c := range out {
+		switch {
+		case c == 0:
+			run = 0
+		case run == maxNameLen:
+			out[i], run = 0, 0
+		default:
+			run++
+		}
+	}
+	return out
 }
 
 // Forms whose value is an offset anywhere in .debug_info (or in another
@@ -634,6 +677,7 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 					n := dnode{ranges: rs}
 					ur.globalize(e)
 					n.name, n.nameRef = entryName(e)
+					dw.chargeName(&n.name)
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
 						n.callFile = int(v)
 					}
@@ -742,7 +786,17 @@ func (dw *dwarfInfo) nodeName(n *dnode, ur *unitReader) string {
 		return n.name
 	}
 	n.name, n.nameRef = dw.nameAt(n.nameRef, ur), 0
+	dw.chargeName(&n.name)
 	return n.name
+}
+
+// chargeName charges the bytes of a name a node keeps to the budget
+// (costNode covers the node, not its name, which may be maxNameLen long),
+// and drops the name when they do not fit.
+func (dw *dwarfInfo) chargeName(name *string) {
+	if !dw.budget.take(int64(len(*name)), "indexing its DWARF function names") {
+		*name = ""
+	}
 }
 
 func (u *cuInfo) loadLines(d *dwarf.Data, budget *objBudget) {

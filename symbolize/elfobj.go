@@ -139,7 +139,11 @@ func mapObject(f *os.File, st *unix.Stat_t, name string, pool *limits) (*object,
 func newObject(data []byte, name string, pool *limits) (o *object, err error) {
 	var ef *elf.File
 	// debug/elf can panic on crafted headers: a bad object is an error.
-	if perr := guarded(func() { ef, err = elf.NewFile(bytes.NewReader(data)) }); perr != nil {
+	if perr := guarded(func() {
+		if err = CheckELF(bytes.NewReader(data), int64(len(data))); err == nil {
+			ef, err = elf.NewFile(bytes.NewReader(data))
+		}
+	}); perr != nil {
 		err = perr
 	}
 	if err != nil {
@@ -218,6 +222,12 @@ func (o *object) releasePages() {
 	}
 }
 
+// maxBuildIDLen bounds a build id read from a note: GNU ids are 16 to 32
+// bytes (md5, uuid, sha1, sha256), Go's about 85 ("actionID/contentID").
+// An id goes into debug file paths and the recording; a longer one is a
+// crafted note and is not used.
+const maxBuildIDLen = 256
+
 // readNotes finds the GNU and Go build ids in the note sections (or note
 // segments when section headers are gone).
 func (o *object) readNotes() {
@@ -236,9 +246,9 @@ func (o *object) readNotes() {
 			name := string(bytes.TrimRight(b[12:12+namesz], "\x00"))
 			desc := b[nameEnd : nameEnd+uint64(descsz)]
 			switch {
-			case name == "GNU" && typ == 3 && o.buildID == "": // NT_GNU_BUILD_ID
+			case name == "GNU" && typ == 3 && o.buildID == "" && len(desc) <= maxBuildIDLen: // NT_GNU_BUILD_ID
 				o.buildID = hex.EncodeToString(desc)
-			case name == "Go" && typ == 4 && o.goBuildID == "": // Go build id note
+			case name == "Go" && typ == 4 && o.goBuildID == "" && len(desc) <= maxBuildIDLen: // Go build id note
 				o.goBuildID = string(desc)
 			}
 			if descEnd > uint64(len(b)) {

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"debug/gosym"
 	"encoding/binary"
+	"slices"
 	"sort"
 )
 
@@ -74,8 +75,11 @@ func (o *object) pcln() *pclntab {
 	if v, ok := o.elfSymbol("runtime.text"); ok {
 		text = v
 	}
-	if m := binary.LittleEndian.Uint32(data); m != go118magic && m != go120magic && !o.budget.take(int64(len(data))*legacyTableCost, "reading its Go function table") {
-		return nil
+	if m := binary.LittleEndian.Uint32(data); m != go118magic && m != go120magic {
+		names, ok := legacyNameBytes(data)
+		if !ok || !o.budget.take(int64(len(data))*legacyTableCost+names, "reading its Go function table") {
+			return nil
+		}
 	}
 	o.gotab = newPclntab(data, text)
 	return o.gotab
@@ -114,24 +118,135 @@ func legacyCountFits(data []byte) bool {
 	return n <= uint64(len(data))/8
 }
 
+// legacyNameBytes returns how many bytes debug/gosym copies for the
+// function names of a table legacyCountFits accepts: it copies each
+// distinct name offset's bytes up to the NUL, so entries pointing into
+// one long run of bytes cost its length each, whatever the table's size.
+// The sum is found without that cost: the offsets sorted, and the names
+// scanned once from their end for the NUL that ends each. ok is false
+// for a table gosym would not read (the count does not fit), or one
+// whose names are not NUL-terminated (gosym drops the table then).
+func legacyNameBytes(data []byte) (total int64, ok bool) {
+	if !legacyCountFits(data) {
+		return 0, false
+	}
+	order := binary.ByteOrder(binary.LittleEndian)
+	magic := order.Uint32(data)
+	if magic != go12magic && magic != go116magic && magic != go118magic && magic != go120magic {
+		order = binary.BigEndian
+		magic = order.Uint32(data)
+	}
+	ps := uint64(data[7])
+	uptr := func(b []byte, at uint64) (uint64, bool) {
+		if at > uint64(len(b)) || uint64(len(b))-at < ps {
+			return 0, false
+		}
+		if ps == 4 {
+			return uint64(order.Uint32(b[at:])), true
+		}
+		return order.Uint64(b[at:]), true
+	}
+	word := func(i uint64) ([]byte, bool) {
+		off, ok := uptr(data, 8+i*ps)
+		if !ok || off > uint64(len(data)) {
+			return nil, false
+		}
+		return data[off:], true
+	}
+	nfunc, _ := uptr(data, 8)
+	var names, funcdata, functab []byte
+	field := ps // each functab field: a pointer before Go 1.18, 32 bits since
+	ok1, ok2 := true, true
+	switch magic {
+	case go12magic:
+		names, funcdata, functab = data, data, data[min(8+ps, uint64(len(data))):]
+	case go116magic:
+		names, ok1 = word(2)
+		funcdata, ok2 = word(6)
+		functab = funcdata
+	default: // go118magic, go120magic: other pointer sizes or byte orders
+		names, ok1 = word(3)
+		funcdata, ok2 = word(7)
+		functab, field = funcdata, 4
+	}
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	read := func(b []byte, at, size uint64) (uint64, bool) {
+		if at > uint64(len(b)) || uint64(len(b))-at < size {
+			return 0, false
+		}
+		if size == 4 {
+			return uint64(order.Uint32(b[at:])), true
+		}
+		return order.Uint64(b[at:]), true
+	}
+	// nfunc <= len(data)/8 (legacyCountFits): the offsets take half the
+	// table's size at most.
+	offs := make([]uint32, 0, nfunc)
+	for i := range nfunc {
+		rec, ok := read(functab, (2*i+1)*field, field)
+		if !ok {
+			return 0, false
+		}
+		// The _func record: its entry (a pointer, 32 bits since Go
+		// 1.18), then the name offset.
+		nameOff, ok := read(funcdata, rec+field, 4)
+		if !ok {
+			return 0, false
+		}
+		offs = append(offs, uint32(nameOff))
+	}
+	slices.Sort(offs)
+	offs = slices.Compact(offs)
+	nul, scanned := -1, len(names)
+	for j := len(offs) - 1; j >= 0; j-- {
+		o := int(offs[j])
+		if o >= len(names) {
+			return 0, false
+		}
+		for scanned > o {
+			scanned--
+			if names[scanned] == 0 {
+				nul = scanned
+			}
+		}
+		if nul < 0 {
+			return 0, false
+		}
+		total += int64(nul - o)
+	}
+	return total, true
+}
+
 // legacyTableCost bounds what debug/gosym allocates per byte of a Go 1.2
 // to 1.17 table: a Func and its Sym for each 16-byte function entry.
 const legacyTableCost = 8
 
-// elfSymbol returns the value of a named symbol in .symtab (slow: a linear
-// scan, used once per object). debug/elf copies the whole table, about
-// five times its size, which is charged to the object's budget first.
+// elfSymbol returns the value of the first symbol named name in o's
+// .symtab (a linear scan, done once per object). The mapped table is read
+// in place, names compared where they are stored: debug/elf's Symbols
+// copies every symbol and each name up to its NUL, which a table of
+// entries pointing into one long name makes cost the string table's size
+// per symbol.
 func (o *object) elfSymbol(name string) (uint64, bool) {
-	if s := o.ef.SectionByType(elf.SHT_SYMTAB); s == nil || !o.budget.take(int64(min(s.FileSize, 1<<40))*5, "reading its symbol table") {
+	s := o.ef.SectionByType(elf.SHT_SYMTAB)
+	if s == nil || s.Link == 0 || int(s.Link) >= len(o.ef.Sections) {
 		return 0, false
 	}
-	syms, err := o.ef.Symbols()
+	syms, err := o.sectionBytes(s)
 	if err != nil {
 		return 0, false
 	}
-	for _, s := range syms {
-		if s.Name == name {
-			return s.Value, true
+	strs, err := o.sectionBytes(o.ef.Sections[s.Link])
+	if err != nil {
+		return 0, false
+	}
+	const entSize = 24 // sizeof(Elf64_Sym)
+	for off := entSize; off+entSize <= len(syms); off += entSize {
+		n := uint64(binary.LittleEndian.Uint32(syms[off:]))
+		if end := n + uint64(len(name)); end < uint64(len(strs)) && strs[end] == 0 && string(strs[n:end]) == name {
+			return binary.LittleEndian.Uint64(syms[off+8:]), true
 		}
 	}
 	return 0, false
@@ -322,10 +437,21 @@ func (t *pclntab) pcvalue(off uint32, entry, target uint64) (int32, bool) {
 	}
 }
 
-// cstring returns b up to its first NUL.
-func cstring(b []byte) string {
+// maxNameLen bounds a name read from a target's tables (function,
+// symbol and file names): the longest in real programs, C++ template
+// instantiations, run to a few KiB. A table can point any number of
+// entries into one long run of bytes without a NUL; each name read is cut
+// here, so a lookup copies and compares at most this much.
+const maxNameLen = 16 << 10
+
+// cstring returns b up to its first NUL, at most maxNameLen bytes.
+func cstring(b []byte) string { return string(cbytes(b)) }
+
+// cbytes returns b up to its first NUL, at most maxNameLen bytes.
+func cbytes(b []byte) []byte {
+	b = b[:min(len(b), maxNameLen)]
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		b = b[:i]
 	}
-	return string(b)
+	return b
 }

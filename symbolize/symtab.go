@@ -34,17 +34,13 @@ type symTable struct {
 	unsized []symEntry
 }
 
-// rawName returns the symbol's name as stored.
+// rawName returns the symbol's name as stored, cut at maxNameLen.
 func (t *symTable) rawName(e *symEntry) []byte {
 	tab := t.strtabs[e.src]
 	if uint64(e.name) >= uint64(len(tab)) {
 		return nil
 	}
-	b := tab[e.name:]
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	return b
+	return cbytes(tab[e.name:])
 }
 
 // name returns the display name: C++ and Rust names demangled without
