@@ -336,4 +336,3 @@ func restoreNoFile(t *testing.T) {
 		t.Error(err)
 	}
 }
-
