@@ -11,19 +11,18 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
 	"golang.org/x/sys/unix"
 )
 
 // Limits of the metrics server. A Prometheus server scrapes with one
 // connection at a time, a few servers or a curl beside them make a
 // handful; whatever else connects must not take the descriptors the
-// probes and /proc need (each session holds a few thousand: programs,
-// maps, links, perf events), nor hold them for long.
+// probes and /proc need (each session holds hundreds: programs, maps,
+// links, perf events, /proc files), nor hold a connection for long.
 const (
-	// MaxConnections bounds the metrics connections open at once; more
-	// wait in the kernel's backlog until one closes. 32 leave room for
-	// several scrapers and a person, and are nothing beside the probes'
+	// MaxConnections bounds the metrics connections open at once; one
+	// more is closed as soon as it is accepted. 32 leave room for
+	// several scrapers and a person, and are few beside the probes'
 	// descriptors.
 	MaxConnections = 32
 	// readHeaderTimeout bounds how long a connection may take to send
@@ -34,10 +33,11 @@ const (
 	// writeTimeout bounds writing a response: rendering the metrics
 	// takes milliseconds, a client that reads slower holds a slot.
 	writeTimeout = 30 * time.Second
-	// idleTimeout closes a kept-alive connection with no request: longer
-	// than Prometheus's default scrape interval (15 s), so a scraper
-	// keeps its connection from one scrape to the next.
-	idleTimeout = 20 * time.Second
+	// idleTimeout would close a kept-alive connection with no request;
+	// keep-alives are off (a scrape every few seconds gains nothing by
+	// keeping a connection, while an idle one holds a slot), so it only
+	// backs that up.
+	idleTimeout = 5 * time.Second
 	// maxHeaderBytes bounds a request's headers: a scrape sends under
 	// 1 KiB.
 	maxHeaderBytes = 16 << 10
@@ -57,7 +57,7 @@ const (
 func MetricsServer(h http.Handler, logf func(format string, args ...any)) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", h)
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -66,6 +66,8 @@ func MetricsServer(h http.Handler, logf func(format string, args ...any)) *http.
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(logWriter(logf), "", 0),
 	}
+	srv.SetKeepAlivesEnabled(false)
+	return srv
 }
 
 // logWriter turns a log function into the writer of a log.Logger.
@@ -86,32 +88,57 @@ func trimNewline(p []byte) string {
 }
 
 // Listener wraps the metrics listener ln: at most MaxConnections are open
-// at once, and an accept that fails for lack of descriptors or memory
-// (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried with backoff and logged
-// once to logf, with the count of descriptors open, never returned: the
-// HTTP server stops on an error it does not take for temporary, and a
-// lack of descriptors says nothing about the target or the kernel.
+// at once, and a connection beyond them is closed as soon as it is
+// accepted (left in the kernel's backlog, a flood of them would keep a
+// scraper waiting behind thousands); an accept that fails for lack of
+// descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried with
+// backoff, never returned: the HTTP server stops on an error it does not
+// take for temporary, and a lack of descriptors says nothing about the
+// target or the kernel. Each episode of either is logged once to logf
+// when it starts and once when it ends.
 func Listener(ln net.Listener, logf func(format string, args ...any)) net.Listener {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	return netutil.LimitListener(&retryListener{Listener: ln, log: logf, done: make(chan struct{})}, MaxConnections)
+	return &limitListener{Listener: ln, log: logf, sem: make(chan struct{}, MaxConnections), done: make(chan struct{})}
 }
 
-// retryListener retries the accepts that fail for lack of resources.
-type retryListener struct {
+// limitListener is Listener's listener.
+type limitListener struct {
 	net.Listener
 	log       func(format string, args ...any)
+	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	// failing is set while accepts fail, so that an episode is logged
-	// once when it starts and once when it ends. Accept is called by
-	// one goroutine (the server's), but tests call it from others.
-	mu      sync.Mutex
-	failing bool
+	// failing and shedding are set while accepts fail, and while
+	// connections are turned away, so that an episode is logged once
+	// when it starts and once when it ends.
+	mu       sync.Mutex
+	failing  bool
+	shedding bool
+	shed     int
 }
 
-func (l *retryListener) Accept() (net.Conn, error) {
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.sem <- struct{}{}:
+			l.shedEnds()
+			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+		default:
+			c.Close()
+			l.shedOne()
+		}
+	}
+}
+
+// accept accepts the next connection, retrying with backoff while the
+// process lacks descriptors or memory.
+func (l *limitListener) accept() (net.Conn, error) {
 	backoff := acceptBackoffMin
 	for {
 		c, err := l.Listener.Accept()
@@ -134,12 +161,46 @@ func (l *retryListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *retryListener) Close() error {
+// limitConn gives its slot back when it is closed, once.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+func (l *limitListener) shedOne() {
+	l.mu.Lock()
+	first := !l.shedding
+	l.shedding = true
+	l.shed++
+	l.mu.Unlock()
+	if first {
+		l.log("%d metrics connections open, the most it serves at once: closing new ones until one ends", MaxConnections)
+	}
+}
+
+func (l *limitListener) shedEnds() {
+	l.mu.Lock()
+	was, n := l.shedding, l.shed
+	l.shedding, l.shed = false, 0
+	l.mu.Unlock()
+	if was {
+		l.log("serving metrics connections again (%d turned away)", n)
+	}
+}
+
+func (l *limitListener) Close() error {
 	l.closeOnce.Do(func() { close(l.done) })
 	return l.Listener.Close()
 }
 
-func (l *retryListener) failed(err error) {
+func (l *limitListener) failed(err error) {
 	l.mu.Lock()
 	first := !l.failing
 	l.failing = true
@@ -150,7 +211,7 @@ func (l *retryListener) failed(err error) {
 	}
 }
 
-func (l *retryListener) recovered() {
+func (l *limitListener) recovered() {
 	l.mu.Lock()
 	was := l.failing
 	l.failing = false
