@@ -94,8 +94,7 @@ func trimNewline(p []byte) string {
 // descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is retried with
 // backoff, never returned: the HTTP server stops on an error it does not
 // take for temporary, and a lack of descriptors says nothing about the
-// target or the kernel. Each episode of either is logged once to logf
-// when it starts and once when it ends.
+// target or the kernel. Both are logged to logf, a few lines at most.
 func Listener(ln net.Listener, logf func(format string, args ...any)) net.Listener {
 	if logf == nil {
 		logf = func(string, ...any) {}
@@ -110,13 +109,14 @@ type limitListener struct {
 	sem       chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	// failing and shedding are set while accepts fail, and while
-	// connections are turned away, so that an episode is logged once
-	// when it starts and once when it ends.
-	mu       sync.Mutex
-	failing  bool
-	shedding bool
-	shed     int
+	// failing is set while accepts fail, so that an episode is logged
+	// once when it starts and once when it ends; shed counts the
+	// connections turned away since shedLogged, when they were last
+	// logged.
+	mu         sync.Mutex
+	failing    bool
+	shed       int
+	shedLogged time.Time
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -127,7 +127,6 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.sem <- struct{}{}:
-			l.shedEnds()
 			return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 		default:
 			c.Close()
@@ -174,24 +173,21 @@ func (c *limitConn) Close() error {
 	return err
 }
 
+// shedLogEvery spaces the lines about connections turned away: a flood
+// turns thousands away a minute, in bursts as slots free up.
+const shedLogEvery = time.Minute
+
 func (l *limitListener) shedOne() {
 	l.mu.Lock()
-	first := !l.shedding
-	l.shedding = true
 	l.shed++
-	l.mu.Unlock()
-	if first {
-		l.log("%d metrics connections open, the most it serves at once: closing new ones until one ends", MaxConnections)
+	n, now := l.shed, time.Now()
+	due := now.Sub(l.shedLogged) >= shedLogEvery
+	if due {
+		l.shed, l.shedLogged = 0, now
 	}
-}
-
-func (l *limitListener) shedEnds() {
-	l.mu.Lock()
-	was, n := l.shedding, l.shed
-	l.shedding, l.shed = false, 0
 	l.mu.Unlock()
-	if was {
-		l.log("serving metrics connections again (%d turned away)", n)
+	if due {
+		l.log("%d metrics connections turned away: %d open, the most served at once (said at most once a minute)", n, MaxConnections)
 	}
 }
 

@@ -167,7 +167,7 @@ func TestMetricsServerSurvivesIdleFlood(t *testing.T) {
 	if strings.Contains(stderr.String(), "cannot accept") {
 		t.Errorf("the server ran out of descriptors:\n%s", stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "closing new ones") {
+	if !strings.Contains(stderr.String(), "turned away") {
 		t.Errorf("no connection turned away, none logged:\n%s", stderr.String())
 	}
 	select {
