@@ -113,7 +113,18 @@ type Agent struct {
 	// when it changes.
 	waiting bool
 	lastErr string
+	// attached is set once a session has started: the kernel and the
+	// privileges carried the probes, so an error that blames them later
+	// comes from something else (most often a lack of descriptors, which
+	// cilium/ebpf reports as a kernel without a map feature) and ends no
+	// agent.
+	attached bool
 }
+
+// ErrDescriptors is wrapped by the error that ends an agent which could
+// not start its first session while out of file descriptors, whatever
+// the error that the lack of them caused says.
+var ErrDescriptors = errors.New("out of file descriptors")
 
 // New prepares an agent; Run starts it.
 func New(o Options) (*Agent, error) {
@@ -164,15 +175,19 @@ func New(o Options) (*Agent, error) {
 // Metrics returns the agent's metrics, to serve.
 func (a *Agent) Metrics() *Metrics { return a.metrics }
 
-// fatal reports errors that end the agent: no session can succeed after
-// them (missing privileges, a kernel without what the probes need).
+// fatal reports errors that end the agent when its first session meets
+// them: no session can succeed after them (missing privileges, a kernel
+// without what the probes need).
 func fatal(err error) bool {
 	return errors.Is(err, collector.ErrPermission) || errors.Is(err, collector.ErrNoBTF) || errors.Is(err, collector.ErrKernel)
 }
 
 // Run records window after window until ctx is done, then returns nil
 // once every probe is detached; it returns early with an error no later
-// session could overcome (missing privileges, kernel support).
+// session could overcome (missing privileges, kernel support), met by the
+// first session. Later, the same errors are logged and the session is
+// tried again a window later: a kernel that carried the probes once
+// still can.
 func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if a.push != nil {
@@ -205,6 +220,11 @@ func (a *Agent) step(ctx context.Context) error {
 		a.log("%v", err)
 	}
 	a.lastErr = fmt.Sprint(err)
+	if !ok && err != nil && outOfResources(err) {
+		// Could not look, which says nothing of the target.
+		a.idle(ctx)
+		return nil
+	}
 	if !ok {
 		if !a.waiting {
 			a.log("no process of %s runs; watching for one", a.opts.Target)
@@ -218,11 +238,25 @@ func (a *Agent) step(ctx context.Context) error {
 	co.Target, co.PID, co.Duration = t, 0, 0
 	co.History = min(2*a.opts.Window, collector.MaxHistory)
 	s, err := a.start(ctx, co)
+	var short bool
+	var fds string
+	if err != nil {
+		short, fds = descriptorsExhausted()
+		short = short || outOfResources(err)
+	}
 	switch {
-	case err != nil && fatal(err):
+	case err != nil && fatal(err) && !a.attached && short:
+		// Not the kernel's or the privileges' fault: say what it is.
+		return fmt.Errorf("%w (%s): %v", ErrDescriptors, fds, err)
+	case err != nil && fatal(err) && !a.attached:
 		return err
 	case errors.Is(err, collector.ErrNoProcess) || errors.Is(err, collector.ErrProcessGone):
 		// Gone between the look and the attach: look again.
+		a.idle(ctx)
+		return nil
+	case err != nil && short:
+		a.metrics.window(windowFailed)
+		a.log("%s: cannot record, out of file descriptors (%s): %v", t, fds, err)
 		a.idle(ctx)
 		return nil
 	case err != nil:
@@ -231,6 +265,7 @@ func (a *Agent) step(ctx context.Context) error {
 		a.idle(ctx)
 		return nil
 	}
+	a.attached = true
 	began := time.Now()
 	replaced := a.follow(ctx, s)
 	if _, err := s.Stop(); err != nil && ctx.Err() == nil {

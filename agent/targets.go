@@ -68,34 +68,54 @@ func (r *resolver) session() (t collector.Target, ok bool, err error) {
 	}
 	var live []int
 	for _, pid := range r.t.PIDs {
-		if _, ok := r.process(pid); ok {
+		_, ok, rerr := r.read(pid)
+		if rerr != nil {
+			// Out of descriptors or memory: whether it runs is
+			// unknown, so it is kept, and the session says more.
+			ok, err = true, rerr
+		}
+		if ok {
 			live = append(live, pid)
 		}
 	}
-	return collector.Target{PIDs: live}, len(live) > 0, nil
+	return collector.Target{PIDs: live}, len(live) > 0, err
 }
 
 // process reads pid's name and start time; false when it is gone, a
 // zombie, unreadable, or (for a pid given with -p) another process than
 // the one first seen under that id.
 func (r *resolver) process(pid int) (Process, bool) {
+	p, ok, _ := r.read(pid)
+	return p, ok
+}
+
+// read is process, with an error when pid's /proc files could not be
+// read for lack of descriptors or memory: that is no sign of the process
+// being gone, and ok is false then.
+func (r *resolver) read(pid int) (p Process, ok bool, err error) {
 	if pid == os.Getpid() {
-		return Process{}, false
+		return Process{}, false, nil
 	}
 	pr, err := r.fs.Proc(pid)
 	if err != nil {
-		return Process{}, false
+		if outOfResources(err) {
+			return Process{}, false, fmt.Errorf("read pid %d: %w", pid, err)
+		}
+		return Process{}, false, nil
 	}
 	st, err := pr.Stat()
-	if err != nil || st.State == "Z" || st.State == "X" {
-		return Process{}, false
+	if err != nil && outOfResources(err) {
+		return Process{}, false, fmt.Errorf("read pid %d: %w", pid, err)
 	}
-	p := Process{PID: pid, Comm: st.Comm, Start: st.Starttime}
+	if err != nil || st.State == "Z" || st.State == "X" {
+		return Process{}, false, nil
+	}
+	p = Process{PID: pid, Comm: st.Comm, Start: st.Starttime}
 	if slices.Contains(r.t.PIDs, pid) {
 		if first, known := r.first[pid]; known && first != p.Start {
-			return Process{}, false // another process has the id now
+			return Process{}, false, nil // another process has the id now
 		}
 		r.first[pid] = p.Start
 	}
-	return p, true
+	return p, true, nil
 }

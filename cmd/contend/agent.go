@@ -180,11 +180,13 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("agent: %v", err)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics().Registry(), promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// At most agent.MaxConnections at once, each with timeouts, and an
+	// accept that fails for lack of descriptors retried, not fatal: a
+	// flood of connections must not take the descriptors the probes
+	// need, nor end the agent.
+	srv := agent.MetricsServer(promhttp.HandlerFor(a.Metrics().Registry(), promhttp.HandlerOpts{}), logf)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(agent.Listener(ln, logf)) }()
 	logf("serving metrics on http://%s/metrics, windows of %s, watching %s", ln.Addr(), o.window, target)
 
 	runErr := a.Run(ctx)

@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/collector"
-	"github.com/contend-dev/contend/recording"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -247,7 +246,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		return fmt.Errorf("demo: record: %w", err)
 	}
 	if o.output != "" {
-		if werr := recording.WriteAs(o.output, rec, recordingOwner()); werr != nil {
+		if werr := writeRecording(o.output, rec); werr != nil {
 			return fmt.Errorf("demo: %w", werr)
 		}
 		fmt.Fprintf(stderr, "contend demo: wrote %s\n", o.output)

@@ -343,9 +343,14 @@ func startUIDProxy(t *testing.T, target string) (*uidProxy, string) {
 // as root and the recording was 0755 with 0644 files.
 func TestRecordDropsPrivileges(t *testing.T) {
 	requireRoot(t)
+	// Built first: the fixture runs for 60 s from its start, which a
+	// build on a busy machine can take.
+	testbin.Go(t, "cmd/contend")
 	pid, target := startGoFixture(t)
 	proxy, url := startUIDProxy(t, target)
-	rec := filepath.Join(t.TempDir(), "rec")
+	// The recording is written as nobody, into a directory nobody may
+	// write.
+	rec := filepath.Join(testbin.WritableDir(t), "rec")
 	cmd, stdout, errb := contendCmd(t, "record", "-p", strconv.Itoa(pid), "-d", "3s", "-o", rec, "--pprof", url)
 	// The fetch children run contend's own binary as nobody.
 	cmd.Path = testbin.PublicCopy(t, cmd.Path)

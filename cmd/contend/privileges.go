@@ -85,6 +85,53 @@ func dropPrivileges(what string) error {
 	return nil
 }
 
+// dropForAnalysis gives up root once record has written its recording:
+// to the resolved user, else, running as root with no one named (no
+// sudo, no --user), to nobody. Nothing left reads a file that root
+// alone may read: the analysis and the report work on the recording in
+// memory, and whatever else they open is opened as the user.
+func dropForAnalysis(what string) error {
+	if rootFlags.drop {
+		return dropPrivileges(what)
+	}
+	if os.Geteuid() != 0 || rootFlags.user != "" {
+		// Not root, or --user named root: root was asked for.
+		return nil
+	}
+	if err := privdrop.Drop(privdrop.Nobody()); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// asInvoker runs f as the user contend works for when it runs as root
+// under sudo or with --user (privdrop.Do), else as contend runs: a path
+// the user names for output (-o) is created with the user's permissions
+// and belongs to the user, so root never creates, on the user's behalf,
+// a directory the user could not have created.
+func asInvoker(f func() error) error {
+	if !rootFlags.drop {
+		return f()
+	}
+	return privdrop.Do(rootFlags.dropTo, f)
+}
+
+// invokerNote is what an output error adds when the output is made as
+// the invoking user: who that is.
+func invokerNote() string {
+	if !rootFlags.drop {
+		return ""
+	}
+	return fmt.Sprintf(" (contend writes it as %s, not as root; give a directory that user can write)", rootFlags.dropTo)
+}
+
+// writeRecording writes rec to dir as the invoking user (asInvoker): the
+// directory, its missing parents and its files are the user's, made with
+// the user's permissions.
+func writeRecording(dir string, rec *recording.Recording) error {
+	return asInvoker(func() error { return recording.WriteAs(dir, rec, nil) })
+}
+
 // recordingOwner is who a recording written as root should belong to:
 // the user contend drops to, nil when none.
 func recordingOwner() *recording.Owner {

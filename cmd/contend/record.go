@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"slices"
@@ -160,15 +161,15 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if dir == "" {
 		dir = recording.DirName(rec.Meta, rec.Meta.Start)
 	}
-	if werr := recording.WriteAs(dir, rec, recordingOwner()); werr != nil {
-		if errors.Is(werr, recording.ErrExists) {
-			return withCode(exitUsage, fmt.Errorf("record: %w", werr))
+	if werr := writeRecording(dir, rec); werr != nil {
+		if errors.Is(werr, recording.ErrExists) || errors.Is(werr, fs.ErrPermission) {
+			return withCode(exitUsage, fmt.Errorf("record: %w%s", werr, invokerNote()))
 		}
 		return fmt.Errorf("record: %w", werr)
 	}
 	// The probes are detached and the recording written: nothing left
 	// needs root.
-	if derr := dropPrivileges("record"); derr != nil {
+	if derr := dropForAnalysis("record"); derr != nil {
 		return derr
 	}
 	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
@@ -227,21 +228,24 @@ func firstPID(t collector.Target) int {
 // checkOutput fails at once, before anything is attached, when the
 // recording could not be written at the end: -o exists or cannot be
 // created, or (without -o) the working directory takes no new directory.
+// Under sudo or --user the check is made as that user, who will write
+// the recording (writeRecording): root's permissions are not lent to a
+// path the user names.
 func checkOutput(cmd, output string, pid int) error {
 	dir := output
 	if dir == "" {
 		dir = recording.DirName(recording.Meta{PID: pid}, time.Now())
 	}
-	err := recording.CheckCreate(dir)
+	err := asInvoker(func() error { return recording.CheckCreate(dir) })
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, recording.ErrExists):
 		return usageErrorf("%s: %s already exists; give a new directory with -o", cmd, dir)
 	case output == "":
-		return usageErrorf("%s: the working directory takes no recording (%v); give one with -o DIR", cmd, err)
+		return usageErrorf("%s: the working directory takes no recording (%v)%s; give one with -o DIR", cmd, err, invokerNote())
 	}
-	return usageErrorf("%s: %v", cmd, err)
+	return usageErrorf("%s: %v%s", cmd, err, invokerNote())
 }
 
 // maxJVMDumps bounds --jvm-dumps: each dump stops every Java thread at a

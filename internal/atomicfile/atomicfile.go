@@ -8,9 +8,12 @@ import (
 )
 
 // WriteFile writes data to path through a temporary file in the same
-// directory, synced, given mode 0644 and renamed into place, then syncs
+// directory, synced, given mode 0600 and renamed into place, then syncs
 // the directory: a reader never sees half a file, and a failed write
-// leaves any previous file untouched.
+// leaves any previous file untouched. The mode is private because what
+// contend writes (reports, traces) names the target's code, threads and
+// command line, as the recording it comes from does (0600 too); whoever
+// wants to share it widens it.
 func WriteFile(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
@@ -29,7 +32,7 @@ func WriteFile(path string, data []byte) (err error) {
 	if err = tmp.Sync(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = tmp.Chmod(0o644); err != nil {
+	if err = tmp.Chmod(0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {

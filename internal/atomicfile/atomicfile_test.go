@@ -19,8 +19,8 @@ func TestWriteFileReplacesWhole(t *testing.T) {
 	if err != nil || string(got) != "new contents" {
 		t.Fatalf("read %q, %v", got, err)
 	}
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%d entries left in the directory, want 1 (no temporary file)", len(ents))

@@ -13,8 +13,10 @@ import (
 	"os"
 	"os/exec"
 	"os/user"
+	"runtime"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -180,4 +182,98 @@ func (u User) Credential() *syscall.Credential {
 		groups[i] = uint32(g)
 	}
 	return &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: groups}
+}
+
+// Do runs f as u on an OS thread of its own and returns f's error: every
+// file f creates or opens is checked against u's permissions and belongs
+// to u, as if u had run it, while the rest of the process stays root.
+// Linux keeps credentials per thread, and checks file access against a
+// thread's filesystem ids (fsuid, fsgid) and its groups: Do sets those on
+// its locked thread with raw system calls (Go's and libc's calls change
+// every thread), which also takes the filesystem capabilities
+// (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_CHOWN...) off
+// the thread, and gives root's back before the thread is unlocked. f
+// must do its work on the calling goroutine: another goroutine runs as
+// root.
+func Do(u User, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		saved, err := threadGroups()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("act as %s: %w", u, err)
+			return
+		}
+		if err := setThreadFS(u.UID, u.GID, u.Groups); err != nil {
+			errc <- fmt.Errorf("act as %s: %w", u, err)
+			restoreThread(saved)
+			return
+		}
+		defer restoreThread(saved)
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// restoreThread gives the calling thread root's filesystem ids and the
+// groups saved, and unlocks it; a thread that cannot have them back
+// stays locked, so that the runtime ends it with its goroutine rather
+// than run other code as the user.
+func restoreThread(groups []int) {
+	if err := setThreadFS(0, 0, groups); err == nil {
+		runtime.UnlockOSThread()
+	}
+}
+
+// threadGroups returns the calling thread's supplementary groups.
+func threadGroups() ([]int, error) {
+	buf := make([]uint32, 1<<16) // NGROUPS_MAX
+	n, _, e := unix.RawSyscall(unix.SYS_GETGROUPS, uintptr(len(buf)), uintptr(unsafe.Pointer(&buf[0])), 0)
+	if e != 0 {
+		return nil, fmt.Errorf("get groups: %w", e)
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = int(buf[i])
+	}
+	return out, nil
+}
+
+// setThreadFS sets the calling thread's groups, then its fsgid and fsuid
+// (setfsuid and setfsgid report no error; each is read back).
+func setThreadFS(uid, gid int, groups []int) error {
+	gs := make([]uint32, len(groups))
+	for i, g := range groups {
+		gs[i] = uint32(g)
+	}
+	var p unsafe.Pointer
+	if len(gs) > 0 {
+		p = unsafe.Pointer(&gs[0])
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(gs)), uintptr(p), 0); e != 0 {
+		return fmt.Errorf("set groups: %w", e)
+	}
+	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
+	if got, _, _ := unix.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0); int(got) != gid {
+		return fmt.Errorf("set fsgid %d: have %d", gid, got)
+	}
+	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
+	if got, _, _ := unix.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0); int(got) != uid {
+		return fmt.Errorf("set fsuid %d: have %d", uid, got)
+	}
+	return nil
+}
+
+// NobodyID is the uid and gid of nobody where the account database does
+// not name it: the overflow id, 65534 on Linux.
+const NobodyID = 65534
+
+// Nobody returns the account nobody, to run as when contend runs as root
+// with no one named to run as (no sudo, no --user).
+func Nobody() User {
+	if u, err := lookup("nobody"); err == nil && u.UID != 0 {
+		return u
+	}
+	return User{UID: NobodyID, GID: NobodyID, Name: "nobody"}
 }

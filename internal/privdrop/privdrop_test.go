@@ -1,9 +1,13 @@
 package privdrop
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -13,6 +17,24 @@ import (
 
 func TestMain(m *testing.M) {
 	testbin.RunHelper(map[string]func() int{
+		// do-then-drop runs Do many times, then drops the process.
+		"do-then-drop": func() int {
+			nobody := User{UID: testbin.NobodyID, GID: testbin.NobodyID, Name: "nobody"}
+			for i := range 50 {
+				if err := Do(nobody, func() error {
+					return os.Mkdir(filepath.Join(os.Getenv("WRITABLE"), fmt.Sprint("d", i)), 0o700)
+				}); err != nil {
+					fmt.Println("do:", err)
+					return 1
+				}
+			}
+			if err := Drop(nobody); err != nil {
+				fmt.Println("drop:", err)
+				return 1
+			}
+			fmt.Println("dropped")
+			return 0
+		},
 		// drop-to-nobody drops, then prints its ids and whether it can
 		// read a root-only file and become root again.
 		"drop-to-nobody": func() int {
@@ -93,5 +115,52 @@ func TestCommand(t *testing.T) {
 	f := strings.Fields(string(out))
 	if len(f) != 4 || f[0] != "65534" || f[1] != "65534" || f[3] != "0000000000000000" {
 		t.Errorf("command ran as %q", out)
+	}
+}
+
+// Do runs f with the user's permissions and ownership on its own thread
+// while the process stays root: what f creates belongs to the user, a
+// directory only root may write refuses it, and afterwards the process
+// is root on every thread as before.
+func TestDo(t *testing.T) {
+	requireRoot(t)
+	nobody := User{UID: testbin.NobodyID, GID: testbin.NobodyID, Name: "nobody"}
+	shared := testbin.WritableDir(t)
+	rootOnly := t.TempDir() // 0700, root's
+	err := Do(nobody, func() error {
+		if err := os.Mkdir(filepath.Join(rootOnly, "x"), 0o700); !errors.Is(err, os.ErrPermission) {
+			return fmt.Errorf("mkdir in a root-only directory: %v, want permission denied", err)
+		}
+		return os.Mkdir(filepath.Join(shared, "x"), 0o700)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(shared, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sys := st.Sys().(*syscall.Stat_t); sys.Uid != testbin.NobodyID || sys.Gid != testbin.NobodyID {
+		t.Errorf("created as %d:%d, want nobody's", sys.Uid, sys.Gid)
+	}
+	// The threads left are root's: whichever runs this, it can write
+	// the root-only directory.
+	for range 20 {
+		if err := os.WriteFile(filepath.Join(rootOnly, "y"), nil, 0o600); err != nil {
+			t.Fatalf("root after Do: %v", err)
+		}
+		runtime.Gosched()
+	}
+	if r, e, s := unix.Getresuid(); r != 0 || e != 0 || s != 0 {
+		t.Errorf("uids %d/%d/%d after Do, want root's", r, e, s)
+	}
+
+	// Do leaves no thread behind with other ids: dropping the whole
+	// process afterwards works (libc's setuid, which changes every
+	// thread, aborted the process when one thread had the user's ids).
+	cmd := testbin.HelperCmd("do-then-drop", "WRITABLE="+shared)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dropped") {
+		t.Errorf("Do then Drop: %v\n%s", err, out)
 	}
 }
