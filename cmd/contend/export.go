@@ -69,6 +69,7 @@ func runExport(o exportOptions, stderr io.Writer) error {
 	case o.output == "":
 		return usageErrorf("export: give the file to write with -o FILE")
 	}
+	defer installInputBudget()()
 	rec, err := recording.Read(o.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return withCode(exitUsage, fmt.Errorf("export: %w", err))

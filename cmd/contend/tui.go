@@ -51,6 +51,7 @@ terminal; 'contend analyze' prints the same findings as text.`,
 // runTUI loads the inputs and shows them; input errors are reported before
 // any screen is drawn, and before the terminal check, since they say more.
 func runTUI(ctx context.Context, o tuiOptions) error {
+	defer installInputBudget()()
 	paths, err := expandProfileDirs(o.paths)
 	if err != nil {
 		return err
