@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -22,7 +24,8 @@ import (
 // the user sudo names; see privdrop.Target):
 //
 //   - analyze, tui, compare, export: nothing needs root; they drop before
-//     reading any input.
+//     reading any input. Plain root (no sudo, no --user) drops to the
+//     user who owns the inputs, or nobody (inputReader).
 //   - record, demo: root until the probes are detached and the recording
 //     written (owned by the user); the analysis and the report run after
 //     the drop. The pprof endpoint is fetched and parsed by child
@@ -56,7 +59,7 @@ func addRootFlags(root *cobra.Command) {
 	pf := root.PersistentFlags()
 	pf.StringVar(&rootFlags.user, "user", "", "when run as root, the user to run as once root is not needed (default: the user sudo names)")
 	pf.StringVar(&rootFlags.maxProfileSize, "max-profile-size", "256MiB", "largest size a profile, dump or event log may decompress to; its parsed form may take 4 times that")
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		n, err := parseSize(rootFlags.maxProfileSize)
 		if err != nil {
 			return usageErrorf("--max-profile-size: %v", err)
@@ -67,11 +70,62 @@ func addRootFlags(root *cobra.Command) {
 			return withCode(exitUsage, err)
 		}
 		rootFlags.dropTo, rootFlags.drop = u, ok
-		if ok && c.Annotations[annPrivileges] == privDropFirst {
+		if !ok && os.Geteuid() == 0 && rootFlags.user == "" && c.Annotations[annPrivileges] == privDropFirst {
+			rootFlags.dropTo, rootFlags.drop = inputReader(args)
+		}
+		if rootFlags.drop && c.Annotations[annPrivileges] == privDropFirst {
 			return dropPrivileges(c.Name())
 		}
 		return nil
 	}
+}
+
+// inputReader returns who a command that only reads its inputs runs as
+// when plain root runs it (no sudo, no --user): the one user other than
+// root who owns the inputs (the paths, each directory's entries, a link's
+// target), so that what a user's files point at is opened with that
+// user's rights, not root's; nobody when several users do, or when a
+// directory is writable by group or others (anyone could swap its
+// entries); and root itself (false) only for inputs that root alone
+// controls. The analysis opens no file (it reads the recording alone),
+// so the user only bounds what is read.
+func inputReader(paths []string) (privdrop.User, bool) {
+	owners := map[uint32]bool{}
+	shared := false
+	see := func(p string) {
+		for _, stat := range []func(string) (os.FileInfo, error){os.Lstat, os.Stat} {
+			st, err := stat(p)
+			if err != nil {
+				continue
+			}
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 {
+				owners[sys.Uid] = true
+			}
+			if st.IsDir() && st.Mode()&0o022 != 0 {
+				shared = true
+			}
+		}
+	}
+	for _, p := range paths {
+		see(p)
+		if entries, err := os.ReadDir(p); err == nil {
+			for _, e := range entries {
+				see(filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	switch {
+	case len(owners) == 1 && !shared:
+		for uid := range owners {
+			if u, ok, err := privdrop.Target(strconv.FormatUint(uint64(uid), 10)); err == nil && ok {
+				return u, true
+			}
+		}
+		return privdrop.Nobody(), true
+	case len(owners) > 0 || shared:
+		return privdrop.Nobody(), true
+	}
+	return privdrop.User{}, false
 }
 
 // dropPrivileges drops to the resolved user, if any.
