@@ -319,3 +319,37 @@ func TestTextEscapesHostileNames(t *testing.T) {
 		t.Errorf("JSON does not keep the names exact: %v", err)
 	}
 }
+
+// A lock is named by one address: a key that names the lock line's symbol
+// in the same module again, with the structure's offset instead of the
+// word's (CPython's GIL: _PyRuntime+0x1b0 on the line, +0x188 in the
+// key), is left to the JSON; a key that names something else is shown.
+func TestLockKeyAgreesWithLine(t *testing.T) {
+	for _, c := range []struct {
+		key, name string
+		shown     bool
+	}{
+		{"libpython3.11.so.1.0:_PyRuntime+0x188", "_PyRuntime+0x1b0 (libpython3.11.so.1.0)", false},
+		{"spin:sub", "sub+0x8 (spin)", false},
+		{"stripe:table_lock", "table_lock (stripe)", false},
+		{"libfoo.so:ns::lock+0x10", "ns::lock+0x18 (libfoo.so)", false},
+		{"other.so:_PyRuntime+0x188", "_PyRuntime+0x1b0 (libpython3.11.so.1.0)", true},
+		{"stripe:stripes+0x50", "5 locks of stripes (stripe)", true},
+		{"latch lock waited at shmlock!row_lock_acquire", "the lock row_lock_acquire waits for (its waiters sleep in epoll_wait)", true},
+		{"/dev/shm/pool+0x40", "0x7f00 (shared)", true},
+	} {
+		r := sample()
+		r.Findings[0].Lock = &analyzer.LockID{Key: c.key, Address: "0x7f2230b4e6f0", Name: c.name}
+		var b bytes.Buffer
+		if err := Text(&b, r, TextOptions{Width: 200}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, "  lock        0x7f2230b4e6f0 "+c.name) {
+			t.Errorf("%s: lock line missing:\n%s", c.key, out)
+		}
+		if got := strings.Contains(out, "lock key    "+c.key); got != c.shown {
+			t.Errorf("key %q beside %q: shown %v, want %v", c.key, c.name, got, c.shown)
+		}
+	}
+}

@@ -185,6 +185,27 @@ func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
 	return t.w.Flush()
 }
 
+// keyRepeatsName reports whether a lock key of the form module:symbol or
+// module:symbol+0xOFF names the same symbol of the same module as the lock
+// line ("symbol+0xOFF (module)"). The key then adds only a second offset
+// (the start of the structure, where the line gives the word waited on),
+// and a lock is named by one address: the key stays in the JSON, where
+// scripts match locks across recordings.
+func keyRepeatsName(key, name string) bool {
+	kmod, ksym, ok := strings.Cut(key, ":")
+	if !ok || kmod == "" {
+		return false
+	}
+	ksym, _, _ = strings.Cut(ksym, "+0x")
+	nsym, nmod, ok := strings.Cut(name, " (")
+	if !ok || !strings.HasSuffix(nmod, ")") {
+		return false
+	}
+	nmod = strings.TrimSuffix(nmod, ")")
+	nsym, _, _ = strings.Cut(nsym, "+0x")
+	return kmod == nmod && ksym == nsym
+}
+
 // checked says what the analysis looked at when it found nothing.
 func checked(r *analyzer.Result) string {
 	var parts []string
@@ -234,7 +255,7 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 			name += fmt.Sprintf(", owner %d", f.Lock.Owner)
 		}
 		t.field("lock", name)
-		if f.Lock.Key != "" {
+		if f.Lock.Key != "" && !keyRepeatsName(f.Lock.Key, f.Lock.Name) {
 			t.field("lock key", f.Lock.Key)
 		}
 	}
