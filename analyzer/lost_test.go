@@ -24,3 +24,28 @@ func TestLostNote(t *testing.T) {
 		t.Errorf("note %q: want the losses heaviest first, four named and the rest counted", n)
 	}
 }
+
+// A loss too small to move a figure by 1 % (26 switch-ins of 6 million
+// events, a routine recording's share) makes no note in the analysis,
+// only the one line --verbose prints; from 1 % the note is back.
+func TestLostNoteOnlyWhenItMatters(t *testing.T) {
+	small := recording.Meta{Counters: map[string]uint64{"drop_switch_in_unseen": 26, "ev_futex_wait": 6_000_000}}
+	if n := lostNote(small); n != "" {
+		t.Errorf("0.0004%% lost, yet a note: %q", n)
+	}
+	l := LossLine(small)
+	if !strings.Contains(l, "26 of 6,000,026 events") || !strings.Contains(l, "switch_in_unseen 26") || strings.Contains(l, "\n") {
+		t.Errorf("verbose line %q: want the loss counted against the events, on one line", l)
+	}
+	at := recording.Meta{Counters: map[string]uint64{"drop_stack_collision": 101, "ev_futex_wait": 9_899}}
+	if n := lostNote(at); !strings.Contains(n, "stack_collision 101") || !strings.Contains(n, "1% of their events") {
+		t.Errorf("1.01%% lost: note %q, want it with the share", n)
+	}
+	below := recording.Meta{Counters: map[string]uint64{"drop_stack_collision": 99, "ev_futex_wait": 9_901}}
+	if n := lostNote(below); n != "" {
+		t.Errorf("0.99%% lost, yet a note: %q", n)
+	}
+	if l := LossLine(recording.Meta{Counters: map[string]uint64{"ev_futex_wait": 10}}); l != "" {
+		t.Errorf("nothing lost, yet %q", l)
+	}
+}

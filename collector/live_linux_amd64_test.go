@@ -626,7 +626,7 @@ func TestStackHashTellsCallersApart(t *testing.T) {
 // sleeps in 3 s are woken before the switch-out that starts them is
 // traced, their run-queue time the scheduler's record
 // (info_wake_sched_offcpu); too few to tell that record's part (c/churn
-// bad, 80 % of whose sleeps are woken so, was checked by hand, README).
+// bad, 80 % of whose sleeps are woken so, was checked by hand, docs/how-it-works.md).
 //
 // The kernel's own run delay (/proc/PID/task/TID/schedstat) is not the
 // measure: it starts at the enqueue, while the view, like ftrace's

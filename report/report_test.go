@@ -319,3 +319,42 @@ func TestTextEscapesHostileNames(t *testing.T) {
 		t.Errorf("JSON does not keep the names exact: %v", err)
 	}
 }
+
+// A lock is named by one address. A key that names the lock line's symbol
+// in the same module again, with the structure's offset instead of the
+// word's (CPython's GIL: _PyRuntime+0x1b0 on the line, +0x188 in the
+// key), is left to the JSON; a data-symbol key beside a description (a
+// queue of per-thread words) becomes the line, without the raw address of
+// one of the words; any other key is shown below the line.
+func TestLockKeyAgreesWithLine(t *testing.T) {
+	const addr = "0x7f2230b4e6f0"
+	for _, c := range []struct {
+		key, name string
+		line      string
+		keyShown  bool
+	}{
+		{"libpython3.11.so.1.0:_PyRuntime+0x188", "_PyRuntime+0x1b0 (libpython3.11.so.1.0)", addr + " _PyRuntime+0x1b0 (libpython3.11.so.1.0)", false},
+		{"spin:sub", "sub+0x8 (spin)", addr + " sub+0x8 (spin)", false},
+		{"stripe:table_lock", "table_lock (stripe)", addr + " table_lock (stripe)", false},
+		{"libfoo.so:ns::lock+0x10", "ns::lock+0x18 (libfoo.so)", addr + " ns::lock+0x18 (libfoo.so)", false},
+		{"libpython3.11.so.1.0:_PyRuntime+0x188", "a queue of 7 per-thread wait words", "_PyRuntime+0x188 (libpython3.11.so.1.0): a queue of 7 per-thread wait words", false},
+		{"other.so:_PyRuntime+0x188", "_PyRuntime+0x1b0 (libpython3.11.so.1.0)", "_PyRuntime+0x188 (other.so): _PyRuntime+0x1b0 (libpython3.11.so.1.0)", false},
+		{"latch lock waited at shmlock!row_lock_acquire", "the lock row_lock_acquire waits for", addr + " the lock row_lock_acquire waits for", true},
+		{"/dev/shm/pool+0x40", "", addr, true},
+		{"", "table_lock (stripe)", addr + " table_lock (stripe)", false},
+	} {
+		r := sample()
+		r.Findings[0].Lock = &analyzer.LockID{Key: c.key, Address: addr, Name: c.name}
+		var b bytes.Buffer
+		if err := Text(&b, r, TextOptions{Width: 200}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.Contains(out, "  lock        "+c.line+"\n") {
+			t.Errorf("key %q, name %q: want the line %q:\n%s", c.key, c.name, c.line, out)
+		}
+		if got := strings.Contains(out, "lock key"); got != c.keyShown {
+			t.Errorf("key %q beside %q: key line shown %v, want %v", c.key, c.name, got, c.keyShown)
+		}
+	}
+}

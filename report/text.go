@@ -185,6 +185,55 @@ func Text(w io.Writer, r *analyzer.Result, opts TextOptions) error {
 	return t.w.Flush()
 }
 
+// dataKey matches a lock key that names a data symbol:
+// "module:symbol" or "module:symbol+0xOFF" (analyzer/identity.go).
+var dataKey = regexp.MustCompile(`^([^\s:]+):([^\s+]+)(\+0x[0-9a-f]+)?$`)
+
+// lockLine words the "lock" field and says whether the key gets a line
+// of its own. A lock is named by one address: when its key names a data
+// symbol, either the line already names that symbol (the key then only
+// adds the structure's offset beside the word's, and stays in the JSON,
+// where scripts match locks across recordings), or the line is the key's
+// symbol followed by the description, without the raw address of one of
+// its words. Any other key (a shared mapping, a Go lock's or a latch's
+// wait site) is shown below the line.
+func lockLine(l *analyzer.LockID) (line string, showKey bool) {
+	m := dataKey.FindStringSubmatch(l.Key)
+	switch {
+	case m != nil && nameSymbol(l.Name, m[1]) == m[2]:
+		line = strings.TrimSpace(l.Address + " " + l.Name)
+	case m != nil:
+		line = m[2] + m[3] + " (" + m[1] + ")"
+		if l.Name != "" {
+			line += ": " + l.Name
+		}
+	default:
+		line = strings.TrimSpace(l.Address + " " + l.Name)
+		showKey = l.Key != ""
+	}
+	if l.PairingGuess {
+		line += " (pairing is a guess)"
+	}
+	if l.Owner != 0 {
+		line += fmt.Sprintf(", owner %d", l.Owner)
+	}
+	return line, showKey
+}
+
+// nameSymbol returns the symbol a lock name "symbol+0xOFF (module)"
+// gives for module, "" when the name is no such form.
+func nameSymbol(name, module string) string {
+	rest, ok := strings.CutSuffix(name, " ("+module+")")
+	if !ok {
+		return ""
+	}
+	sym, _, _ := strings.Cut(rest, "+0x")
+	if strings.ContainsAny(sym, " ") {
+		return ""
+	}
+	return sym
+}
+
 // checked says what the analysis looked at when it found nothing.
 func checked(r *analyzer.Result) string {
 	var parts []string
@@ -223,18 +272,9 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 	t.field("kind", t.style(kindColor(f.Kind), string(f.Kind))+fmt.Sprintf(" (confidence %s)", f.Confidence))
 	t.field("point", pointLine(f.Point))
 	if f.Lock != nil {
-		name := f.Lock.Name
-		if f.Lock.Address != "" {
-			name = f.Lock.Address + " " + name
-		}
-		if f.Lock.PairingGuess {
-			name += " (pairing is a guess)"
-		}
-		if f.Lock.Owner != 0 {
-			name += fmt.Sprintf(", owner %d", f.Lock.Owner)
-		}
-		t.field("lock", name)
-		if f.Lock.Key != "" {
+		line, key := lockLine(f.Lock)
+		t.field("lock", line)
+		if key {
 			t.field("lock key", f.Lock.Key)
 		}
 	}

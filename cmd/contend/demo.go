@@ -30,6 +30,7 @@ type demoOptions struct {
 	output   string
 	fixtures string
 	variant  string
+	verbose  bool
 }
 
 // demoCase is one bundled fixture the demo can run.
@@ -94,6 +95,7 @@ and the report run as the user sudo names.`,
 	}
 	f := c.Flags()
 	f.BoolVar(&o.list, "list", false, "list the cases and exit")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the probes lost even when it is too little to move a figure")
 	f.DurationVarP(&o.duration, "duration", "d", 5*time.Second, "how long to record")
 	f.StringVarP(&o.output, "output", "o", "", "also write the recording to this new directory")
 	f.StringVar(&o.fixtures, "fixtures", "", "directory of the native fixtures (default: fixtures/ beside the contend binary)")
@@ -257,6 +259,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 	if err != nil && !errors.Is(err, collector.ErrProcessGone) {
 		return fmt.Errorf("demo: record: %w", err)
 	}
+	printLoss(stderr, o.verbose, rec.Meta)
 	if _, err := printFindings(stdout, rec, formatText); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -274,7 +277,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 func demoCommand(dc demoCase, dir, variant string) (*exec.Cmd, string, error) {
 	life := "3600"
 	if p := nativePath(dir, dc.native); p != "" {
-		return exec.Command(p, "-variant", variant, "-duration", life), "native fixture " + p, nil
+		return exec.Command(p, "-variant", variant, "-duration", life), "native fixture " + shownPath(p), nil
 	}
 	if dc.goName == "" {
 		return nil, "", withCode(exitUsage, fmt.Errorf("demo: case %s needs the native fixture %s, which is not built: run make fixtures, or give --fixtures DIR", dc.name, dc.native))
@@ -288,6 +291,18 @@ func demoCommand(dc demoCase, dir, variant string) (*exec.Cmd, string, error) {
 		args = append(args, "-pprof", "127.0.0.1:0")
 	}
 	return exec.Command(self, args...), "Go fixture " + dc.goName, nil
+}
+
+// shownPath is how the demo names a fixture it runs: relative to the
+// working directory when it lies below it (bin/fixtures/spin), else by its
+// file name, so that the output carries no machine's directory layout.
+func shownPath(p string) string {
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && filepath.IsLocal(rel) {
+			return rel
+		}
+	}
+	return filepath.Base(p)
 }
 
 // fixtureProc is a running fixture child.

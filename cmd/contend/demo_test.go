@@ -53,8 +53,12 @@ func TestDemoCommandPrefersNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, desc, err = demoCommand(demoCases[0], dir, "fixed")
-	if err != nil || !strings.Contains(desc, "native fixture") || cmd.Args[0] != filepath.Join(dir, "spin") || cmd.Args[2] != "fixed" {
-		t.Errorf("with a native spin: %q %v, %v", desc, cmd.Args, err)
+	if err != nil || desc != "native fixture spin" || cmd.Args[0] != filepath.Join(dir, "spin") || cmd.Args[2] != "fixed" {
+		t.Errorf("with a native spin outside the working directory: %q %v, %v (want it named by its file name)", desc, cmd.Args, err)
+	}
+	t.Chdir(filepath.Dir(dir))
+	if _, desc, _ = demoCommand(demoCases[0], dir, "bad"); desc != "native fixture "+filepath.Join(filepath.Base(dir), "spin") {
+		t.Errorf("a native spin below the working directory is %q, want it relative to it", desc)
 	}
 	var writer demoCase
 	for _, c := range demoCases {

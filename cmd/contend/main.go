@@ -70,7 +70,8 @@ explains why, and says what to change.`,
   contend record -p 1234 -d 10s        # attach to a live process (root)
   contend analyze mutex.pb.gz block.pb.gz goroutines.txt
   contend top -p 1234                  # live TUI
-  contend doctor                       # what this machine allows`,
+  contend doctor                       # what this machine allows
+  contend help verdicts                # the finding kinds (also: json, recording, exit-codes)`,
 		Version:       version.String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

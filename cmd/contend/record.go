@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -38,6 +37,7 @@ type recordOptions struct {
 	progress       bool
 	jvmDumps       int
 	probes         []string
+	verbose        bool
 }
 
 func newRecordCmd() *cobra.Command {
@@ -89,6 +89,7 @@ the Go runtime profiles, prints the findings, and exits with code 3.`,
 	f.BoolVar(&o.failOnFindings, "fail-on-findings", false, "exit with code 1 when findings are reported")
 	f.BoolVar(&o.progress, "progress", false, "print a progress line every second on stderr even when it is not a terminal (for scripts)")
 	f.IntVar(&o.jvmDumps, "jvm-dumps", 0, "Java targets: take N thread dumps (jcmd Thread.print -l) during the recording")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the probes lost even when it is too little to move a figure (the report notes it from 1 %)")
 	f.StringSliceVar(&o.probes, "probes", nil, "probe families to attach, comma-separated, of "+strings.Join(collector.AllProbes, ",")+" (default all; leave out gosync to spare a Go target its uprobes)")
 	return c
 }
@@ -177,9 +178,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		summary += ", partial: " + rec.Meta.PartialReason
 	}
 	fmt.Fprintln(stderr, termsafe.String(summary+")"))
-	if line := dropLine(rec.Meta); line != "" {
-		fmt.Fprintln(stderr, line)
-	}
+	printLoss(stderr, o.verbose, rec.Meta)
 	for _, p := range rec.Meta.Processes {
 		if p.Left > 0 {
 			how := "left the target"
@@ -321,22 +320,14 @@ func progressLines(w io.Writer, target collector.Target) func(collector.Stats) {
 	}
 }
 
-// dropLine says how much data the probes lost, counter by counter, with
-// its share of the events seen; "" when nothing was lost.
-func dropLine(m recording.Meta) string {
-	events, drops := m.CounterTotals()
-	if drops == 0 {
-		return ""
+// printLoss writes analyzer.LossLine to stderr under --verbose: a loss
+// that could move a figure is in the report's notes already, and one that
+// could not is noise in a routine run.
+func printLoss(stderr io.Writer, verbose bool, m recording.Meta) {
+	if !verbose {
+		return
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m.Counters)) {
-		if v := m.Counters[k]; v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
-			parts = append(parts, fmt.Sprintf("%s %d", k, v))
-		}
+	if line := analyzer.LossLine(m); line != "" {
+		fmt.Fprintln(stderr, "contend: "+line)
 	}
-	share := ""
-	if events > 0 {
-		share = fmt.Sprintf(" (%.3g%%)", 100*float64(drops)/float64(events))
-	}
-	return fmt.Sprintf("contend: %d events seen, %d lost%s: %s (meta.json counters)", events, drops, share, strings.Join(parts, ", "))
 }
