@@ -144,19 +144,28 @@ func (a *analysis) note(s string) {
 // ErrNoRecording is returned by Analyze when given no recording.
 var ErrNoRecording = errors.New("analyze: no recording")
 
-// Analyze runs every detector over rec and returns the ranked result.
+// Analyze runs every detector over rec and returns the ranked result. A
+// recording whose fields would make the analysis unbounded (see
+// checkBounds) is refused with an error wrapping recording.ErrInvalid.
 func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
 	if rec == nil {
 		return nil, ErrNoRecording
+	}
+	if err := checkBounds(rec); err != nil {
+		return nil, err
 	}
 	a := &analysis{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
 	a.res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
 		a.note(w)
 	}
+	if rec.IsLive() && rec.Meta.Duration == 0 {
+		a.note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
+	}
 	for _, d := range detectors {
 		d(a)
 	}
+	a.noteCut()
 	mergeArrayLocks(a.res)
 	rank(a.res)
 	return a.res, nil

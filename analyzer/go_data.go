@@ -363,11 +363,11 @@ func (g *goData) goroutines(rec *recording.Recording) bool {
 func (g *goData) fromDump(d *goprof.Dump, elided bool) {
 	total := 0
 	for _, gr := range d.Groups {
-		g.addGroup(gr.Count, gr.State, dumpFrames(gr), elided, goprof.LockAddr(gr.Frames))
+		g.addGroup(gr.Count, gr.State, g.stacks.dumpFrames(gr), elided, goprof.LockAddr(gr.Frames))
 		if !elided {
 			last := g.groups[len(g.groups)-1]
-			last.args = make([]string, len(gr.Frames))
-			for i, f := range gr.Frames {
+			last.args = make([]string, len(last.frames))
+			for i, f := range gr.Frames[:len(last.frames)] {
 				last.args[i] = f.Args
 			}
 		}

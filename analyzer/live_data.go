@@ -111,6 +111,9 @@ type liveData struct {
 	meanRunnable float64
 
 	ev *eventIndex
+
+	// stacks expanded the views' samples (and counted the stacks cut).
+	stacks *profStacks
 }
 
 // buildLiveData reads every part of a live recording.
@@ -123,6 +126,7 @@ func buildLiveData(rec *recording.Recording) *liveData {
 		threads: map[int]*liveThread{},
 	}
 	ps := newProfStacks()
+	ld.stacks = ps
 	ld.waits = readLiveView(rec.Profile(recording.ViewFutexWait), ps)
 	ld.wakes = readLiveView(rec.Profile(recording.ViewFutexWake), ps)
 	ld.offcpu = readLiveView(rec.Profile(recording.ViewOffCPU), ps)

@@ -48,9 +48,13 @@ func funcAt(fn, file string, line int) string {
 func pointString(p ProgramPoint) string { return funcAt(p.Function, p.File, p.Line) }
 
 // newPoint builds a ProgramPoint from a leaf-first stack and the index of
-// its point frame; the stack is copied. A runtime-only stack (pi -1) points
-// at its leaf.
+// its point frame; the stack is copied, at most MaxStackFrames of it (more
+// only to reach the point). A runtime-only stack (pi -1) points at its
+// leaf.
 func newPoint(frames []recording.Frame, pi int) ProgramPoint {
+	if n := max(MaxStackFrames, pi+1); len(frames) > n {
+		frames = frames[:n]
+	}
 	stack := append([]recording.Frame(nil), frames...)
 	if pi < 0 {
 		pi = 0
@@ -97,6 +101,8 @@ type profStacks struct {
 	byID map[*profile.Profile][][]recording.Frame
 	locs map[*profile.Location][]recording.Frame
 	buf  []recording.Frame
+	// cut counts the stacks cut to MaxStackFrames.
+	cut int
 }
 
 func newProfStacks() *profStacks {
@@ -123,7 +129,8 @@ func (ps *profStacks) index(p *profile.Profile) [][]recording.Frame {
 	return c
 }
 
-// sampleFrames returns the frames of a sample of p, leaf first.
+// sampleFrames returns the frames of a sample of p, leaf first, at most
+// MaxStackFrames of them (the leaf end; cut counts the stacks cut).
 func (ps *profStacks) sampleFrames(p *profile.Profile, s *profile.Sample) []recording.Frame {
 	c := ps.index(p)
 	ps.buf = ps.buf[:0]
@@ -139,6 +146,11 @@ func (ps *profStacks) sampleFrames(p *profile.Profile, s *profile.Sample) []reco
 			}
 		}
 		ps.buf = append(ps.buf, fr...)
+		if len(ps.buf) > MaxStackFrames {
+			ps.cut++
+			ps.buf = ps.buf[:MaxStackFrames]
+			break
+		}
 	}
 	return ps.buf
 }
@@ -154,10 +166,16 @@ func stackID(s *profile.Sample) uint64 {
 	return h
 }
 
-// dumpFrames converts a goroutine group's stack to frames, leaf first.
-func dumpFrames(g *goprof.Group) []recording.Frame {
-	out := make([]recording.Frame, len(g.Frames))
-	for i, f := range g.Frames {
+// dumpFrames converts a goroutine group's stack to frames, leaf first, at
+// most MaxStackFrames of them (the leaf end; cut counts the stacks cut).
+func (ps *profStacks) dumpFrames(g *goprof.Group) []recording.Frame {
+	n := len(g.Frames)
+	if n > MaxStackFrames {
+		n = MaxStackFrames
+		ps.cut++
+	}
+	out := make([]recording.Frame, n)
+	for i, f := range g.Frames[:n] {
 		out[i] = recording.Frame{Func: f.Func, File: f.File, Line: f.Line, Addr: f.PC}
 	}
 	return out

@@ -288,6 +288,9 @@ type sideFigures struct {
 	values map[string][]float64
 	// windows holds the within-recording spread of a one-recording side.
 	windows map[string][]float64
+	// seriesNote says why a one-recording side has no windows
+	// (analyzer.Series.Note).
+	seriesNote string
 	// Per finding key: the kind and participants of its costliest
 	// finding, its label (function), and per recording its waiting and
 	// burning (zero where that recording has no finding there).
@@ -353,6 +356,7 @@ func (sf *sideFigures) addLive(r sideRec, d float64, only bool, window time.Dura
 	if !only {
 		return
 	}
+	sf.seriesNote = ser.Note
 	sf.windows[figLockWait] = ser.LockWaiting
 	sf.windows[figCPUs] = ser.CPUs
 	sf.windows[figRunnable] = ser.Runnable
@@ -521,7 +525,12 @@ func labelOf(a, b *sideFigures, k string) string {
 
 // statOf summarises a process figure on one side.
 func (sf *sideFigures) statOf(key string, window time.Duration) stat {
-	return summarise(sf.values[key], sf.windows[key], window)
+	s := summarise(sf.values[key], sf.windows[key], window)
+	series := key == figLockWait || key == figCPUs || key == figRunnable
+	if series && !s.Missing && s.Over == "" && s.NoSpread == "" && len(sf.recs) == 1 {
+		s.NoSpread = sf.seriesNote
+	}
+	return s
 }
 
 // pointStat summarises the cost at key k (waiting plus CPUs burning) on
