@@ -325,8 +325,10 @@ func TestSessionEnds(t *testing.T) {
 		if err != nil || rec.Meta.Partial {
 			t.Errorf("Stop = partial %v (%s), %v", rec.Meta.Partial, rec.Meta.PartialReason, err)
 		}
-		if d := rec.Meta.Duration; d < 100*time.Millisecond || d > time.Second {
-			t.Errorf("duration %s, want about 100ms", d)
+		// At least the duration asked for; the end can come late on a
+		// busy machine, but well before the bound of the wait for Done.
+		if d := rec.Meta.Duration; d < 100*time.Millisecond || d > 5*time.Second {
+			t.Errorf("duration %s, want 100ms or a little more", d)
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
