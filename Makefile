@@ -7,6 +7,7 @@
 #   make generate   regenerate BPF objects (needs clang-16, llvm-16, libbpf-dev)
 #   make fixtures   build the fixture programs (native, Go, JVM) into bin/fixtures
 #   make validate   run every fixture variant under contend and check verdicts
+#                   (REPEAT=N runs of each, LOAD=K CPU-bound processes beside)
 #   make bench      overhead, loss and memory benchmarks, then bench-agent (SOAK=1h: soak test)
 #   make bench-agent  the agent's own CPU and memory over time (AGENT_BENCH=1h: soak)
 #   make fuzz       every fuzz target for FUZZTIME each (default 20s)
@@ -147,8 +148,14 @@ fuzz:
 		done; \
 	done
 
+# validate: REPEAT=N runs every variant N times and LOAD=K keeps K
+# CPU-bound processes running beside each run; either adds a table of how
+# many runs of each variant agreed with its expectation. The defaults,
+# one run on an otherwise idle machine, are what make test runs.
+REPEAT ?= 1
+LOAD   ?= 0
 validate: build fixtures
-	$(GO) run ./fixtures/cmd/validate -contend $(BIN)/contend -fixtures $(BIN)/fixtures
+	$(GO) run ./fixtures/cmd/validate -contend $(BIN)/contend -fixtures $(BIN)/fixtures -repeat $(REPEAT) -load $(LOAD)
 
 generate:
 	$(GO) generate ./collector/probes/...
@@ -198,11 +205,14 @@ capture-live: build fixtures
 # truth in each scenario's README. Installs missing Debian packages (root).
 # Takes /tmp/contend-heavy.lock per scenario itself: do not wrap it in flock.
 # NAME=ruby-gvl,postgres-hotrow runs some; realworld-truth re-collects the
-# ground truth (perf, gdb, schedstat, the programs' own views).
+# ground truth (perf, gdb, schedstat, the programs' own views). REPEAT=N
+# runs each scenario N times and LOAD=K keeps K CPU-bound processes beside
+# each run; either adds a table of how many runs agreed with the ground
+# truth.
 REALWORLD_OUT ?= realworld-out
 REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out $(REALWORLD_OUT) $(if $(NAME),-only $(NAME))
 realworld: build
-	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS)
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -repeat $(REPEAT) -load $(LOAD)
 
 realworld-ci: build
 	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -ci

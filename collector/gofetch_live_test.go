@@ -86,19 +86,25 @@ func liveFetch(t *testing.T, url string, dur time.Duration) *GoFetch {
 func TestGoFetchLiveWindows(t *testing.T) {
 	e, url := newGrowingEndpoint(t)
 	g := liveFetch(t, url, 0)
-	// Less than the 300ms dump period: no dump is due yet.
-	time.Sleep(150 * time.Millisecond)
-	// Before Live: the base only, nothing to subtract, no dump yet.
+	// Before Live: the base only, nothing to subtract, no dump yet,
+	// however long Live is in coming.
+	waitUntil(t, "the base fetched", func() bool { return e.count("mutex") >= 1 })
 	early := g.Window(g.start, time.Now())
 	if early.Profiles[recording.ViewGoMutex] != nil || len(early.Goroutines) != 0 || e.count("mutex") != 1 {
 		t.Errorf("before Live: profiles %v, %d dumps, %d mutex fetches", early.Profiles, len(early.Goroutines), e.count("mutex"))
 	}
 	g.Live()
 	g.Live() // idempotent
-	time.Sleep(1500 * time.Millisecond)
-	now := time.Now()
-
-	whole := g.Window(g.start, now)
+	// Live fetches for 1.5s or more, three dumps and the first CPU part,
+	// however late the fetches run on a busy machine.
+	var now time.Time
+	var whole *GoProfiles
+	waitUntil(t, "1.5s of live fetches, three dumps and the first 1s CPU part", func() bool {
+		now = time.Now()
+		whole = g.Window(g.start, now)
+		m, c := whole.Profiles[recording.ViewGoMutex], whole.Profiles[recording.ViewGoCPU]
+		return m != nil && m.DurationNanos >= int64(1500*time.Millisecond) && c != nil && c.DurationNanos >= int64(time.Second) && e.count("goroutine") >= 3
+	})
 	m := whole.Profiles[recording.ViewGoMutex]
 	if m == nil || whole.Profiles[recording.ViewGoBlock] == nil {
 		t.Fatalf("whole run: profiles %v, warnings %q", whole.Profiles, whole.Warnings)
@@ -194,8 +200,12 @@ func TestSessionSnapshotGoProfiles(t *testing.T) {
 	if first.Profile(recording.ViewGoMutex) != nil {
 		t.Error("a mutex delta before any live fetch")
 	}
-	time.Sleep(1200 * time.Millisecond)
-	whole := s.Snapshot(0)
+	var whole *recording.Recording
+	waitUntil(t, "a snapshot with a mutex delta and a dump", func() bool {
+		whole = s.Snapshot(0)
+		p := whole.Profile(recording.ViewGoMutex)
+		return p != nil && totalValue(p, 0) > 0 && len(whole.Goroutines) > 0
+	})
 	if p := whole.Profile(recording.ViewGoMutex); p == nil || totalValue(p, 0) == 0 {
 		t.Fatalf("whole-run snapshot: mutex profile %v, warnings %q", p, whole.Meta.Warnings)
 	}

@@ -130,7 +130,6 @@ func TestSessionInProgress(t *testing.T) {
 		openCall{pid: fakePID, tid: 21, ts: s.clk.mono, addr: 0xabc, owner: 7, op: opWait},
 		openCall{pid: fakePID, tid: 22, ts: s.clk.mono + uint64(100*time.Millisecond), io: true, nr: 74},
 	)
-	time.Sleep(400 * time.Millisecond)
 	inProgress := func(r *recording.Recording, v recording.View, tid int64) int64 {
 		t.Helper()
 		var ns int64
@@ -141,6 +140,11 @@ func TestSessionInProgress(t *testing.T) {
 		}
 		return ns
 	}
+	// The wait is counted up to the latest drain: wait until the drains
+	// have covered 400ms of it, however late they run.
+	waitUntil(t, "the open wait counted for 400ms", func() bool {
+		return inProgress(s.Snapshot(0), recording.ViewFutexWait, 21) >= int64(400*time.Millisecond)
+	})
 	whole := s.Snapshot(0)
 	if w := inProgress(whole, recording.ViewFutexWait, 21); w < int64(350*time.Millisecond) || w > int64(whole.Meta.Duration) {
 		t.Errorf("open wait counted %v in a %v snapshot", time.Duration(w), whole.Meta.Duration)
@@ -199,24 +203,26 @@ func TestSessionUnwindsOpenCalls(t *testing.T) {
 		openCall{pid: fakePID, tid: 31, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x7000},
 		openCall{pid: fakePID, tid: 32, ts: s.clk.mono, addr: 0xabc, op: opWait, ip: 0xbeef, sp: 0x9000}, // unreadable stack
 	)
-	time.Sleep(100 * time.Millisecond)
-	rec := s.Snapshot(0)
 	got := map[int64]string{}
-	for _, smp := range rec.Profile(recording.ViewFutexWait).Sample {
-		if len(smp.NumLabel[recording.LabelInProgress]) == 1 {
-			got[smp.NumLabel[recording.LabelTID][0]] = strings.Join(funcs(smp), " ")
+	waitUntil(t, "both open calls in a snapshot", func() bool {
+		rec := s.Snapshot(0)
+		got = map[int64]string{}
+		for _, smp := range rec.Profile(recording.ViewFutexWait).Sample {
+			if len(smp.NumLabel[recording.LabelInProgress]) == 1 {
+				got[smp.NumLabel[recording.LabelTID][0]] = strings.Join(funcs(smp), " ")
+			}
 		}
-	}
+		return len(got) >= 2
+	})
 	want := map[int64]string{31: "fn_beef fn_cafe", 32: frameInProgress}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("in-progress stacks (-want +got):\n%s", diff)
 	}
 	// Once the call ends, its stack is forgotten.
 	f.setOpen()
-	time.Sleep(50 * time.Millisecond)
-	s.Snapshot(0)
-	if s.res.hasOpen(evKey{31, s.clk.mono}) {
-		t.Error("the stack of an ended call is still kept")
-	}
+	waitUntil(t, "the stack of the ended call forgotten", func() bool {
+		s.Snapshot(0)
+		return !s.res.hasOpen(evKey{31, s.clk.mono})
+	})
 	s.Stop()
 }
