@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -28,16 +28,6 @@ func readLive(t testing.TB, name string) *recording.Recording {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	return rec
-}
-
-// allocated returns the bytes fn allocates.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // Row 5: compare on a recording whose meta.json says duration_ns is
@@ -64,7 +54,7 @@ func TestLyingDurationIsRefused(t *testing.T) {
 				t.Errorf("error %q: want recording.ErrInvalid and the figure", err)
 			}
 			var s Series
-			if a := allocated(func() { s = SeriesOf(rec, good, time.Second) }); a > 64<<20 {
+			if a := testbin.Allocated(func() { s = SeriesOf(rec, good, time.Second) }); a > 64<<20 {
 				t.Errorf("SeriesOf allocated %d MiB", a>>20)
 			}
 			// Past a month but within maxSeriesWindows seconds the
@@ -103,14 +93,14 @@ func TestTimelineOfMostInstants(t *testing.T) {
 	rec.Threads = &tl
 	var res *Result
 	var err error
-	if a := allocated(func() { res, err = Analyze(rec, Options{}) }); a > 1<<30 {
+	if a := testbin.Allocated(func() { res, err = Analyze(rec, Options{}) }); a > 1<<30 {
 		t.Errorf("Analyze allocated %d MiB", a>>20)
 	}
 	if err != nil {
 		t.Fatalf("Analyze: %v", err)
 	}
 	var s Series
-	if a := allocated(func() { s = SeriesOf(rec, res, time.Second) }); a > 512<<20 {
+	if a := testbin.Allocated(func() { s = SeriesOf(rec, res, time.Second) }); a > 512<<20 {
 		t.Errorf("SeriesOf allocated %d MiB", a>>20)
 	}
 	per := int(time.Second / tl.Interval)
@@ -252,7 +242,7 @@ func TestDeepBlockProfile(t *testing.T) {
 	r := rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: p})
 	var res *Result
 	var err error
-	a := allocated(func() { res, err = Analyze(r, Options{}) })
+	a := testbin.Allocated(func() { res, err = Analyze(r, Options{}) })
 	if err != nil {
 		t.Fatalf("Analyze: %v", err)
 	}
