@@ -115,7 +115,6 @@ func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {
 		}
 	}
 	active := ld.activeThreads(locks)
-	judged := 0
 	sorted := append([]*lockGroup(nil), locks...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].waitNS > sorted[j].waitNS })
 	for _, g := range sorted {
@@ -129,10 +128,6 @@ func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {
 			continue
 		}
 		a.res.Findings = append(a.res.Findings, judgeLock(ld.lockCase(g, locks), ld.dur))
-		judged++
-	}
-	if judged > 0 {
-		a.note("live lock rows: p50 and p99 are over the waits that slept at least the stack threshold, from the event log, when it holds 20 or more of them; otherwise from the in-kernel log2 histogram of every wait that slept")
 	}
 }
 
