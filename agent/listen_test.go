@@ -48,7 +48,7 @@ func serveMetricsHelper() int {
 		fmt.Fprintln(os.Stderr, "listen:", err)
 		return 2
 	}
-	var conns, peak atomic.Int64
+	var held, peak atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		// Opening a file here is what a window does all the time: it
 		// shows that descriptors are left for the recording.
@@ -64,20 +64,59 @@ func serveMetricsHelper() int {
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	srv := MetricsServer(h, logf)
 	srv.ReadHeaderTimeout, srv.ReadTimeout, srv.IdleTimeout = helperTimeout, helperTimeout, helperTimeout
-	srv.ConnState = func(_ net.Conn, s http.ConnState) {
-		switch s {
-		case http.StateNew:
-			n := conns.Add(1)
-			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-			}
-		case http.StateClosed, http.StateHijacked:
-			conns.Add(-1)
-		}
-	}
 	fmt.Printf("addr=%s\n", ln.Addr())
-	err = srv.Serve(Listener(ln, logf))
+	err = srv.Serve(&countingListener{Listener: Listener(ln, logf), held: &held, peak: &peak})
 	fmt.Fprintln(os.Stderr, "serve:", err)
 	return 3
+}
+
+// countingListener counts the connections Listener hands out and not yet
+// closed, and the most at once: a connection leaves the count before its
+// Close gives its slot back, so the count never runs ahead of the
+// slots (the server's ConnState hooks run after the close, and would).
+type countingListener struct {
+	net.Listener
+	held, peak *atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	n := l.held.Add(1)
+	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
+	}
+	return &countingConn{Conn: c, held: l.held}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	once sync.Once
+	held *atomic.Int64
+}
+
+func (c *countingConn) Close() error {
+	c.once.Do(func() { c.held.Add(-1) })
+	return c.Conn.Close()
+}
+
+// lockedBuffer is a buffer a child process writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Issue 33 row 11: 20,000 idle connections to the agent's port took every
@@ -91,7 +130,7 @@ func serveMetricsHelper() int {
 func TestMetricsServerSurvivesIdleFlood(t *testing.T) {
 	const flood = 400
 	cmd := testbin.HelperCmd("serve")
-	var stderr strings.Builder
+	var stderr lockedBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
