@@ -89,16 +89,22 @@ func checkBounds(rec *recording.Recording) error {
 	return nil
 }
 
-// checkEvents checks what the event readers rely on: times and durations
-// not negative, an end that does not overflow, times in order, and stack
-// references inside rec.Stacks.
+// checkEvents checks what the event readers rely on: times not negative,
+// an end that does not overflow, times in order, and stack references
+// inside rec.Stacks. A negative duration is taken as none: recordings
+// made before the collector clamped them carry a few of tens of ns
+// (a wait's start and end read on two CPUs' clocks), which are no lie.
 func checkEvents(rec *recording.Recording) error {
 	maxT := int64(MaxRecordingDuration)
 	var last int64
-	for i, e := range rec.Events {
+	for i := range rec.Events {
+		if rec.Events[i].Dur < 0 {
+			rec.Events[i].Dur = 0
+		}
+		e := rec.Events[i]
 		switch {
-		case e.T < 0 || e.Dur < 0:
-			return invalid("event %d: negative time %d or duration %d", i, e.T, e.Dur)
+		case e.T < 0:
+			return invalid("event %d: negative time %d", i, e.T)
 		case e.T > maxT || e.Dur > math.MaxInt64-e.T:
 			return invalid("event %d: time %d or duration %d beyond the longest recording (%s)", i, e.T, e.Dur, MaxRecordingDuration)
 		case e.T < last:

@@ -326,3 +326,17 @@ func TestLyingEventsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A wait whose end, read on another CPU's clock, comes out 20 ns before
+// its start (c/churn under validate) is analysed as a wait of no time,
+// not refused.
+func TestSlightlyNegativeDurationIsNone(t *testing.T) {
+	r := &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, Duration: time.Second},
+		Events: []recording.Event{{Kind: recording.EventWake, T: 5, Stack: -1}, {Kind: recording.EventWait, T: 10, Dur: -20, Stack: -1}}}
+	if _, err := Analyze(r, Options{}); err != nil {
+		t.Fatalf("a -20 ns wait refused the recording: %v", err)
+	}
+	if d := r.Events[1].Dur; d != 0 {
+		t.Errorf("the -20 ns wait kept duration %d, want 0", d)
+	}
+}

@@ -137,8 +137,11 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 			return
 		}
 		e := recording.Event{
-			T:     int64(r.TS - from),
-			Dur:   int64(r.Dur),
+			T: int64(r.TS - from),
+			// A duration the probe took as end - start of timestamps read
+			// on two CPUs can come out tens of ns below zero (seen: -20
+			// ns on c/churn), which the unsigned field wraps: none.
+			Dur:   max(int64(r.Dur), 0),
 			PID:   int(r.PID),
 			TID:   int(r.TID),
 			Stack: -1,
