@@ -205,36 +205,11 @@ func SeriesOf(rec *recording.Recording, res *Result, window time.Duration) Serie
 }
 
 // threadTicks returns the CPU ticks thread s used between sample instants
-// from and to (from < to), as recording.Timeline.Usage counts them: from
-// its birth when it was born after from, up to its last sample when it
-// ended before to; 0 when it was not alive in the window.
+// from and to (from < to), as recording.Timeline.Usage counts them; 0 when
+// it was not alive in the window.
 func threadTicks(s *recording.ThreadSeries, from, to int) uint64 {
-	if s.First > to || s.Last() < from || len(s.States) == 0 {
-		return 0
-	}
-	end := min(to, s.Last()) - s.First
-	u, st := tick(s.UTime, end), tick(s.STime, end)
-	if s.First <= from {
-		begin := from - s.First
-		u, st = subTicks(u, tick(s.UTime, begin)), subTicks(st, tick(s.STime, begin))
-	}
-	return u + st
-}
-
-// tick returns v[k], or 0 when a series is shorter than its states.
-func tick(v []uint64, k int) uint64 {
-	if k < 0 || k >= len(v) {
-		return 0
-	}
-	return v[k]
-}
-
-// subTicks returns a-b, or 0 when a counter went backwards.
-func subTicks(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
+	u, _ := s.Usage(from, to)
+	return u.Ticks()
 }
 
 // settled returns the first sample instant at which the timeline has found

@@ -153,29 +153,9 @@ func (t *Timeline) Usage(from, to int) []ThreadUsage {
 	}
 	var out []ThreadUsage
 	for j := range t.Threads {
-		s := &t.Threads[j]
-		if s.First > to || s.Last() < from || len(s.States) == 0 {
-			continue
+		if u, ok := t.Threads[j].Usage(from, to); ok {
+			out = append(out, u)
 		}
-		end := min(to, s.Last()) - s.First
-		u := ThreadUsage{
-			TID:         s.TID,
-			Comm:        s.Comm,
-			UTime:       at(s.UTime, end),
-			STime:       at(s.STime, end),
-			Voluntary:   at(s.Voluntary, end),
-			Involuntary: at(s.Involuntary, end),
-		}
-		if s.First <= from {
-			// The thread existed at from: subtract what it had used by
-			// then.
-			begin := from - s.First
-			u.UTime = sub(u.UTime, at(s.UTime, begin))
-			u.STime = sub(u.STime, at(s.STime, begin))
-			u.Voluntary = sub(u.Voluntary, at(s.Voluntary, begin))
-			u.Involuntary = sub(u.Involuntary, at(s.Involuntary, begin))
-		}
-		out = append(out, u)
 	}
 	sort.SliceStable(out, func(a, b int) bool {
 		if out[a].Ticks() != out[b].Ticks() {
@@ -184,6 +164,33 @@ func (t *Timeline) Usage(from, to int) []ThreadUsage {
 		return out[a].TID < out[b].TID
 	})
 	return out
+}
+
+// Usage returns the CPU ticks and context switches the thread used
+// between sample instants from and to (from < to), as Timeline.Usage
+// counts them; false when it was not alive in the window.
+func (s *ThreadSeries) Usage(from, to int) (ThreadUsage, bool) {
+	if s.First > to || s.Last() < from || len(s.States) == 0 {
+		return ThreadUsage{}, false
+	}
+	end := min(to, s.Last()) - s.First
+	u := ThreadUsage{
+		TID:         s.TID,
+		Comm:        s.Comm,
+		UTime:       at(s.UTime, end),
+		STime:       at(s.STime, end),
+		Voluntary:   at(s.Voluntary, end),
+		Involuntary: at(s.Involuntary, end),
+	}
+	if s.First <= from {
+		// The thread existed at from: subtract what it had used by then.
+		begin := from - s.First
+		u.UTime = sub(u.UTime, at(s.UTime, begin))
+		u.STime = sub(u.STime, at(s.STime, begin))
+		u.Voluntary = sub(u.Voluntary, at(s.Voluntary, begin))
+		u.Involuntary = sub(u.Involuntary, at(s.Involuntary, begin))
+	}
+	return u, true
 }
 
 // CPUPercent returns the CPU the whole process used between sample
