@@ -41,6 +41,9 @@ type analyzeOptions struct {
 	color bool
 	// width wraps the text output; 0 means 80 columns.
 	width int
+	// verbose says on stderr what the probes of a live recording lost,
+	// even when too little to move a figure.
+	verbose bool
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -81,7 +84,7 @@ Output goes to stdout, or atomically to the file given with -o.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.paths = args
-			return runAnalyze(c.Context(), o, c.OutOrStdout())
+			return runAnalyze(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
@@ -91,11 +94,12 @@ Output goes to stdout, or atomically to the file given with -o.`,
 	f.BoolVar(&o.showIdle, "show-idle", false, "list idle waits (not contention) in the text output")
 	f.BoolVar(&o.color, "color", false, "colour the text output (ignored when NO_COLOR is set)")
 	f.IntVar(&o.width, "width", 0, "wrap the text output at this many columns (default 80)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the probes of a recording lost even when it is too little to move a figure (the report notes it from 1 %)")
 	return c
 }
 
 // runAnalyze loads the inputs, analyzes them and renders the result.
-func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
+func runAnalyze(_ context.Context, o analyzeOptions, stdout, stderr io.Writer) error {
 	switch o.format {
 	case formatText, formatJSON, formatPprof:
 	default:
@@ -116,6 +120,7 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	printLoss(stderr, o.verbose, rec.Meta)
 	var buf bytes.Buffer
 	switch o.format {
 	case formatText:
