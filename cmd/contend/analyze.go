@@ -121,27 +121,19 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	printLoss(stderr, o.verbose, rec.Meta)
-	var buf bytes.Buffer
-	switch o.format {
-	case formatText:
-		err = report.Text(&buf, res, report.TextOptions{
-			Width:    o.width,
-			Color:    o.color && os.Getenv("NO_COLOR") == "",
-			ShowIdle: o.showIdle,
-		})
-	case formatJSON:
-		err = report.JSON(&buf, res)
-	case formatPprof:
-		err = report.Pprof(&buf, res)
-	}
+	out, err := render(res, o.format, report.TextOptions{
+		Width:    o.width,
+		Color:    o.color && os.Getenv("NO_COLOR") == "",
+		ShowIdle: o.showIdle,
+	})
 	if err != nil {
-		return fmt.Errorf("render %s: %w", o.format, err)
+		return err
 	}
 	if o.output == "" || o.output == "-" {
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
+		if _, err := stdout.Write(out); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-	} else if err := atomicfile.WriteFile(o.output, buf.Bytes()); err != nil {
+	} else if err := atomicfile.WriteFile(o.output, out); err != nil {
 		return err
 	}
 	if o.failOnFindings && len(res.Findings) > 0 {
@@ -155,4 +147,25 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout, stderr io.Writer) e
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
+}
+
+// render writes res in format (text with text's options, json or pprof):
+// the one place analyze and record turn a result into output.
+func render(res *analyzer.Result, format string, text report.TextOptions) ([]byte, error) {
+	var buf bytes.Buffer
+	var err error
+	switch format {
+	case formatText:
+		err = report.Text(&buf, res, text)
+	case formatJSON:
+		err = report.JSON(&buf, res)
+	case formatPprof:
+		err = report.Pprof(&buf, res)
+	default:
+		err = fmt.Errorf("unknown format")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", format, err)
+	}
+	return buf.Bytes(), nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -277,16 +276,14 @@ func printFindings(stdout io.Writer, rec *recording.Recording, format string) (*
 	if err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
-	var buf bytes.Buffer
-	if format == formatJSON {
-		err = report.JSON(&buf, res)
-	} else {
-		err = report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
+	if format != formatJSON {
+		format = formatText
 	}
+	out, err := render(res, format, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", format, err)
+		return nil, err
 	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
+	if _, err := stdout.Write(out); err != nil {
 		return nil, fmt.Errorf("write output: %w", err)
 	}
 	return res, nil
