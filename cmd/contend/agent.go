@@ -110,9 +110,8 @@ detached. It needs root, or CAP_BPF and CAP_PERFMON.`,
 	return c
 }
 
-// runAgent checks the options, binds the metrics address and runs the
-// agent until ctx is done.
-func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
+// check refuses option values the agent cannot use, as usage errors.
+func (o agentOptions) check() error {
 	switch {
 	case o.window < agent.MinWindow || o.window > agent.MaxWindow:
 		return usageErrorf("agent: --window must be between %s and %s", agent.MinWindow, agent.MaxWindow)
@@ -123,14 +122,23 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 	case o.hz <= 0 || o.hz > collector.MaxOnCPUHz:
 		return usageErrorf("agent: --hz must be between 1 and %d", collector.MaxOnCPUHz)
 	}
-	target, err := o.targets.target("agent")
-	if err != nil {
-		return err
-	}
 	if o.pyroscope != "" {
 		if err := agent.CheckPyroscopeURL(o.pyroscope); err != nil {
 			return usageErrorf("agent: %v", err)
 		}
+	}
+	return nil
+}
+
+// runAgent checks the options, binds the metrics address and runs the
+// agent until ctx is done.
+func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	target, err := o.targets.target("agent")
+	if err != nil {
+		return err
 	}
 	jcmd, err := o.targets.jcmdPath("agent")
 	if err != nil {
