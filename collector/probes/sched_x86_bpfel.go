@@ -39,6 +39,8 @@ const (
 	SchedProgCtCallFunctionOut       = "ct_call_function_out"
 	SchedProgCtCallFunctionSingleIn  = "ct_call_function_single_in"
 	SchedProgCtCallFunctionSingleOut = "ct_call_function_single_out"
+	SchedProgCtFcntlSetlk            = "ct_fcntl_setlk"
+	SchedProgCtFlockTry              = "ct_flock_try"
 	SchedProgCtIrqHandlerIn          = "ct_irq_handler_in"
 	SchedProgCtIrqHandlerOut         = "ct_irq_handler_out"
 	SchedProgCtIrqWorkIn             = "ct_irq_work_in"
@@ -60,8 +62,10 @@ const (
 	SchedVarEventToleranceNs         = "event_tolerance_ns"
 	SchedVarFutexEnabled             = "futex_enabled"
 	SchedVarIoEnabled                = "io_enabled"
+	SchedVarKstackEnabled            = "kstack_enabled"
 	SchedVarRunqEventNs              = "runq_event_ns"
 	SchedVarSchedEnabled             = "sched_enabled"
+	SchedVarStackThresholdNs         = "stack_threshold_ns"
 	SchedVarTargetComm               = "target_comm"
 	SchedVarTargetMode               = "target_mode"
 	SchedVarWindowIntervalNs         = "window_interval_ns"
@@ -114,6 +118,8 @@ type SchedProgramSpecs struct {
 	CtCallFunctionOut       *ebpf.ProgramSpec `ebpf:"ct_call_function_out"`
 	CtCallFunctionSingleIn  *ebpf.ProgramSpec `ebpf:"ct_call_function_single_in"`
 	CtCallFunctionSingleOut *ebpf.ProgramSpec `ebpf:"ct_call_function_single_out"`
+	CtFcntlSetlk            *ebpf.ProgramSpec `ebpf:"ct_fcntl_setlk"`
+	CtFlockTry              *ebpf.ProgramSpec `ebpf:"ct_flock_try"`
 	CtIrqHandlerIn          *ebpf.ProgramSpec `ebpf:"ct_irq_handler_in"`
 	CtIrqHandlerOut         *ebpf.ProgramSpec `ebpf:"ct_irq_handler_out"`
 	CtIrqWorkIn             *ebpf.ProgramSpec `ebpf:"ct_irq_work_in"`
@@ -166,8 +172,10 @@ type SchedVariableSpecs struct {
 	EventToleranceNs  *ebpf.VariableSpec `ebpf:"event_tolerance_ns"`
 	FutexEnabled      *ebpf.VariableSpec `ebpf:"futex_enabled"`
 	IoEnabled         *ebpf.VariableSpec `ebpf:"io_enabled"`
+	KstackEnabled     *ebpf.VariableSpec `ebpf:"kstack_enabled"`
 	RunqEventNs       *ebpf.VariableSpec `ebpf:"runq_event_ns"`
 	SchedEnabled      *ebpf.VariableSpec `ebpf:"sched_enabled"`
+	StackThresholdNs  *ebpf.VariableSpec `ebpf:"stack_threshold_ns"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
 	TargetMode        *ebpf.VariableSpec `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.VariableSpec `ebpf:"window_interval_ns"`
@@ -250,8 +258,10 @@ type SchedVariables struct {
 	EventToleranceNs  *ebpf.Variable `ebpf:"event_tolerance_ns"`
 	FutexEnabled      *ebpf.Variable `ebpf:"futex_enabled"`
 	IoEnabled         *ebpf.Variable `ebpf:"io_enabled"`
+	KstackEnabled     *ebpf.Variable `ebpf:"kstack_enabled"`
 	RunqEventNs       *ebpf.Variable `ebpf:"runq_event_ns"`
 	SchedEnabled      *ebpf.Variable `ebpf:"sched_enabled"`
+	StackThresholdNs  *ebpf.Variable `ebpf:"stack_threshold_ns"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
 	TargetMode        *ebpf.Variable `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.Variable `ebpf:"window_interval_ns"`
@@ -266,6 +276,8 @@ type SchedPrograms struct {
 	CtCallFunctionOut       *ebpf.Program `ebpf:"ct_call_function_out"`
 	CtCallFunctionSingleIn  *ebpf.Program `ebpf:"ct_call_function_single_in"`
 	CtCallFunctionSingleOut *ebpf.Program `ebpf:"ct_call_function_single_out"`
+	CtFcntlSetlk            *ebpf.Program `ebpf:"ct_fcntl_setlk"`
+	CtFlockTry              *ebpf.Program `ebpf:"ct_flock_try"`
 	CtIrqHandlerIn          *ebpf.Program `ebpf:"ct_irq_handler_in"`
 	CtIrqHandlerOut         *ebpf.Program `ebpf:"ct_irq_handler_out"`
 	CtIrqWorkIn             *ebpf.Program `ebpf:"ct_irq_work_in"`
@@ -288,6 +300,8 @@ func (p *SchedPrograms) Close() error {
 		p.CtCallFunctionOut,
 		p.CtCallFunctionSingleIn,
 		p.CtCallFunctionSingleOut,
+		p.CtFcntlSetlk,
+		p.CtFlockTry,
 		p.CtIrqHandlerIn,
 		p.CtIrqHandlerOut,
 		p.CtIrqWorkIn,

@@ -1,0 +1,133 @@
+package collector
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/contend-dev/contend/recording"
+)
+
+// fdPaths names the files behind the descriptors of sleeps, from
+// /proc/PID/fd while recording, so that the analysis, which opens no
+// file, has the path. A path is cached per (process, descriptor, device,
+// inode) and read again only for a descriptor now open on another file.
+type fdPaths struct {
+	root string
+	mu   sync.Mutex
+	m    map[fdKey]string
+}
+
+type fdKey struct {
+	pid uint32
+	fd  int32
+	dev uint32
+	ino uint64
+}
+
+// maxFDPaths bounds the cache: a program that opens a new file for
+// every write would otherwise grow it for the whole recording. Emptied
+// when full; a path read again costs a readlink and a stat.
+const maxFDPaths = 4096
+
+// path returns the path of descriptor fd of process pid if it is still
+// the file dev:ino (kernel dev_t), "" when it is not or cannot be read.
+func (p *fdPaths) path(pid uint32, fd int32, dev uint32, ino uint64) string {
+	k := fdKey{pid, fd, dev, ino}
+	p.mu.Lock()
+	if v, ok := p.m[k]; ok {
+		p.mu.Unlock()
+		return v
+	}
+	p.mu.Unlock()
+	name := procPath(p.root, strconv.FormatUint(uint64(pid), 10), "fd", strconv.Itoa(int(fd)))
+	v := ""
+	var st unix.Stat_t
+	if target, err := os.Readlink(name); err == nil && unix.Stat(name, &st) == nil &&
+		st.Ino == ino && unix.Major(st.Dev) == dev>>20 && unix.Minor(st.Dev) == dev&0xfffff {
+		v = target
+	}
+	p.mu.Lock()
+	if p.m == nil || len(p.m) >= maxFDPaths {
+		p.m = map[fdKey]string{}
+	}
+	p.m[k] = v
+	p.mu.Unlock()
+	return v
+}
+
+// devString formats a kernel dev_t (major << 20 | minor) as
+// /proc/PID/maps and /proc/locks do.
+func devString(dev uint32) string {
+	return fmt.Sprintf("%02x:%02x", dev>>20, dev&0xfffff)
+}
+
+const (
+	nrFcntl = 72
+	nrFlock = 73
+)
+
+// fcntl and flock constants (fcntl(2), flock(2)).
+var (
+	fcntlCmds   = map[uint32]string{6: "F_SETLK", 7: "F_SETLKW", 37: "F_OFD_SETLK", 38: "F_OFD_SETLKW"}
+	lockTypes   = map[int16]string{0: "F_RDLCK", 1: "F_WRLCK", 2: "F_UNLCK"}
+	seekWhences = map[int16]string{0: "SEEK_SET", 1: "SEEK_CUR", 2: "SEEK_END"}
+	errNames    = map[int32]string{11: "EAGAIN", 13: "EACCES"}
+)
+
+// flockOp names a flock(2) operation: "LOCK_EX", "LOCK_SH|LOCK_NB".
+func flockOp(op uint32) string {
+	var parts []string
+	for _, f := range []struct {
+		bit  uint32
+		name string
+	}{{1, "LOCK_SH"}, {2, "LOCK_EX"}, {8, "LOCK_UN"}, {4, "LOCK_NB"}} {
+		if op&f.bit != 0 {
+			parts = append(parts, f.name)
+		}
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("0x%x", op)
+	}
+	return strings.Join(parts, "|")
+}
+
+// name returns m[k], or "#k" for a value it does not know.
+func name[K comparable](m map[K]string, k K) string {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	return fmt.Sprintf("#%v", k)
+}
+
+// sleepObject converts the object of a struct ct_sleep record; nil when
+// its call takes no descriptor. paths names the file (nil: not named).
+func sleepObject(r sleepRec, paths *fdPaths) *recording.Object {
+	if r.FD < 0 {
+		return nil
+	}
+	o := &recording.Object{FD: int(r.FD)}
+	if r.Ino != 0 {
+		o.Dev, o.Inode = devString(r.Dev), r.Ino
+		if paths != nil {
+			o.Path = paths.path(r.Ev.PID, r.FD, r.Dev, r.Ino)
+		}
+	}
+	switch r.Ev.Sys {
+	case nrFcntl:
+		o.Cmd = name(fcntlCmds, r.Cmd)
+		if r.LType >= 0 {
+			o.Range = &recording.LockRange{Type: name(lockTypes, r.LType), Whence: name(seekWhences, r.LWhence), Start: r.LStart, Len: r.LLen}
+		}
+	case nrFlock:
+		o.Cmd = flockOp(r.Cmd)
+	}
+	if r.Ev.Kind == kindTryFail {
+		o.Err = name(errNames, r.Err)
+	}
+	return o
+}
