@@ -194,6 +194,14 @@ struct ct_sleep {
 	__s16 l_type;     // F_RDLCK, F_WRLCK, F_UNLCK; -1 when no struct flock was read
 	__s16 l_whence;
 	__s32 err;        // CT_K_TRYFAIL: the error returned (positive errno)
+	__u32 nspcs;      // frames in spcs
+	__u32 _pad;
+	// An uninterruptible sleep's innermost kernel frames at its
+	// switch-out, the tracepoint's and the scheduler's own first: they
+	// hold the functions that waited (rwsem_down_read_slowpath,
+	// mutex_lock, ...), which the kernel's walk of a sleeping task (the
+	// stack in e.addr) skips as scheduler code.
+	__u64 spcs[12];
 };
 
 // CT_SYS_NONE is ct_event.sys of a sleep outside any system call (a page

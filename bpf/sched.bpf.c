@@ -66,6 +66,17 @@ struct {
 	__type(value, struct ct_sched_start);
 } ct_sched_start SEC(".maps");
 
+// ct_sched_pcs_st: key a target thread (task storage), value struct
+// ct_sched_pcs: written at an uninterruptible sleep's switch-out, read at
+// its switch-in when the sleep gets a CT_K_SLEEP record. Reader: these
+// programs only.
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ct_sched_pcs);
+} ct_sched_pcs_st SEC(".maps");
+
 // ct_offcpu: key struct ct_offcpu_key, value struct ct_offcpu_val (two
 // generations, see ct_gen).
 CT_AGG_MAP(ct_offcpu, struct ct_offcpu_key, struct ct_offcpu_val, 32768);
@@ -241,6 +252,19 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	}
 	if (ur && !stack)
 		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
+	// An uninterruptible sleep: its innermost kernel frames now, while
+	// the scheduler's functions and the one that waited are on the
+	// stack (a walk at the switch-in skips them). Bounded to
+	// CT_SCHED_PCS frames; interruptible sleeps (a futex, a pipe, a file
+	// lock) wait in functions the switch-in walk shows.
+	if (kstack_enabled && s.state == CT_ST_UNINTERRUPTIBLE) {
+		struct ct_sched_pcs *p = bpf_task_storage_get(&ct_sched_pcs_st, prev, 0,
+							      BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (p) {
+			long len = bpf_get_stack(ctx, p->pcs, sizeof(p->pcs), 0);
+			p->n = len > 0 ? (__u32)len / 8 : 0;
+		}
+	}
 }
 
 // ct_sleep_emit sends the CT_K_SLEEP record of next's sleep s, which
@@ -275,6 +299,14 @@ static __always_inline void ct_sleep_emit(struct task_struct *next, struct ct_sc
 	e.l_start = s->l_start;
 	e.l_len = s->l_len;
 	ct_fd_inode(next, s->fd, &e.dev, &e.ino);
+	if (s->state == CT_ST_UNINTERRUPTIBLE) {
+		struct ct_sched_pcs *p = bpf_task_storage_get(&ct_sched_pcs_st, next, 0, 0);
+		if (p && p->n <= CT_SCHED_PCS) {
+			e.nspcs = p->n;
+			__builtin_memcpy(e.spcs, p->pcs, sizeof(e.spcs));
+			p->n = 0;
+		}
+	}
 	if (bpf_ringbuf_output(&ct_events, &e, sizeof(e), BPF_RB_NO_WAKEUP))
 		ct_count(CT_DROP_RINGBUF_EVENT);
 }

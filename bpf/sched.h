@@ -42,6 +42,21 @@ struct ct_sched_start {
 	__u32 _pad2;
 };
 
+// CT_SCHED_PCS bounds the frames walked at an uninterruptible sleep's
+// switch-out: enough to pass the tracepoint's own frames and the
+// scheduler's and reach the function that waited (rwsem_down_write_slowpath,
+// down_write, mutex_lock, io_schedule, ... around 8 deep), which the walk
+// of a sleeping task at its switch-in leaves out.
+#define CT_SCHED_PCS 12
+
+// ct_sched_pcs: the innermost kernel frames of a target thread at its
+// uninterruptible sleep's switch-out, the scheduler's functions included.
+struct ct_sched_pcs {
+	__u64 pcs[CT_SCHED_PCS];
+	__u32 n;
+	__u32 _pad;
+};
+
 struct ct_offcpu_key {
 	__u64 stack;
 	__u32 pid;

@@ -41,6 +41,9 @@ type eventLog struct {
 type sleepInfo struct {
 	obj      *recording.Object
 	wakerPID int
+	// sched are the frames below the scheduler at an uninterruptible
+	// sleep's switch-out (schedFrames).
+	sched []recording.Frame
 }
 
 // objKey identifies an event of the log: its thread and start.
@@ -51,7 +54,7 @@ type objKey struct {
 
 // addObj logs e with the object of its call.
 func (l *eventLog) addObj(e rawEvent, si sleepInfo) {
-	if si.obj != nil || si.wakerPID != 0 {
+	if si.obj != nil || si.wakerPID != 0 || si.sched != nil {
 		if l.objs == nil {
 			l.objs = map[objKey]sleepInfo{}
 		}
@@ -203,14 +206,14 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 				e.Kind, e.State = recording.EventTryFail, ""
 			}
 			e.Peer = int(r.Peer)
-			if si, ok := objs[objKey{r.TID, r.TS}]; ok {
-				e.Obj, e.PeerPID = si.obj, si.wakerPID
-			}
+			si := objs[objKey{r.TID, r.TS}]
+			e.Obj, e.PeerPID = si.obj, si.wakerPID
 			// Kernel frames first (leaf), then the user frames.
 			st := recording.Stack{}
 			if r.Addr >= stackFirst {
 				st = src.kernelStack(r.Addr)
 			}
+			st.Frames = joinKernel(si.sched, st.Frames)
 			if u := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(u.Frames) > 0 {
 				st.Frames = append(st.Frames[:len(st.Frames):len(st.Frames)], u.Frames...)
 				st.Truncated = u.Truncated

@@ -403,10 +403,16 @@ type sleepRec struct {
 	LType    int16
 	LWhence  int16
 	Err      int32
+	NSPCs    uint32
+	_        uint32
+	SPCs     [schedPCs]uint64
 }
 
+// schedPCs is the size of ct_sleep.spcs (CT_SCHED_PCS).
+const schedPCs = 12
+
 // sleepRecSize is sizeof(struct ct_sleep).
-const sleepRecSize = 96
+const sleepRecSize = 200
 
 // sysNone is CT_SYS_NONE: a sleep outside any system call.
 const sysNone = 0xffff
@@ -421,7 +427,7 @@ func decodeSleep(b []byte) (sleepRec, error) {
 		return sleepRec{}, err
 	}
 	le := binary.LittleEndian
-	return sleepRec{
+	r := sleepRec{
 		Ev:       ev,
 		Ino:      le.Uint64(b[48:]),
 		LStart:   int64(le.Uint64(b[56:])),
@@ -433,7 +439,12 @@ func decodeSleep(b []byte) (sleepRec, error) {
 		LType:    int16(le.Uint16(b[88:])),
 		LWhence:  int16(le.Uint16(b[90:])),
 		Err:      int32(le.Uint32(b[92:])),
-	}, nil
+		NSPCs:    le.Uint32(b[96:]),
+	}
+	for i := range r.SPCs {
+		r.SPCs[i] = le.Uint64(b[104+8*i:])
+	}
+	return r, nil
 }
 
 // windowHdr mirrors struct ct_window_hdr.

@@ -764,7 +764,7 @@ func (s *Session) onRecord(b []byte) {
 			s.countBad()
 			return
 		}
-		si := sleepInfo{obj: sleepObject(r, &s.paths), wakerPID: int(r.WakerPID)}
+		si := sleepInfo{obj: sleepObject(r, &s.paths), wakerPID: int(r.WakerPID), sched: schedFrames(r, s.ksym)}
 		s.mu.Lock()
 		s.log.addObj(r.Ev, si)
 		s.mu.Unlock()

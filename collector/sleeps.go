@@ -104,6 +104,50 @@ func name[K comparable](m map[K]string, k K) string {
 	return fmt.Sprintf("#%v", k)
 }
 
+// schedFrames names the innermost kernel frames r's thread had at its
+// uninterruptible sleep's switch-out (ct_sleep.spcs) and keeps those
+// between the scheduler's __schedule and the rest of the stack: the
+// function that waited (rwsem_down_read_slowpath, down_write,
+// mutex_lock, io_schedule, ...), which the stack walked at the switch-in
+// leaves out. Nil when there are none, or __schedule is not among them
+// (the frames then cannot be told from the tracepoint's own).
+func schedFrames(r sleepRec, ksym kernelSymbols) []recording.Frame {
+	if ksym == nil || r.NSPCs == 0 || r.NSPCs > schedPCs {
+		return nil
+	}
+	var out []recording.Frame
+	seen := false
+	for _, pc := range r.SPCs[:r.NSPCs] {
+		f := ksym.Frame(pc)
+		f.Kernel = true
+		if !seen {
+			seen = f.Func == "__schedule"
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// joinKernel returns the kernel frames of a sleep: sched, the frames
+// walked at the switch-out below the scheduler (schedFrames), then
+// stack, the stack walked at the switch-in; sched is cut at the first
+// function stack starts with, which both walks saw.
+func joinKernel(sched, stack []recording.Frame) []recording.Frame {
+	if len(sched) == 0 {
+		return stack
+	}
+	if len(stack) > 0 {
+		for i, f := range sched {
+			if f.Func == stack[0].Func {
+				sched = sched[:i]
+				break
+			}
+		}
+	}
+	return append(append(make([]recording.Frame, 0, len(sched)+len(stack)), sched...), stack...)
+}
+
 // sleepObject converts the object of a struct ct_sleep record; nil when
 // its call takes no descriptor. paths names the file (nil: not named).
 func sleepObject(r sleepRec, paths *fdPaths) *recording.Object {

@@ -28,6 +28,7 @@ const (
 	SchedMapCtOffcpu1                = "ct_offcpu_1"
 	SchedMapCtOffcpuSpill0           = "ct_offcpu_spill_0"
 	SchedMapCtOffcpuSpill1           = "ct_offcpu_spill_1"
+	SchedMapCtSchedPcsSt             = "ct_sched_pcs_st"
 	SchedMapCtSchedStart             = "ct_sched_start"
 	SchedMapCtScratch                = "ct_scratch"
 	SchedMapCtStackbuf               = "ct_stackbuf"
@@ -152,6 +153,7 @@ type SchedMapSpecs struct {
 	CtOffcpu1      *ebpf.MapSpec `ebpf:"ct_offcpu_1"`
 	CtOffcpuSpill0 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_0"`
 	CtOffcpuSpill1 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_1"`
+	CtSchedPcsSt   *ebpf.MapSpec `ebpf:"ct_sched_pcs_st"`
 	CtSchedStart   *ebpf.MapSpec `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStackbuf     *ebpf.MapSpec `ebpf:"ct_stackbuf"`
@@ -214,6 +216,7 @@ type SchedMaps struct {
 	CtOffcpu1      *ebpf.Map `ebpf:"ct_offcpu_1"`
 	CtOffcpuSpill0 *ebpf.Map `ebpf:"ct_offcpu_spill_0"`
 	CtOffcpuSpill1 *ebpf.Map `ebpf:"ct_offcpu_spill_1"`
+	CtSchedPcsSt   *ebpf.Map `ebpf:"ct_sched_pcs_st"`
 	CtSchedStart   *ebpf.Map `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.Map `ebpf:"ct_scratch"`
 	CtStackbuf     *ebpf.Map `ebpf:"ct_stackbuf"`
@@ -237,6 +240,7 @@ func (m *SchedMaps) Close() error {
 		m.CtOffcpu1,
 		m.CtOffcpuSpill0,
 		m.CtOffcpuSpill1,
+		m.CtSchedPcsSt,
 		m.CtSchedStart,
 		m.CtScratch,
 		m.CtStackbuf,
