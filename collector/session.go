@@ -83,13 +83,14 @@ const (
 // use.
 type Session struct {
 	opts Options
-	// paths names the files of the sleeps' objects (onRecord).
-	paths  fdPaths
-	target Target
-	cfg    tracerConfig
-	tr     tracer
-	res    *resolver
-	ksym   kernelSymbols
+	// sleepObjs names the objects of sleeps and failed lock attempts
+	// (onRecord, the ring buffer reader alone).
+	sleepObjs objCache
+	target    Target
+	cfg       tracerConfig
+	tr        tracer
+	res       *resolver
+	ksym      kernelSymbols
 	// objs shares the target processes' mapped objects and their tables
 	// (a server's processes map the same files).
 	objs *symbolize.ObjectCache
@@ -506,7 +507,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		readerDone: make(chan struct{}),
 		cum:        newAggregates(),
 		log:        eventLog{max: o.MaxEvents},
-		paths:      fdPaths{root: o.ProcRoot},
+		sleepObjs:  objCache{paths: fdPaths{root: o.ProcRoot}},
 		counters:   map[string]uint64{},
 		gone:       map[threadKey]bool{},
 		folded:     map[threadKey]bool{},
@@ -764,7 +765,7 @@ func (s *Session) onRecord(b []byte) {
 			s.countBad()
 			return
 		}
-		si := sleepInfo{obj: sleepObject(r, &s.paths), wakerPID: int(r.WakerPID), sched: schedFrames(r, s.ksym)}
+		si := sleepInfo{obj: s.sleepObjs.object(r), wakerPID: int(r.WakerPID), sched: s.sleepObjs.schedFrames(r, s.ksym)}
 		s.mu.Lock()
 		s.log.addObj(r.Ev, si)
 		s.mu.Unlock()

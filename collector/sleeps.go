@@ -60,6 +60,73 @@ func (p *fdPaths) path(pid uint32, fd int32, dev uint32, ino uint64) string {
 	return v
 }
 
+// objCache hands out one *recording.Object per distinct object, so that
+// the thousands of sleeps of a convoy on one file share it in the event
+// log instead of holding a copy each.
+type objCache struct {
+	paths fdPaths
+	m     map[objID]*recording.Object
+	// sched holds schedFrames' answers by the frames' addresses, shared
+	// as the objects are.
+	sched map[[schedPCs]uint64][]recording.Frame
+}
+
+// objID is what tells two objects of struct ct_sleep records apart.
+type objID struct {
+	pid            uint32
+	fd             int32
+	dev            uint32
+	ino            uint64
+	sys            uint16
+	kind           uint8
+	cmd            uint32
+	ltype, lwhence int16
+	lstart, llen   int64
+	err            int32
+}
+
+// maxObjects bounds objCache, emptied when full (a program that opens a
+// file per request makes a new object per sleep).
+const maxObjects = 4096
+
+// object returns the object of r (sleepObject), shared with earlier
+// records of the same one. Not safe for concurrent use: the ring buffer
+// reader alone calls it.
+func (c *objCache) object(r sleepRec) *recording.Object {
+	if r.FD < 0 {
+		return nil
+	}
+	id := objID{r.Ev.PID, r.FD, r.Dev, r.Ino, r.Ev.Sys, r.Ev.Kind, r.Cmd, r.LType, r.LWhence, r.LStart, r.LLen, r.Err}
+	if o, ok := c.m[id]; ok {
+		return o
+	}
+	o := sleepObject(r, &c.paths)
+	if c.m == nil || len(c.m) >= maxObjects {
+		c.m = map[objID]*recording.Object{}
+	}
+	c.m[id] = o
+	return o
+}
+
+// schedFrames returns schedFrames(r, ksym), shared with earlier records
+// of the same frames.
+func (c *objCache) schedFrames(r sleepRec, ksym kernelSymbols) []recording.Frame {
+	if r.NSPCs == 0 || r.NSPCs > schedPCs {
+		return nil
+	}
+	var id [schedPCs]uint64
+	copy(id[:], r.SPCs[:r.NSPCs])
+	if f, ok := c.sched[id]; ok {
+		return f
+	}
+	f := schedFrames(r, ksym)
+	if c.sched == nil || len(c.sched) >= maxObjects {
+		c.sched = map[[schedPCs]uint64][]recording.Frame{}
+	}
+	c.sched[id] = f
+	return f
+}
+
 // devString formats a kernel dev_t (major << 20 | minor) as
 // /proc/PID/maps and /proc/locks do.
 func devString(dev uint32) string {
