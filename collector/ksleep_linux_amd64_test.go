@@ -161,3 +161,18 @@ func TestTryFailRecordLock(t *testing.T) {
 		t.Errorf("%d failed attempts logged, %d counted, want at least 20 logged and no fewer counted", fails, n)
 	}
 }
+
+// TestHaveTracepoint: the optional lock probes load only where the
+// kernel has their tracepoints, and a missing one is named.
+func TestHaveTracepoint(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		testbin.Skip(t, "no kernel BTF")
+	}
+	if err := haveTracepoint("sched_switch"); err != nil {
+		t.Errorf("sched_switch: %v", err)
+	}
+	err := haveTracepoint("no_such_tracepoint")
+	if err == nil || !strings.Contains(err.Error(), "no_such_tracepoint") {
+		t.Errorf("a missing tracepoint: %v, want an error naming it", err)
+	}
+}
