@@ -62,7 +62,7 @@ var objects = []probeObject{
 		needs:        func(string, tracerConfig) bool { return true },
 	},
 	{
-		doctorFamily: doctorFamily{"sched", "off-CPU time by state, wake edges, blocking-call starts, thread and process lifecycle", probes.LoadSched},
+		doctorFamily: doctorFamily{"sched", "off-CPU time by state, wake edges, blocking-call starts, sleeps in the kernel with their kernel stack and file, failed non-blocking file lock attempts, thread and process lifecycle", probes.LoadSched},
 		families:     []string{ProbeSched},
 		lifecycle:    true,
 		aggregates:   map[string]string{"ct_offcpu": ProbeSched, "ct_offcpu_spill": ProbeSched, "ct_wakes": ProbeSched},
@@ -175,14 +175,7 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 				delete(spec.Programs, name)
 			}
 		}
-		for name, what := range optionalPrograms {
-			if ps := spec.Programs[name]; ps != nil {
-				if err := haveTracepoint(ps.AttachTo); err != nil {
-					delete(spec.Programs, name)
-					t.notes = append(t.notes, fmt.Sprintf("%s: %v", what, err))
-				}
-			}
-		}
+		t.notes = append(t.notes, dropMissingOptional(spec)...)
 		spec.Maps["ct_events"].MaxEntries = ringBufferSize
 		specs[obj.name] = spec
 		order = append(order, obj.name)
@@ -430,6 +423,23 @@ func (t *bpfTracer) detachGo() error {
 
 // kernelNotes returns what the probes cannot record on this kernel.
 func (t *bpfTracer) kernelNotes() []string { return t.notes }
+
+// dropMissingOptional removes from spec the optional programs whose
+// tracepoint this kernel lacks, and says what is then not recorded.
+func dropMissingOptional(spec *ebpf.CollectionSpec) []string {
+	var notes []string
+	for _, name := range sortedKeys(spec.Programs) {
+		what, ok := optionalPrograms[name]
+		if !ok {
+			continue
+		}
+		if err := haveTracepoint(spec.Programs[name].AttachTo); err != nil {
+			delete(spec.Programs, name)
+			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	return notes
+}
 
 // haveTracepoint reports, as an error, why the kernel has no raw
 // tracepoint tp (its btf_trace_ type is missing from the kernel's BTF),
