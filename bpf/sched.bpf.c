@@ -7,7 +7,11 @@
 // scheduler: the switch-out probe times the traced syscalls (futex waits,
 // I/O calls) that leave the CPU, and the lifecycle probes keep the target
 // set and the per-thread state current as threads and processes come and
-// go. The collector attaches only the programs the selected families need.
+// go. It also records each sleep of a target thread in the kernel
+// (uninterruptible, or in a syscall other than a futex) of at least the
+// stack threshold, with its kernel stack, file and waker (CT_K_SLEEP),
+// and the failed non-blocking file lock attempts (CT_K_TRYFAIL). The
+// collector attaches only the programs the selected families need.
 #include "helpers.bpf.h"
 #include "calls.bpf.h"
 #include "sched.h"
