@@ -2,6 +2,8 @@ package analyzer
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -75,7 +77,10 @@ func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[
 	busy := map[int]bool{}
 	var runqNS int64
 	var cpuS float64
-	for _, t := range ld.threads {
+	// In thread order: cpuS is a float sum, and a sum in map order
+	// differs in its last bits from run to run.
+	for _, tid := range slices.Sorted(maps.Keys(ld.threads)) {
+		t := ld.threads[tid]
 		if spinning[t.tid] || turning[t.tid] {
 			continue
 		}

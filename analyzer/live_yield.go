@@ -1,6 +1,8 @@
 package analyzer
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -173,7 +175,9 @@ func (ld *liveData) yieldFinding(l *yieldLoop, busyNS int64) Finding {
 func (ld *liveData) shareRunnable(tids map[int]bool) float64 {
 	var sum float64
 	n := 0
-	for t := range tids {
+	// In thread order: a float sum in map order differs in its last bits
+	// from run to run, and the result is compared byte for byte.
+	for _, t := range slices.Sorted(maps.Keys(tids)) {
 		if th := ld.threads[t]; th != nil && th.sampled > 0 {
 			sum += th.runnableShare()
 			n++
