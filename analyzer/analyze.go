@@ -34,8 +34,7 @@ var detectors = []func(a *analysis){
 
 // analysis is the state shared by the detectors of one Analyze call.
 type analysis struct {
-	rec *recording.Recording
-	res *Result
+	*output
 
 	ld     *liveData
 	ldDone bool
@@ -78,67 +77,83 @@ func (a *analysis) goData() *goData {
 
 func liveTargetStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveTarget(a, ld)
+		liveTarget(a.output, ld)
 	}
 }
 
 func liveLocksStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveLockVerdicts(a, ld, a.locks)
+		liveLockVerdicts(a.output, ld, a.locks)
 	}
 }
 
 func liveLatchStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveLatch(a, ld)
+		liveLatch(a.output, ld)
 	}
 }
 
 func liveSpinStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		a.spinning = liveSpin(a, ld)
-		liveYield(a, ld, a.spinning)
+		a.spinning = liveSpin(a.output, ld)
+		liveYield(a.output, ld, a.spinning)
 	}
 }
 
 func liveSaturationStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveSaturation(a, ld, a.locks, a.spinning)
+		liveSaturation(a.output, ld, a.locks, a.spinning)
 	}
 }
 
 func liveRowsStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveRows(a, ld, a.locks)
+		liveRows(a.output, ld, a.locks)
 	}
 }
 
 func goLocksStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		detectGoLocks(a, g)
+		detectGoLocks(a.output, g)
 	}
 }
 
 func goSpinStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		detectGoSpin(a, g)
+		detectGoSpin(a.output, g)
 	}
 }
 
 func goRowsStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		goPoints(a, g)
+		goPoints(a.output, g)
 	}
 }
 
-// note adds a caveat about the input once.
-func (a *analysis) note(s string) {
-	for _, n := range a.res.Notes {
-		if n == s {
-			return
-		}
+// javaData returns the recording's Java thread dumps read for the
+// detectors, building them on first use; nil when there are none.
+func (a *analysis) javaData() *javaData {
+	if !a.jdDone {
+		a.jd, a.jdDone = buildJavaData(a.rec), true
 	}
-	a.res.Notes = append(a.res.Notes, s)
+	return a.jd
+}
+
+func javaLocksStep(a *analysis) {
+	javaLocks(a.output, a.javaData())
+}
+
+// missingDataStep lists the data the analysis needed and did not have.
+// Each entry is a blind spot: a convoy of that kind cannot be seen in this
+// input, so "no finding" must not be read as "no contention".
+func missingDataStep(a *analysis) {
+	rec := a.rec
+	if rec.IsLive() {
+		liveMissing(a.output, rec)
+	}
+	if g := a.goData(); g != nil {
+		goMissing(a.output, g)
+	}
 }
 
 // ErrNoRecording is returned by Analyze when given no recording.
@@ -154,7 +169,7 @@ func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
 	if err := checkBounds(rec); err != nil {
 		return nil, err
 	}
-	a := &analysis{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
+	a := &analysis{output: &output{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}}
 	a.res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
 		a.note(w)

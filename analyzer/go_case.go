@@ -41,7 +41,7 @@ func (l *goLock) id() *LockID {
 	return &LockID{Key: l.key(), Name: l.name(), PairingGuess: l.guess()}
 }
 
-func detectGoLocks(a *analysis, g *goData) {
+func detectGoLocks(a *output, g *goData) {
 	locks := goLocks(g)
 	var total int64
 	for _, l := range locks {

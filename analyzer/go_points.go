@@ -17,7 +17,7 @@ import (
 // show where time goes, and points under 1% of it are noise there.
 const pointRowShare = 0.01
 
-func goPoints(a *analysis, g *goData) {
+func goPoints(a *output, g *goData) {
 	t := &a.res.Target
 	if g.population > 0 {
 		t.Population, t.Unit = g.population, "goroutines"
@@ -33,7 +33,7 @@ func goPoints(a *analysis, g *goData) {
 	a.res.Idle = append(a.res.Idle, g.idleGroups()...)
 }
 
-func goNotes(a *analysis, g *goData) {
+func goNotes(a *output, g *goData) {
 	has := func(sub string) bool {
 		for _, n := range a.res.Notes {
 			if strings.Contains(n, sub) {

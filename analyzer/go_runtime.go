@@ -13,7 +13,7 @@ import (
 // mutex profile's runtime.unlock and runtime._LostContendedRuntimeLock
 // stacks) as its own kind, grouped by the runtime function that released
 // the lock.
-func (g *goData) runtimeLocks(a *analysis, totalUser int64) {
+func (g *goData) runtimeLocks(a *output, totalUser int64) {
 	var total int64
 	for _, s := range g.mutex {
 		if s.sc.class == classRuntimeLock {

@@ -50,7 +50,7 @@ type spinFunc struct {
 	states          map[string]int
 }
 
-func detectGoSpin(a *analysis, g *goData) {
+func detectGoSpin(a *output, g *goData) {
 	funcs := map[string]*spinFunc{}
 	for _, s := range g.cpu {
 		if s.sc.class != classNone || s.key.fn == "(runtime)" {

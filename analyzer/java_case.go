@@ -13,20 +13,10 @@ import (
 // it counts who waits, not for how long; several dumps give an average.
 // A live recording joins the dumps with the probes instead (live_jvm.go).
 
-// javaData returns the recording's Java thread dumps read for the
-// detectors, building them on first use; nil when there are none.
-func (a *analysis) javaData() *javaData {
-	if !a.jdDone {
-		a.jd, a.jdDone = buildJavaData(a.rec), true
-	}
-	return a.jd
-}
-
-// javaLocksStep judges the locks of a recording made of Java thread
+// javaLocks judges the locks of a recording made of Java thread
 // dumps only; a live recording's dumps are joined with its probes by the
 // live lock verdicts.
-func javaLocksStep(a *analysis) {
-	jd := a.javaData()
+func javaLocks(a *output, jd *javaData) {
 	if jd == nil || a.rec.IsLive() {
 		return
 	}

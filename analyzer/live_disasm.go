@@ -48,7 +48,7 @@ type loopReport struct {
 // build on the analyzing machine. A recording made before code was
 // copied gets a note saying the loops are judged from their samples
 // alone.
-func nativeLoops(a *analysis, rec *recording.Recording, module string, addrs map[uint64]int64) (loopReport, bool) {
+func nativeLoops(a *output, rec *recording.Recording, module string, addrs map[uint64]int64) (loopReport, bool) {
 	if module == "" || module == kernelModule || module == recording.ModuleJava || len(addrs) == 0 {
 		return loopReport{}, false
 	}

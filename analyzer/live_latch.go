@@ -220,7 +220,7 @@ func firstNum(v []int64) int64 {
 }
 
 // liveLatch reports the latch waits that are a lock's queue.
-func liveLatch(a *analysis, ld *liveData) {
+func liveLatch(a *output, ld *liveData) {
 	if ld.dur <= 0 {
 		return
 	}

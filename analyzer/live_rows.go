@@ -13,7 +13,7 @@ import (
 // are not contention), for the renderers and the TUI.
 
 // liveTarget fills what the recording says about the target's threads.
-func liveTarget(a *analysis, ld *liveData) {
+func liveTarget(a *output, ld *liveData) {
 	t := &a.res.Target
 	if t.Population == 0 && ld.population > 0 {
 		t.Population, t.Unit = ld.population, "threads"
@@ -29,7 +29,7 @@ func liveTarget(a *analysis, ld *liveData) {
 	}
 }
 
-func liveRows(a *analysis, ld *liveData, locks []*lockGroup) {
+func liveRows(a *output, ld *liveData, locks []*lockGroup) {
 	idlePoints := map[pointKey]bool{}
 	for _, g := range locks {
 		if g.waits == 0 && g.woken == 0 {

@@ -58,7 +58,7 @@ const (
 
 // liveSaturation reports CPU saturation; spinning holds the threads a spin
 // finding already accounts for.
-func liveSaturation(a *analysis, ld *liveData, locks []*lockGroup, spinning map[int]bool) {
+func liveSaturation(a *output, ld *liveData, locks []*lockGroup, spinning map[int]bool) {
 	cpus := ld.cpus()
 	if ld.dur <= 0 || cpus <= 0 {
 		return

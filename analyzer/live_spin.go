@@ -45,7 +45,7 @@ type spinCand struct {
 
 // liveSpin reports busy-wait convoys and returns the threads that spin in
 // them.
-func liveSpin(a *analysis, ld *liveData) map[int]bool {
+func liveSpin(a *output, ld *liveData) map[int]bool {
 	spinning := map[int]bool{}
 	if ld.cpuTotalNS == 0 {
 		return spinning
@@ -140,7 +140,7 @@ func (ld *liveData) spinCandidates() []*spinCand {
 }
 
 // judgeSpin decides whether a hot function is a busy-wait convoy.
-func (ld *liveData) judgeSpin(a *analysis, c *spinCand, spinning map[int]bool) (Finding, bool) {
+func (ld *liveData) judgeSpin(a *output, c *spinCand, spinning map[int]bool) (Finding, bool) {
 	// A Go function's busy-wait is the Go detector's when the recording
 	// carries the runtime's CPU profile and goroutine dumps: it sees the
 	// goroutines, which the threads below them hide.
@@ -196,7 +196,7 @@ type spinShape struct {
 // code where it can be read, else from how few addresses hold the samples
 // and whether they execute an atomic wait operation. It reports false for
 // a function that cannot be shown to spin.
-func (ld *liveData) spinLoop(a *analysis, c *spinCand) (spinShape, bool) {
+func (ld *liveData) spinLoop(a *output, c *spinCand) (spinShape, bool) {
 	sh := spinShape{addrs: map[uint64]bool{}}
 	if r, ok := nativeLoops(a, ld.rec, c.module, c.addrs); ok {
 		sh.disasm, sh.rep, sh.addrs = true, r, r.busy

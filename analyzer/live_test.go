@@ -184,7 +184,7 @@ func TestGoIdleThreadsAreNotLocks(t *testing.T) {
 	if !g.idle || !strings.Contains(g.idleReason, "Go ") {
 		t.Errorf("idle %v (%q): want a Go idle thread", g.idle, g.idleReason)
 	}
-	a := &analysis{rec: f.ld.rec, res: &Result{}}
+	a := &output{rec: f.ld.rec, res: &Result{}}
 	liveLockVerdicts(a, f.ld, f.ld.lockGroups())
 	if len(a.res.Findings) != 0 {
 		t.Errorf("findings %q for idle Go threads", kinds(a.res))
@@ -366,7 +366,7 @@ func TestPerWaiterWordsAreOneQueue(t *testing.T) {
 	if !groups[0].idle || !strings.Contains(groups[0].idleReason, "word of its own") {
 		t.Errorf("idle %v (%q): a producer-fed queue must be idle", groups[0].idle, groups[0].idleReason)
 	}
-	a := &analysis{rec: idle.ld.rec, res: &Result{}}
+	a := &output{rec: idle.ld.rec, res: &Result{}}
 	liveLockVerdicts(a, idle.ld, groups)
 	if len(a.res.Findings) != 0 {
 		t.Errorf("findings %q for an idle queue", kinds(a.res))
@@ -406,7 +406,7 @@ func TestUnreleasedSemaphoreIsIdle(t *testing.T) {
 	if !g.idle || !strings.Contains(g.idleReason, "nobody released") {
 		t.Errorf("idle %v (%q): want a wait for an event", g.idle, g.idleReason)
 	}
-	a := &analysis{rec: f.ld.rec, res: &Result{}}
+	a := &output{rec: f.ld.rec, res: &Result{}}
 	liveLockVerdicts(a, f.ld, f.ld.lockGroups())
 	if len(a.res.Findings) != 0 {
 		t.Errorf("findings %q for a join", kinds(a.res))

@@ -107,7 +107,7 @@ const (
 	writerMaxPassOn = 0.25
 )
 
-func liveLockVerdicts(a *analysis, ld *liveData, locks []*lockGroup) {
+func liveLockVerdicts(a *output, ld *liveData, locks []*lockGroup) {
 	var total int64
 	for _, g := range locks {
 		if !g.idle {

@@ -51,7 +51,7 @@ func goRuntimeYield(f recording.Frame) bool {
 }
 
 // liveYield reports yield-loop convoys and adds their threads to spinning.
-func liveYield(a *analysis, ld *liveData, spinning map[int]bool) {
+func liveYield(a *output, ld *liveData, spinning map[int]bool) {
 	loops := ld.yieldLoops()
 	var busyNS int64
 	for _, t := range ld.threads {

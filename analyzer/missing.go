@@ -11,22 +11,9 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// missingDataStep lists the data the analysis needed and did not have.
-// Each entry is a blind spot: a convoy of that kind cannot be seen in this
-// input, so "no finding" must not be read as "no contention".
-func missingDataStep(a *analysis) {
-	rec := a.rec
-	if rec.IsLive() {
-		liveMissing(a, rec)
-	}
-	if g := a.goData(); g != nil {
-		goMissing(a, g)
-	}
-}
-
 // goMissing lists what Go inputs lack. Kinds a live recording's
 // Meta.GoData names as absent are listed by liveGoMissing already.
-func goMissing(a *analysis, g *goData) {
+func goMissing(a *output, g *goData) {
 	absent := map[string]bool{}
 	for _, k := range a.rec.Meta.GoData.Absent() {
 		absent[k.Kind] = true
@@ -127,7 +114,7 @@ func LossLine(m recording.Meta) string {
 		units.Count(int64(drops)), units.Count(int64(events+drops)), lossPercent(lossShare(events, drops)), strings.Join(parts, ", "))
 }
 
-func liveMissing(a *analysis, rec *recording.Recording) {
+func liveMissing(a *output, rec *recording.Recording) {
 	m := rec.Meta
 	if n := lostNote(m); n != "" {
 		a.note(n)
@@ -169,7 +156,7 @@ var goKindMissing = map[string]Missing{
 
 // liveGoMissing lists the kinds of Go runtime data a live recording of a
 // Go target lacks, each with why (no endpoint, a failed fetch).
-func liveGoMissing(a *analysis, gd *recording.GoData) {
+func liveGoMissing(a *output, gd *recording.GoData) {
 	for _, k := range gd.Absent() {
 		if m, ok := goKindMissing[k.Kind]; ok {
 			why := m.Decides + ". Not recorded: " + k.Why
@@ -207,14 +194,4 @@ func hasGoData(rec *recording.Recording) bool {
 		}
 	}
 	return false
-}
-
-// missing records a blind spot once.
-func (a *analysis) missing(what, decides string) {
-	for _, m := range a.res.Missing {
-		if m.What == what {
-			return
-		}
-	}
-	a.res.Missing = append(a.res.Missing, Missing{What: what, Decides: decides})
 }
