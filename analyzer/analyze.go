@@ -2,8 +2,11 @@ package analyzer
 
 import (
 	"errors"
-	"sort"
 
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/goprofile"
+	"github.com/contend-dev/contend/analyzer/java"
+	"github.com/contend-dev/contend/analyzer/live"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -34,19 +37,19 @@ var detectors = []func(a *analysis){
 
 // analysis is the state shared by the detectors of one Analyze call.
 type analysis struct {
-	*output
+	*core.Output
 
-	ld     *liveData
+	ld     *live.LiveData
 	ldDone bool
 	// locks are the live recording's lock groups.
-	locks []*lockGroup
+	locks []*live.LockGroup
 
-	gd     *goData
+	gd     *goprofile.GoData
 	gdDone bool
 
 	// jd is the recording's Java thread dumps (javaData), read on first
 	// use.
-	jd     *javaData
+	jd     *core.JavaData
 	jdDone bool
 
 	// spinning holds the threads a live spin finding accounts for.
@@ -55,12 +58,12 @@ type analysis struct {
 
 // live returns the live recording read for the detectors, building it on
 // first use; nil when the recording is not live.
-func (a *analysis) live() *liveData {
+func (a *analysis) live() *live.LiveData {
 	if !a.ldDone {
 		a.ldDone = true
-		if a.rec.IsLive() {
-			a.ld = buildLiveData(a.rec)
-			a.locks = a.ld.jvmLocks(a.ld.lockGroups(), a.javaData())
+		if a.Rec.IsLive() {
+			a.ld = live.BuildLiveData(a.Rec)
+			a.locks = a.ld.JvmLocks(a.ld.LockGroups(), a.javaData())
 		}
 	}
 	return a.ld
@@ -68,91 +71,91 @@ func (a *analysis) live() *liveData {
 
 // goData returns the recording's Go profiles folded for the Go detectors,
 // building them on first use; nil when the recording has no Go data.
-func (a *analysis) goData() *goData {
+func (a *analysis) goData() *goprofile.GoData {
 	if !a.gdDone {
-		a.gd, a.gdDone = buildGoData(a.rec), true
+		a.gd, a.gdDone = goprofile.BuildGoData(a.Rec), true
 	}
 	return a.gd
 }
 
 func liveTargetStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveTarget(a.output, ld)
+		live.LiveTarget(a.Output, ld)
 	}
 }
 
 func liveLocksStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveLockVerdicts(a.output, ld, a.locks)
+		live.LiveLockVerdicts(a.Output, ld, a.locks)
 	}
 }
 
 func liveLatchStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveLatch(a.output, ld)
+		live.LiveLatch(a.Output, ld)
 	}
 }
 
 func liveSpinStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		a.spinning = liveSpin(a.output, ld)
-		liveYield(a.output, ld, a.spinning)
+		a.spinning = live.LiveSpin(a.Output, ld)
+		live.LiveYield(a.Output, ld, a.spinning)
 	}
 }
 
 func liveSaturationStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveSaturation(a.output, ld, a.locks, a.spinning)
+		live.LiveSaturation(a.Output, ld, a.locks, a.spinning)
 	}
 }
 
 func liveRowsStep(a *analysis) {
 	if ld := a.live(); ld != nil {
-		liveRows(a.output, ld, a.locks)
+		live.LiveRows(a.Output, ld, a.locks)
 	}
 }
 
 func goLocksStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		detectGoLocks(a.output, g)
+		goprofile.DetectGoLocks(a.Output, g)
 	}
 }
 
 func goSpinStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		detectGoSpin(a.output, g)
+		goprofile.DetectGoSpin(a.Output, g)
 	}
 }
 
 func goRowsStep(a *analysis) {
 	if g := a.goData(); g != nil {
-		goPoints(a.output, g)
+		goprofile.GoPoints(a.Output, g)
 	}
 }
 
 // javaData returns the recording's Java thread dumps read for the
 // detectors, building them on first use; nil when there are none.
-func (a *analysis) javaData() *javaData {
+func (a *analysis) javaData() *core.JavaData {
 	if !a.jdDone {
-		a.jd, a.jdDone = buildJavaData(a.rec), true
+		a.jd, a.jdDone = core.BuildJavaData(a.Rec), true
 	}
 	return a.jd
 }
 
 func javaLocksStep(a *analysis) {
-	javaLocks(a.output, a.javaData())
+	java.JavaLocks(a.Output, a.javaData())
 }
 
 // missingDataStep lists the data the analysis needed and did not have.
 // Each entry is a blind spot: a convoy of that kind cannot be seen in this
 // input, so "no finding" must not be read as "no contention".
 func missingDataStep(a *analysis) {
-	rec := a.rec
+	rec := a.Rec
 	if rec.IsLive() {
-		liveMissing(a.output, rec)
+		live.LiveMissing(a.Output, rec)
 	}
 	if g := a.goData(); g != nil {
-		goMissing(a.output, g)
+		goprofile.GoMissing(a.Output, g)
 	}
 }
 
@@ -162,32 +165,32 @@ var ErrNoRecording = errors.New("analyze: no recording")
 // Analyze runs every detector over rec and returns the ranked result. A
 // recording whose fields would make the analysis unbounded (see
 // checkBounds) is refused with an error wrapping recording.ErrInvalid.
-func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
+func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	if rec == nil {
 		return nil, ErrNoRecording
 	}
-	if err := checkBounds(rec); err != nil {
+	if err := core.CheckBounds(rec); err != nil {
 		return nil, err
 	}
-	a := &analysis{output: &output{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}}
-	a.res.Target = targetOf(rec)
+	a := &analysis{Output: &core.Output{Rec: rec, Res: &core.Result{Schema: core.SchemaVersion, Findings: []core.Finding{}}}}
+	a.Res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
-		a.note(w)
+		a.Note(w)
 	}
 	if rec.IsLive() && rec.Meta.Duration == 0 {
-		a.note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
+		a.Note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
 	}
 	for _, d := range detectors {
 		d(a)
 	}
 	a.noteCut()
-	mergeArrayLocks(a.res)
-	rank(a.res)
-	return a.res, nil
+	mergeArrayLocks(a.Res)
+	rank(a.Res)
+	return a.Res, nil
 }
 
-func targetOf(rec *recording.Recording) Target {
-	t := Target{
+func targetOf(rec *recording.Recording) core.Target {
+	t := core.Target{
 		PID:      rec.Meta.PID,
 		Comm:     rec.Meta.Comm,
 		Source:   rec.Meta.Source,
@@ -215,8 +218,8 @@ func targetOf(rec *recording.Recording) Target {
 // lost time comes first, and saturation leads only when the process's
 // own runnable-without-a-CPU time is the larger part; a busier machine
 // adds to neither side.
-func rank(r *Result) {
-	sortBy(r.Findings, func(fi, fj Finding) bool {
+func rank(r *core.Result) {
+	core.SortBy(r.Findings, func(fi, fj core.Finding) bool {
 		if fi.Score != fj.Score {
 			return fi.Score > fj.Score
 		}
@@ -225,25 +228,25 @@ func rank(r *Result) {
 		}
 		return fi.Headline < fj.Headline
 	})
-	sortBy(r.Idle, func(a, b IdleGroup) bool {
+	core.SortBy(r.Idle, func(a, b core.IdleGroup) bool {
 		if a.Count != b.Count {
 			return a.Count > b.Count
 		}
 		if a.WaitSeconds != b.WaitSeconds {
 			return a.WaitSeconds > b.WaitSeconds
 		}
-		return pointString(a.Point)+a.Reason < pointString(b.Point)+b.Reason
+		return core.PointString(a.Point)+a.Reason < core.PointString(b.Point)+b.Reason
 	})
-	sortBy(r.Points, func(a, b PointRow) bool {
+	core.SortBy(r.Points, func(a, b core.PointRow) bool {
 		if a.Count != b.Count {
 			return a.Count > b.Count
 		}
 		if sa, sb := a.WaitSeconds+a.CPUSeconds, b.WaitSeconds+b.CPUSeconds; sa != sb {
 			return sa > sb
 		}
-		return pointString(a.Point) < pointString(b.Point)
+		return core.PointString(a.Point) < core.PointString(b.Point)
 	})
-	sortBy(r.Locks, func(a, b LockRow) bool {
+	core.SortBy(r.Locks, func(a, b core.LockRow) bool {
 		if a.WaitSeconds != b.WaitSeconds {
 			return a.WaitSeconds > b.WaitSeconds
 		}
@@ -252,9 +255,4 @@ func rank(r *Result) {
 		}
 		return a.Lock.Name < b.Lock.Name
 	})
-}
-
-// sortBy sorts s stably by less.
-func sortBy[T any](s []T, less func(a, b T) bool) {
-	sort.SliceStable(s, func(i, j int) bool { return less(s[i], s[j]) })
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/contend-dev/contend/analyzer/core"
 	"github.com/contend-dev/contend/internal/units"
 )
 
@@ -14,9 +15,9 @@ import (
 // finding per stripe; the reader wants one verdict about the array, with
 // the figures added up. Locks of different arrays, or on the heap (no
 // name), are never merged.
-func mergeArrayLocks(r *Result) {
+func mergeArrayLocks(r *core.Result) {
 	type key struct {
-		kind  Kind
+		kind  core.Kind
 		point string
 		array string
 	}
@@ -27,7 +28,7 @@ func mergeArrayLocks(r *Result) {
 		if !ok {
 			continue
 		}
-		k := key{f.Kind, pointString(f.Point), base}
+		k := key{f.Kind, core.PointString(f.Point), base}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -46,7 +47,7 @@ func mergeArrayLocks(r *Result) {
 			}
 		}
 		merged := r.Findings[best]
-		merged.Evidence = append([]Evidence(nil), merged.Evidence...)
+		merged.Evidence = append([]core.Evidence(nil), merged.Evidence...)
 		lock := *merged.Lock
 		lock.Words = nil
 		var names []string
@@ -62,7 +63,7 @@ func mergeArrayLocks(r *Result) {
 			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
 				lock.Words = append(lock.Words, f.Lock.Address)
 			}
-			word, _ := splitModule(f.Lock.Name)
+			word, _ := core.SplitModule(f.Lock.Name)
 			names = append(names, word)
 		}
 		if merged.Population > 0 && merged.Participants > merged.Population {
@@ -70,24 +71,24 @@ func mergeArrayLocks(r *Result) {
 		}
 		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
 		merged.Lock = &lock
-		finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
+		core.Finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
 		shown := names
 		if len(shown) > 4 {
 			shown = append(shown[:4:4], "…")
 		}
-		var items []Item
+		var items []core.Item
 		for _, n := range shown {
-			items = append(items, Item{Name: n})
+			items = append(items, core.Item{Name: n})
 		}
-		merged.Evidence = append([]Evidence{fact("futex", EvArrayMerge, "locks", len(idx), "array", k.array,
-			"point", pointString(merged.Point), "items", items)}, merged.Evidence...)
-		arr, _ := symbolModule(k.array)
+		merged.Evidence = append([]core.Evidence{core.Fact("futex", core.EvArrayMerge, "locks", len(idx), "array", k.array,
+			"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
+		arr, _ := core.SymbolModule(k.array)
 		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
 		if w := kindWords(merged.Kind); w != "" {
 			what += " (" + w + ")"
 		}
 		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
-			units.Seconds(merged.WaitSeconds), what, pointString(merged.Point))
+			units.Seconds(merged.WaitSeconds), what, core.PointString(merged.Point))
 		r.Findings[best] = merged
 	}
 	if len(drop) == 0 {
@@ -104,11 +105,11 @@ func mergeArrayLocks(r *Result) {
 
 // arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or
 // "sym (module)": the global object the lock word lies in.
-func arrayOf(l *LockID) (string, bool) {
+func arrayOf(l *core.LockID) (string, bool) {
 	if l == nil {
 		return "", false
 	}
-	sym, mod := symbolModule(l.Name)
+	sym, mod := core.SymbolModule(l.Name)
 	if sym == "" || mod == "" || strings.Contains(sym, " ") {
 		return "", false
 	}
@@ -117,15 +118,15 @@ func arrayOf(l *LockID) (string, bool) {
 
 // kindWords describes each lock of a merged finding by its kind, "" for
 // plain contention.
-func kindWords(k Kind) string {
+func kindWords(k core.Kind) string {
 	switch k {
-	case KindLockConvoy:
+	case core.KindLockConvoy:
 		return "a convoy on each"
-	case KindSerializedWriter:
+	case core.KindSerializedWriter:
 		return "each handed over at a high rate"
-	case KindIOUnderLock:
+	case core.KindIOUnderLock:
 		return "each held across I/O"
-	case KindSpinConvoy:
+	case core.KindSpinConvoy:
 		return "each spun on"
 	}
 	return ""

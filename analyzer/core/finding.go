@@ -1,0 +1,174 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/contend-dev/contend/internal/units"
+)
+
+// This file holds what every detector (Go or live) shares to build a
+// finding: the thresholds that make a wait significant or a convoy, the
+// confidence rule, headline and figure formatting, and the scoring.
+
+// Thresholds shared by the detectors. Each is reasoned, not fitted to
+// fixtures.
+const (
+	// minConvoyParticipants is how many distinct waiters a lock needs to be
+	// a convoy. One waiter behind one holder is an ordinary handoff; two or
+	// three fit a pipeline of stages; from four on the queue, not the
+	// holder's work, sets the wait, and it is more waiters than most
+	// machines have cores to run them.
+	MinConvoyParticipants = 4
+
+	// convoyMeanWaiting is the average number of goroutines or threads
+	// waiting on a lock (Little's law: total wait / wall time) from which
+	// it is a convoy: at least one is queued at any moment, so the queue
+	// never drains.
+	ConvoyMeanWaiting = 1.0
+
+	// minMeanWaiting is the average number of waiters from which a lock is
+	// worth a finding at all: a tenth of one goroutine's or thread's time
+	// (100 ms of waiting per second of wall time). Below that no fix can
+	// win back more than a tenth of one worker.
+	minMeanWaiting = 0.1
+
+	// minWaitUnknownDuration replaces minMeanWaiting when the profiled
+	// duration is unknown (mutex and block profiles written at exit carry
+	// none): 10 ms of total waiting is more than the stray contention of a
+	// program's start-up, yet small enough that no real convoy of a
+	// profile lasting seconds falls below it.
+	minWaitUnknownDuration = 10 * time.Millisecond
+
+	// minShareOfAllWaiting is the share of all lock waiting in the input a
+	// lock must hold to be a finding: fixing a lock that holds less than 1%
+	// cannot gain more than 1%.
+	MinShareOfAllWaiting = 0.01
+
+	// minShareOfActive is the share of the working (not idle) goroutines'
+	// or threads' time a lock must cost, when both the duration and the
+	// population are known: a lock that costs a process's workers less than
+	// 1% of their time cannot win back more than 1% of their throughput.
+	MinShareOfActive = 0.01
+
+	// maxShortHold bounds the mean time a lock is held for its critical
+	// section to count as short. 10 ms is a scheduler time slice and the
+	// latency of a disk flush: a lock held that long per acquisition
+	// suffers from the work under it, and splitting the lock between more
+	// sharers would not remove that work. The Go profiles only give an
+	// upper bound (wall time / contended acquisitions); a bound above this
+	// is "not shown short", not "long".
+	MaxShortHold = 10 * time.Millisecond
+
+	// stripeCount is the number of stripes suggested for a striped lock: a
+	// power of two so the index is a mask of the key's hash, 32 mutexes
+	// cost a few hundred bytes, and with as many contenders running at once
+	// as a 16-core machine has cores each shares its stripe with fewer than
+	// one other on average (15/32).
+	stripeCount = 32
+)
+
+// significantWait reports whether waitNS of lock waiting over duration d
+// (0 when unknown) is worth a finding on its own (see minMeanWaiting and
+// minWaitUnknownDuration).
+func SignificantWait(waitNS int64, d time.Duration) bool {
+	if d > 0 {
+		return float64(waitNS)/float64(d) >= minMeanWaiting
+	}
+	return time.Duration(waitNS) >= minWaitUnknownDuration
+}
+
+// confidenceOf turns the evidence behind a verdict into a confidence.
+// High: at least two independent sources (e.g. a lock profile and a
+// goroutine dump, or a dump and a CPU profile) agree and nothing rests on a
+// guess. Medium: one strong source, or two with a guess in between (a
+// Lock/Unlock pairing through a shared caller). Low: the verdict rests on
+// an inference only (one source and a guess, a single snapshot, no
+// duration and no goroutine counts).
+func ConfidenceOf(sources int, guess bool) Confidence {
+	switch {
+	case sources >= 2 && !guess:
+		return ConfidenceHigh
+	case sources >= 2 || (sources == 1 && !guess):
+		return ConfidenceMedium
+	}
+	return ConfidenceLow
+}
+
+// finish fills the derived fields of f: Score (seconds lost waiting plus
+// CPU seconds burned) and WaitShare, the share of the participants' wall
+// time spent waiting, which is only meaningful when the participants were
+// counted (not estimated from the wait itself) and the duration is known.
+func Finish(f *Finding, d time.Duration, counted bool) {
+	f.Score = f.WaitSeconds + f.CPUSeconds
+	f.ParticipantsEstimated = !counted && f.Participants > 0
+	if d > 0 && counted && f.Participants > 0 && f.WaitSeconds > 0 {
+		f.WaitShare = math.Min(1, f.WaitSeconds/(d.Seconds()*float64(f.Participants)))
+	}
+}
+
+// participants renders who takes part: "37 of 52 goroutines" when counted,
+// "on average 28.3 goroutines" when estimated from Little's law. A count
+// of one uses the singular of unit ("1 goroutine").
+func Participants(n, population int, unit string, counted bool, mean float64) string {
+	if n == 1 && population == 0 && strings.HasSuffix(unit, "s") && (counted || mean == 0) {
+		unit = strings.TrimSuffix(unit, "s")
+	}
+	if !counted {
+		if mean > 0 {
+			return fmt.Sprintf("on average %s %s", units.Float(mean), unit)
+		}
+		return fmt.Sprintf("%d %s", n, unit)
+	}
+	if population > 0 {
+		return fmt.Sprintf("%d of %d %s", n, population, unit)
+	}
+	return fmt.Sprintf("%d %s", n, unit)
+}
+
+// onePoint builds the classic headline: "<who> <verb> at ONE program
+// point: <what>".
+func OnePoint(who, verb, what string) string {
+	return fmt.Sprintf("%s %s at ONE program point: %s", who, verb, what)
+}
+
+// plural returns word or word+"s" for n.
+func Plural(n int64, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// stateMix renders a state count map, largest first: "48 sync.Mutex.Lock,
+// 2 runnable".
+func stateMix(states map[string]int) string {
+	keys := ByCount(states)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", states[k], k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byCount returns the keys of m, largest value first, ties by key.
+func ByCount[V int | int64](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	SortBy(keys, func(a, b string) bool {
+		if m[a] != m[b] {
+			return m[a] > m[b]
+		}
+		return a < b
+	})
+	return keys
+}
+
+// ShortFunc shortens a function name as the headlines do: a Go name keeps
+// only its package's last path element ("github.com/a/b/store.(*S).Save"
+// → "store.(*S).Save"); native names stay whole.
+func ShortFunc(fn string) string { return ShortFuncName(fn) }
