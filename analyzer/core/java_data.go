@@ -14,7 +14,7 @@ import (
 // who holds it and what the holder was doing. Both the live JVM locks
 // (live_jvm.go) and the dump-only verdicts (java_case.go) read it.
 
-// javaData is the Java thread dumps of a recording.
+// JavaData is the Java thread dumps of a recording.
 type JavaData struct {
 	Dumps []*javadump.Dump
 	// locks holds every lock some thread waited for, by object address;
@@ -33,9 +33,9 @@ type JavaData struct {
 	Ownable bool
 }
 
-// javaLock is one lock as the dumps show it.
+// JavaLock is one lock as the dumps show it.
 type JavaLock struct {
-	addr, Class string
+	Addr, Class string
 	Flavor      LockFlavor
 	// waiters are the native thread ids seen waiting; perDump how many
 	// waited in each dump.
@@ -142,7 +142,7 @@ func BuildJavaData(rec *recording.Recording) *JavaData {
 		if len(a.waiters) != len(b.waiters) {
 			return len(a.waiters) > len(b.waiters)
 		}
-		return a.addr < b.addr
+		return a.Addr < b.Addr
 	})
 	return jd
 }
@@ -151,7 +151,7 @@ func BuildJavaData(rec *recording.Recording) *JavaData {
 func (jd *JavaData) lock(l javadump.Lock, ndumps int) *JavaLock {
 	jl := jd.Locks[l.Addr]
 	if jl == nil {
-		jl = &JavaLock{addr: l.Addr, Class: l.Class, Flavor: FlavorMonitor, waiters: map[int]bool{},
+		jl = &JavaLock{Addr: l.Addr, Class: l.Class, Flavor: FlavorMonitor, waiters: map[int]bool{},
 			perDump: make([]int, ndumps), points: map[PointKey]int{}, stacks: map[PointKey][]recording.Frame{},
 			holds: make([]*javaHold, ndumps)}
 		if l.Op == javadump.OpParking {
@@ -223,11 +223,11 @@ func (jl *JavaLock) Name() string {
 	if cls == "" {
 		cls = "an object"
 	}
-	return cls + " <" + jl.addr + ">"
+	return cls + " <" + jl.Addr + ">"
 }
 
-// meanWaiting is the average number of threads the dumps show waiting.
-func (jl *JavaLock) meanWaiting() float64 {
+// MeanWaiting is the average number of threads the dumps show waiting.
+func (jl *JavaLock) MeanWaiting() float64 {
 	if len(jl.perDump) == 0 {
 		return 0
 	}
@@ -349,7 +349,7 @@ func DumpChain(jd *JavaData, jl *JavaLock) []ChainLink {
 		}
 		cycle := false
 		for _, h := range other.holds {
-			cycle = cycle || h != nil && h.blocked == jl.addr
+			cycle = cycle || h != nil && h.blocked == jl.Addr
 		}
 		id := LockID{Address: addr, Name: other.Class}
 		out = append(out, ChainLink{What: other.Name(), Lock: &id, Share: float64(n) / float64(held), Cycle: cycle})
@@ -372,7 +372,7 @@ func JavaDumpEvidence(jl *JavaLock, source string) []Evidence {
 		maxN = max(maxN, n)
 	}
 	ev := []Evidence{Fact(source, EvJavaDumpWaiters, "waiters", len(jl.waiters), "dumps", len(jl.perDump),
-		"mean", jl.meanWaiting(), "max", maxN, "points", len(jl.points),
+		"mean", jl.MeanWaiting(), "max", maxN, "points", len(jl.points),
 		"lock", jl.Name(), "how", jl.waitVerb(), "point", k.String())}
 	if jl.heldIn() > 0 {
 		ev = append(ev, javaHolderEvidence(jl, source))
@@ -424,4 +424,85 @@ func (jl *JavaLock) waitVerb() string {
 		return "parked waiting for"
 	}
 	return "waited to enter the monitor of"
+}
+
+// Waiters is how many distinct threads the dumps show waiting for the
+// lock.
+func (jl *JavaLock) Waiters() int { return len(jl.waiters) }
+
+// NumPoints is how many distinct program points the lock is waited for
+// at.
+func (jl *JavaLock) NumPoints() int { return len(jl.points) }
+
+// Significant reports whether the dumps show a lock worth a verdict: a
+// crowd of distinct waiters, two or more behind a holder that is in I/O
+// or blocked itself, or any waiter of a lock in a deadlock.
+func (jd *JavaData) Significant(jl *JavaLock) bool {
+	if len(jl.waiters) >= MinConvoyParticipants {
+		return true
+	}
+	for _, l := range DumpChain(jd, jl) {
+		if l.Cycle {
+			return true // a deadlock, however few wait
+		}
+	}
+	if len(jl.waiters) < 2 {
+		return false
+	}
+	for _, h := range jl.holds {
+		if h != nil && (h.io >= 0 || h.blocked != "") {
+			return true
+		}
+	}
+	return false
+}
+
+// LockRow is the lock's row for the locks table.
+func (jd *JavaData) LockRow(jl *JavaLock) LockRow {
+	row := LockRow{Lock: LockID{Address: jl.Addr, Name: jl.Class}, DistinctWaiters: len(jl.waiters)}
+	k, _ := jl.MainPoint()
+	if p, ok := jl.PointAt(k); ok {
+		row.Waiter = &p
+	}
+	return row
+}
+
+// IdleGroups lists the Java threads of the last dump that wait without
+// contention (pool workers waiting for work, sleepers, condition waits),
+// by reason and point.
+func (jd *JavaData) IdleGroups() []IdleGroup {
+	d := jd.Dumps[len(jd.Dumps)-1]
+	type key struct {
+		reason string
+		pk     PointKey
+	}
+	by := map[key]*IdleGroup{}
+	var order []key
+	for _, t := range d.Threads {
+		if !t.Java || len(t.Frames) == 0 {
+			continue
+		}
+		if _, waits := t.Waits(); waits {
+			continue
+		}
+		fr := javaFrames(t)
+		pi := PointIndex(fr)
+		sc := ClassifyFrames(fr, pi)
+		if sc.Class != ClassIdle {
+			continue
+		}
+		k := key{sc.Reason, KeyOf(fr, pi)}
+		g := by[k]
+		if g == nil {
+			g = &IdleGroup{Reason: sc.Reason, Point: NewPoint(fr, max(pi, 0)), Unit: "threads"}
+			by[k] = g
+			order = append(order, k)
+		}
+		g.Count++
+	}
+	out := make([]IdleGroup, 0, len(order))
+	for _, k := range order {
+		out = append(out, *by[k])
+	}
+	return out
 }

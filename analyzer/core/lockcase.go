@@ -45,7 +45,7 @@ type dataPath uint8
 const (
 	PathLive dataPath = iota // the eBPF collector: threads and futex words
 	PathGo                   // Go runtime profiles and goroutine dumps
-	pathJava                 // Java thread dumps alone
+	PathJava                 // Java thread dumps alone
 )
 
 // lockCase is one lock with every figure the verdicts rest on.

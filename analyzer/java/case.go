@@ -26,7 +26,7 @@ func JavaLocks(a *core.Output, jd *core.JavaData) {
 		a.Res.Target.Population, a.Res.Target.Unit = jd.Threads, "threads"
 	}
 	for _, jl := range jd.Order {
-		if c, ok := jd.LockCase(jl); ok {
+		if c, ok := lockCase(jd, jl); ok {
 			a.Res.Findings = append(a.Res.Findings, core.JudgeLock(c, 0))
 		}
 		if len(a.Res.Locks) < core.MaxLockRows {
@@ -47,4 +47,38 @@ func JavaLocks(a *core.Output, jd *core.JavaData) {
 	if !jd.Ownable {
 		a.Note("the Java thread dumps do not list ownable synchronizers (take them with jcmd PID Thread.print -l, or jstack -l): the holders of java.util.concurrent locks are not named")
 	}
+}
+
+// lockCase builds the case of a lock the dumps show, false when it is
+// not significant.
+func lockCase(jd *core.JavaData, jl *core.JavaLock) (*core.LockCase, bool) {
+	if !jd.Significant(jl) {
+		return nil, false
+	}
+	k, _ := jl.MainPoint()
+	point, _ := jl.PointAt(k)
+	c := &core.LockCase{
+		Path:         core.PathJava,
+		Id:           core.LockID{Address: jl.Addr, Name: jl.Class},
+		Unit:         "threads",
+		Population:   jd.Threads,
+		Participants: jl.Waiters(),
+		Counted:      true,
+		Known:        true,
+		Mean:         jl.MeanWaiting(),
+		DumpOnly:     true,
+		Points:       jl.NumPoints(),
+		Point:        point,
+		Java:         true,
+		Sources:      1,
+		Missing:      "A live recording (contend record -p PID --jvm-dumps 3) would measure how long the threads wait and how often the lock changes hands.",
+	}
+	c.What = jl.Name() + " in " + core.PointString(c.Point)
+	if len(jd.Dumps) > 1 {
+		c.Sources++
+	}
+	c.Ev = core.JavaDumpEvidence(jl, "java-dumps")
+	c.Io = core.DumpIO(jl, k)
+	c.Chain = core.DumpChain(jd, jl)
+	return c, true
 }
