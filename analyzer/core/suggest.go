@@ -13,20 +13,20 @@ import (
 // what it gains from the figures the verdict measured. The wording differs
 // between threads and goroutines only where the lock types differ.
 
-// remedy names one change contend can suggest.
-type remedy uint8
+// Remedy names one change contend can suggest.
+type Remedy uint8
 
 const (
-	remedyMoveIOOff    remedy = iota // snapshot under the lock, write outside it
-	remedyCoalesceIO                 // the waiters' own I/O: write only the newest state
-	remedyTurns                      // a global lock around computation
-	remedyGIL                        // CPython's global interpreter lock
-	remedyGVL                        // Ruby's global VM lock
-	remedyCombine                    // a serialized writer: tryLock + queue drained by the holder
-	remedyBiggerGroups               // a writer that already combines: bigger batches, fewer producers
-	remedyHotKey                     // one hot key in a striped lock
-	remedyStripe                     // a lock shared over disjoint keys
-	remedyShorten                    // plain contention
+	RemedyMoveIOOff    Remedy = iota // snapshot under the lock, write outside it
+	RemedyCoalesceIO                 // the waiters' own I/O: write only the newest state
+	RemedyTurns                      // a global lock around computation
+	RemedyGIL                        // CPython's global interpreter lock
+	RemedyGVL                        // Ruby's global VM lock
+	RemedyCombine                    // a serialized writer: tryLock + queue drained by the holder
+	RemedyBiggerGroups               // a writer that already combines: bigger batches, fewer producers
+	RemedyHotKey                     // one hot key in a striped lock
+	RemedyStripe                     // a lock shared over disjoint keys
+	RemedyShorten                    // plain contention
 	RemedyPark                       // a busy-wait: park instead
 	RemedyFewerThreads               // CPU saturation
 	RemedyRuntimeLock                // a lock internal to the Go runtime
@@ -78,24 +78,24 @@ type Sugg struct {
 }
 
 // suggestions is the table: one entry per remedy.
-var suggestions = map[remedy]func(s Sugg) Suggestion{
-	remedyMoveIOOff:    moveIOOff,
-	remedyCoalesceIO:   coalesceIO,
-	remedyTurns:        turns,
-	remedyGIL:          gilSuggestion,
-	remedyGVL:          gvlSuggestion,
-	remedyCombine:      combine,
-	remedyBiggerGroups: biggerGroups,
-	remedyHotKey:       hotKey,
-	remedyStripe:       stripe,
-	remedyShorten:      shorten,
+var suggestions = map[Remedy]func(s Sugg) Suggestion{
+	RemedyMoveIOOff:    moveIOOff,
+	RemedyCoalesceIO:   coalesceIO,
+	RemedyTurns:        turns,
+	RemedyGIL:          gilSuggestion,
+	RemedyGVL:          gvlSuggestion,
+	RemedyCombine:      combine,
+	RemedyBiggerGroups: biggerGroups,
+	RemedyHotKey:       hotKey,
+	RemedyStripe:       stripe,
+	RemedyShorten:      shorten,
 	RemedyPark:         park,
 	RemedyFewerThreads: fewerThreads,
 	RemedyRuntimeLock:  runtimeLockSuggestion,
 }
 
 // suggestFor words remedy r from s.
-func SuggestFor(r remedy, s Sugg) Suggestion { return suggestions[r](s) }
+func SuggestFor(r Remedy, s Sugg) Suggestion { return suggestions[r](s) }
 
 func moveIOOff(s Sugg) Suggestion {
 	where := "the I/O"
@@ -361,18 +361,18 @@ func (c *LockCase) whyNotConvoy() []string {
 }
 
 // headline words a lock finding's one-line summary.
-func headline(c *LockCase, k Kind, r remedy) string {
+func headline(c *LockCase, k Kind, r Remedy) string {
 	who := Participants(c.Participants, c.Population, c.Unit, c.Counted, c.Mean)
 	switch r {
-	case remedyMoveIOOff:
+	case RemedyMoveIOOff:
 		call := ""
 		if c.Io.Call != "" {
 			call = " (" + ShortFuncName(c.Io.Call) + ")"
 		}
 		return OnePoint(who, "wait", c.What+", held across I/O"+call)
-	case remedyCoalesceIO:
+	case RemedyCoalesceIO:
 		return fmt.Sprintf("%s lost waiting for ONE lock that serializes I/O: %s", units.Seconds(Seconds(c.WaitNS)), c.What)
-	case remedyTurns, remedyGIL, remedyGVL:
+	case RemedyTurns, RemedyGIL, RemedyGVL:
 		name := c.What
 		switch c.Interp {
 		case InterpPython:
@@ -381,11 +381,11 @@ func headline(c *LockCase, k Kind, r remedy) string {
 			name += ", Ruby's global VM lock"
 		}
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
-	case remedyCombine, remedyBiggerGroups:
+	case RemedyCombine, RemedyBiggerGroups:
 		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, units.Rate(c.HandoffRate), c.What)
-	case remedyHotKey:
+	case RemedyHotKey:
 		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.Array.Base, units.Percent(c.Array.HotShare), c.What)
-	case remedyStripe:
+	case RemedyStripe:
 		if c.Points > 1 {
 			return fmt.Sprintf("%s wait for ONE lock at %d program points: %s", who, c.Points, c.What)
 		}
@@ -396,6 +396,3 @@ func headline(c *LockCase, k Kind, r remedy) string {
 	}
 	return fmt.Sprintf("%s lost waiting for ONE lock: %s", units.Seconds(Seconds(c.WaitNS)), c.What)
 }
-
-// suggest words the remedy of a lock case.
-func suggest(r remedy, c *LockCase) Suggestion { return SuggestFor(r, c.sugg()) }

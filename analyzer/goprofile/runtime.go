@@ -34,27 +34,26 @@ func (g *GoData) runtimeLocks(a *core.Output, totalUser int64) {
 			continue
 		}
 		mean := g.meanWaiting(s.value)
-		f := core.Finding{
+		v := core.Verdict{
 			Kind: core.KindRuntimeLock, Unit: "goroutines", Population: g.population,
 			Point: s.point, Lock: &core.LockID{Name: name}, WaitSeconds: core.Seconds(s.value),
-			Participants: int(math.Ceil(mean)),
+			Participants: int(math.Ceil(mean)), Duration: g.duration,
 		}
 		where := core.ShortFuncName(s.key.Fn)
 		if s.key.Fn == "(runtime)" {
 			where = "the runtime"
 		}
-		f.Headline = fmt.Sprintf("%s lost on a lock internal to the Go runtime in %s", units.Seconds(f.WaitSeconds), where)
+		v.Headline = fmt.Sprintf("%s lost on a lock internal to the Go runtime in %s", units.Seconds(v.WaitSeconds), where)
 		if s.user != "" {
-			f.Headline += fmt.Sprintf(" (reached from %s)", core.ShortFuncName(s.user))
+			v.Headline += fmt.Sprintf(" (reached from %s)", core.ShortFuncName(s.user))
 		}
-		f.Evidence = []core.Evidence{core.Fact("go-mutex", core.EvRuntimeLock, "contentions", s.count, "delay_s", f.WaitSeconds, "mean", mean, "where", where)}
+		v.Evidence = []core.Evidence{core.Fact("go-mutex", core.EvRuntimeLock, "contentions", s.count, "delay_s", v.WaitSeconds, "mean", mean, "where", where)}
 		if s.user != "" {
-			f.Evidence = append(f.Evidence, core.Fact("go-mutex", core.EvRuntimeLockUser, "user", s.user))
+			v.Evidence = append(v.Evidence, core.Fact("go-mutex", core.EvRuntimeLockUser, "user", s.user))
 		}
-		f.Confidence = core.ConfidenceMedium
-		f.Suggestion = core.SuggestFor(core.RemedyRuntimeLock, core.Sugg{Hint: runtimeHint(s.point.Stack)})
-		core.Finish(&f, g.duration, false)
-		a.Res.Findings = append(a.Res.Findings, f)
+		v.Confidence = core.ConfidenceMedium
+		v.Remedy, v.Sugg = core.RemedyRuntimeLock, core.Sugg{Hint: runtimeHint(s.point.Stack)}
+		a.Res.Findings = append(a.Res.Findings, core.Judge(v))
 	}
 }
 

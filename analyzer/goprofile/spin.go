@@ -178,9 +178,9 @@ func (g *GoData) judgeSpin(sf *spinFunc) (core.Finding, bool) {
 			"parked", sf.parked, "callers", len(sf.callers), "function", core.ShortFuncName(sf.fn), "source", g.gorSource,
 			"items", countItems(sf.states)))
 	}
-	f := core.Finding{
+	f := core.Verdict{
 		Kind: core.KindSpinConvoy, Point: sf.point, Participants: n, Population: g.population,
-		Unit: "goroutines", CPUSeconds: core.Seconds(sf.spinNS),
+		Unit: "goroutines", CPUSeconds: core.Seconds(sf.spinNS), Counted: counted, Duration: g.duration,
 	}
 	// The goroutines in the loop that are not on a CPU sit runnable,
 	// waiting for one: time lost as surely as a lock wait, and the part
@@ -198,9 +198,8 @@ func (g *GoData) judgeSpin(sf *spinFunc) (core.Finding, bool) {
 		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, units.Float(mean))
 	}
 	f.Headline = core.OnePoint(who, "spin", "busy-wait in "+core.PointString(sf.point))
-	f.Suggestion = core.SuggestFor(core.RemedyPark, core.Sugg{GoLang: true, Whom: "goroutine", Fn: core.ShortFuncName(sf.fn), Cpus: g.numCPU, CpuS: f.CPUSeconds})
+	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{GoLang: true, Whom: "goroutine", Fn: core.ShortFuncName(sf.fn), Cpus: g.numCPU, CpuS: f.CPUSeconds}
 	f.Evidence = ev
 	f.Confidence = core.ConfidenceOf(sources, !cpuSpin)
-	core.Finish(&f, g.duration, counted)
-	return f, true
+	return core.Judge(f), true
 }

@@ -136,12 +136,14 @@ func LiveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning m
 	if float64(busyRunq) < satMinRunnableShare*float64(busyTime) {
 		return
 	}
-	f := core.Finding{
+	f := core.Verdict{
 		Kind:         core.KindCPUSaturation,
 		Participants: len(busy),
+		Counted:      true,
 		Population:   ld.population,
 		Unit:         "threads",
 		WaitSeconds:  core.Seconds(runqNS),
+		Duration:     ld.dur,
 	}
 	pts := ld.runqPoints(busy)
 	if len(pts) > 0 {
@@ -172,10 +174,10 @@ func LiveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning m
 	if ld.rec.Threads != nil {
 		f.Confidence = core.ConfidenceHigh // /proc states agree with the scheduler's
 	}
-	f.Suggestion = core.SuggestFor(core.RemedyFewerThreads, core.Sugg{Whom: "thread", Cpus: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)})
-	core.Finish(&f, ld.dur, true)
-	f.Score = satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpus, ld.dur) + f.CPUSeconds
-	a.Res.Findings = append(a.Res.Findings, f)
+	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", Cpus: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)}
+	score := satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpus, ld.dur) + f.CPUSeconds
+	f.Score = &score
+	a.Res.Findings = append(a.Res.Findings, core.Judge(f))
 }
 
 // satRankSeconds is the time a CPU saturation finding is ranked by

@@ -269,14 +269,16 @@ func (ld *LiveData) runqIn(tids map[int]bool, fn string) int64 {
 // spinFinding words a busy-wait convoy.
 func (ld *LiveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bool, parkNS int64) core.Finding {
 	runqNS := ld.runqIn(spinners, c.fn)
-	f := core.Finding{
+	f := core.Verdict{
 		Kind:         core.KindSpinConvoy,
 		Point:        c.point,
 		Participants: len(spinners),
+		Counted:      true,
 		Population:   ld.population,
 		Unit:         "threads",
 		CPUSeconds:   core.Seconds(loop.spinNS),
 		WaitSeconds:  core.Seconds(runqNS),
+		Duration:     ld.dur,
 	}
 	where := core.PointString(c.point)
 	if c.inlinedIn != "" {
@@ -305,11 +307,10 @@ func (ld *LiveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bo
 	if ld.rec.Threads != nil {
 		sources++
 	}
-	f.Suggestion = core.SuggestFor(core.RemedyPark, core.Sugg{GoLang: core.GoPackage(c.fn) != "" && c.module != recording.ModuleJava, Java: c.module == recording.ModuleJava, Whom: "thread", Fn: core.ShortFuncName(c.fn),
-		Cpus: ld.cpus(), CpuS: f.CPUSeconds, Share: share})
+	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{GoLang: core.GoPackage(c.fn) != "" && c.module != recording.ModuleJava, Java: c.module == recording.ModuleJava, Whom: "thread", Fn: core.ShortFuncName(c.fn),
+		Cpus: ld.cpus(), CpuS: f.CPUSeconds, Share: share}
 	f.Confidence = core.ConfidenceOf(sources, !loop.disasm)
-	core.Finish(&f, ld.dur, true)
-	return f
+	return core.Judge(f)
 }
 
 // spinEvidence states the facts of a busy-wait convoy.

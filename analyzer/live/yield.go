@@ -138,14 +138,16 @@ func inFunction(frames []recording.Frame, fn string) bool {
 
 func (ld *LiveData) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
 	n := len(l.threads)
-	f := core.Finding{
+	f := core.Verdict{
 		Kind:         core.KindSpinConvoy,
 		Point:        l.point,
 		Participants: n,
+		Counted:      true,
 		Population:   ld.population,
 		Unit:         "threads",
 		CPUSeconds:   core.Seconds(l.cpuNS),
 		WaitSeconds:  core.Seconds(l.runqNS),
+		Duration:     ld.dur,
 	}
 	who := core.Participants(n, ld.population, "threads", true, 0)
 	f.Headline = core.OnePoint(who, "sit", "busy-wait yielding the CPU in "+funcIn(l.point))
@@ -166,10 +168,9 @@ func (ld *LiveData) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
 	if ld.rec.Threads != nil {
 		f.Confidence = core.ConfidenceHigh
 	}
-	f.Suggestion = core.SuggestFor(core.RemedyPark, core.Sugg{Whom: "thread", Fn: core.ShortFuncName(l.point.Function), Cpus: ld.cpus(),
-		CpuS: f.CPUSeconds, Yield: true, GoLang: strings.Contains(l.point.Function, ".(")})
-	core.Finish(&f, ld.dur, true)
-	return f
+	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{Whom: "thread", Fn: core.ShortFuncName(l.point.Function), Cpus: ld.cpus(),
+		CpuS: f.CPUSeconds, Yield: true, GoLang: strings.Contains(l.point.Function, ".(")}
+	return core.Judge(f)
 }
 
 // shareRunnable is the mean share of /proc samples in state R of threads.
