@@ -80,6 +80,19 @@ func SignificantWait(waitNS int64, d time.Duration) bool {
 	return time.Duration(waitNS) >= minWaitUnknownDuration
 }
 
+// Significant is the one gate a lock's waiting passes to be worth a
+// verdict: worth a finding on its own (SignificantWait), at least
+// MinShareOfAllWaiting of all the lock waiting in the input
+// (totalWaitNS), and, when the duration and the working population in
+// thread or goroutine equivalents (active, 0 when unknown) are known, at
+// least MinShareOfActive of the workers' time.
+func Significant(waitNS, totalWaitNS int64, d time.Duration, active float64) bool {
+	if !SignificantWait(waitNS, d) || float64(waitNS) < MinShareOfAllWaiting*float64(totalWaitNS) {
+		return false
+	}
+	return d <= 0 || active <= 0 || float64(waitNS)/float64(d) >= MinShareOfActive*active
+}
+
 // confidenceOf turns the evidence behind a verdict into a confidence.
 // High: at least two independent sources (e.g. a lock profile and a
 // goroutine dump, or a dump and a CPU profile) agree and nothing rests on a

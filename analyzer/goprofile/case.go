@@ -81,17 +81,11 @@ func (g *GoData) lockRow(l *goLock) core.LockRow {
 // significant reports whether a lock's waiting is worth a verdict.
 func (g *GoData) significant(l *goLock, totalWait int64) bool {
 	wait := l.wait()
-	mean := g.meanWaiting(wait)
-	switch {
-	case wait == 0:
+	if wait == 0 {
 		// No lock profile: a single dump can still show a pile-up.
 		return l.waiters >= core.MinConvoyParticipants
-	case !core.SignificantWait(wait, g.duration), float64(wait) < core.MinShareOfAllWaiting*float64(totalWait):
-		return false
-	case g.duration > 0 && g.active() > 0 && mean < core.MinShareOfActive*float64(g.active()):
-		return false
 	}
-	return true
+	return core.Significant(wait, totalWait, g.duration, float64(g.active()))
 }
 
 // lockCase builds the case of a Go lock, false when its waiting is not
@@ -335,7 +329,7 @@ func (g *GoData) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IoFacts
 	}
 	hurt := io.Victims > 0
 	if victimNS > 0 {
-		hurt = core.SignificantWait(victimNS, g.duration) && float64(victimNS) >= core.MinShareOfAllWaiting*float64(totalWait)
+		hurt = core.Significant(victimNS, totalWait, g.duration, 0)
 	}
 	// Waiters that do I/O of their own under the lock are still stalled
 	// by a holder's I/O they do not do, when the mutex profile charges

@@ -30,7 +30,7 @@ func (g *GoData) runtimeLocks(a *core.Output, totalUser int64) {
 			name = "Go runtime locks (contention recorded without stacks: runtime._LostContendedRuntimeLock)"
 		}
 		a.Res.Locks = append(a.Res.Locks, core.LockRow{Lock: core.LockID{Name: name}, Waits: uint64(s.count), WaitSeconds: core.Seconds(s.value), Waker: &s.point})
-		if !core.SignificantWait(s.value, g.duration) || float64(s.value) < core.MinShareOfAllWaiting*float64(total+totalUser) {
+		if !core.Significant(s.value, total+totalUser, g.duration, 0) {
 			continue
 		}
 		mean := g.meanWaiting(s.value)

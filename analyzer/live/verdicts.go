@@ -20,10 +20,7 @@ func LiveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
 		if g.idle || g.waitNS == 0 {
 			continue
 		}
-		if !core.SignificantWait(g.waitNS, ld.dur) || float64(g.waitNS) < core.MinShareOfAllWaiting*float64(total) {
-			continue
-		}
-		if ld.dur > 0 && float64(g.waitNS)/float64(ld.dur) < core.MinShareOfActive*active {
+		if !core.Significant(g.waitNS, total, ld.dur, active) {
 			continue
 		}
 		a.Res.Findings = append(a.Res.Findings, core.JudgeLock(ld.lockCase(g, locks), ld.dur))
