@@ -2,162 +2,26 @@ package analyzer
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/contend-dev/contend/analyzer/core"
 	"github.com/contend-dev/contend/analyzer/goprofile"
 	"github.com/contend-dev/contend/analyzer/java"
 	"github.com/contend-dev/contend/analyzer/live"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
+
+// This file is the pipeline: the models are read, each path's steps run
+// in the verdict order, and the findings of one array of locks are merged
+// and everything is ranked. What each step decides, and where, is in
+// docs/ARCHITECTURE.md.
 
 // Options tune the analysis. It has no fields yet: the zero value is the
 // one analysis there is, and the type keeps Analyze's signature stable for
 // the options to come.
 type Options struct{}
-
-// detectors run in this order over one analysis. The model is built
-// first (liveData and goData, once, on first use), then the verdicts in
-// the order their causes take precedence: lock verdicts, then busy-waits,
-// then CPU saturation, which counts only the threads no spin finding
-// already explains; then the rows the renderers list, and the notes on
-// missing data. Each reads the model, never another detector's helpers.
-var detectors = []func(a *analysis){
-	liveTargetStep,
-	liveLocksStep,
-	liveLatchStep,
-	goLocksStep,
-	javaLocksStep,
-	liveSpinStep,
-	goSpinStep,
-	liveSaturationStep,
-	liveRowsStep,
-	goRowsStep,
-	missingDataStep,
-}
-
-// analysis is the state shared by the detectors of one Analyze call.
-type analysis struct {
-	*core.Output
-
-	ld     *live.LiveData
-	ldDone bool
-	// locks are the live recording's lock groups.
-	locks []*live.LockGroup
-
-	gd     *goprofile.GoData
-	gdDone bool
-
-	// jd is the recording's Java thread dumps (javaData), read on first
-	// use.
-	jd     *core.JavaData
-	jdDone bool
-
-	// spinning holds the threads a live spin finding accounts for.
-	spinning map[int]bool
-}
-
-// live returns the live recording read for the detectors, building it on
-// first use; nil when the recording is not live.
-func (a *analysis) live() *live.LiveData {
-	if !a.ldDone {
-		a.ldDone = true
-		if a.Rec.IsLive() {
-			a.ld = live.BuildLiveData(a.Rec)
-			a.locks = a.ld.JvmLocks(a.ld.LockGroups(), a.javaData())
-		}
-	}
-	return a.ld
-}
-
-// goData returns the recording's Go profiles folded for the Go detectors,
-// building them on first use; nil when the recording has no Go data.
-func (a *analysis) goData() *goprofile.GoData {
-	if !a.gdDone {
-		a.gd, a.gdDone = goprofile.BuildGoData(a.Rec), true
-	}
-	return a.gd
-}
-
-func liveTargetStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		live.LiveTarget(a.Output, ld)
-	}
-}
-
-func liveLocksStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		live.LiveLockVerdicts(a.Output, ld, a.locks)
-	}
-}
-
-func liveLatchStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		live.LiveLatch(a.Output, ld)
-	}
-}
-
-func liveSpinStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		a.spinning = live.LiveSpin(a.Output, ld)
-		live.LiveYield(a.Output, ld, a.spinning)
-	}
-}
-
-func liveSaturationStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		live.LiveSaturation(a.Output, ld, a.locks, a.spinning)
-	}
-}
-
-func liveRowsStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		live.LiveRows(a.Output, ld, a.locks)
-	}
-}
-
-func goLocksStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		goprofile.DetectGoLocks(a.Output, g)
-	}
-}
-
-func goSpinStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		goprofile.DetectGoSpin(a.Output, g)
-	}
-}
-
-func goRowsStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		goprofile.GoPoints(a.Output, g)
-	}
-}
-
-// javaData returns the recording's Java thread dumps read for the
-// detectors, building them on first use; nil when there are none.
-func (a *analysis) javaData() *core.JavaData {
-	if !a.jdDone {
-		a.jd, a.jdDone = core.BuildJavaData(a.Rec), true
-	}
-	return a.jd
-}
-
-func javaLocksStep(a *analysis) {
-	java.JavaLocks(a.Output, a.javaData())
-}
-
-// missingDataStep lists the data the analysis needed and did not have.
-// Each entry is a blind spot: a convoy of that kind cannot be seen in this
-// input, so "no finding" must not be read as "no contention".
-func missingDataStep(a *analysis) {
-	rec := a.Rec
-	if rec.IsLive() {
-		live.LiveMissing(a.Output, rec)
-	}
-	if g := a.goData(); g != nil {
-		goprofile.GoMissing(a.Output, g)
-	}
-}
 
 // ErrNoRecording is returned by Analyze when given no recording.
 var ErrNoRecording = errors.New("analyze: no recording")
@@ -172,21 +36,47 @@ func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	if err := core.CheckBounds(rec); err != nil {
 		return nil, err
 	}
-	a := &analysis{Output: &core.Output{Rec: rec, Res: &core.Result{Schema: core.SchemaVersion, Findings: []core.Finding{}}}}
-	a.Res.Target = targetOf(rec)
+	out := &core.Output{Rec: rec, Res: &core.Result{Schema: core.SchemaVersion, Findings: []core.Finding{}}}
+	out.Res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
-		a.Note(w)
+		out.Note(w)
 	}
 	if rec.IsLive() && rec.Meta.Duration == 0 {
-		a.Note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
+		out.Note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
 	}
-	for _, d := range detectors {
-		d(a)
+	// The models, read once; a path without data is nil and its steps do
+	// nothing.
+	jd := core.BuildJavaData(rec)
+	lv := live.New(rec, jd)
+	gp := goprofile.New(rec)
+	// The steps, in the verdict order of core/judge.go: the target, the
+	// lock verdicts of every path, then busy-waits, then CPU saturation
+	// (which leaves out the threads the spin findings claim), then the
+	// rows the renderers list, and the data the recording lacks. Each step
+	// writes to out; none reads what another path wrote.
+	lv.Target(out)
+	lv.Locks(out)
+	lv.Latches(out)
+	gp.Locks(out)
+	java.Locks(out, jd)
+	lv.Spin(out)
+	gp.Spin(out)
+	lv.Saturation(out)
+	lv.Rows(out)
+	gp.Rows(out)
+	lv.Missing(out)
+	gp.Missing(out)
+	noteCut(out, lv.StacksCut()+gp.StacksCut())
+	mergeArrayLocks(out.Res)
+	rank(out.Res)
+	return out.Res, nil
+}
+
+// noteCut adds the note on stacks cut to MaxStackFrames, if any were.
+func noteCut(out *core.Output, n int) {
+	if n > 0 {
+		out.Note(fmt.Sprintf("%d stacks were deeper than %d frames: the analysis kept the %d frames nearest the leaf of each (where the thread waits) and left out the callers above them", n, core.MaxStackFrames, core.MaxStackFrames))
 	}
-	a.noteCut()
-	mergeArrayLocks(a.Res)
-	rank(a.Res)
-	return a.Res, nil
 }
 
 func targetOf(rec *recording.Recording) core.Target {
@@ -255,4 +145,128 @@ func rank(r *core.Result) {
 		}
 		return a.Lock.Name < b.Lock.Name
 	})
+}
+
+// mergeArrayLocks folds findings of one kind at one program point whose
+// locks are elements of one global array (names "stripes+0x50 (prog)",
+// "stripes+0x118 (prog)") into a single finding. A striped lock that still
+// contends, because its holders get preempted, would otherwise list one
+// finding per stripe; the reader wants one verdict about the array, with
+// the figures added up. Locks of different arrays, or on the heap (no
+// name), are never merged.
+func mergeArrayLocks(r *core.Result) {
+	type key struct {
+		kind  core.Kind
+		point string
+		array string
+	}
+	groups := map[key][]int{}
+	var order []key
+	for i, f := range r.Findings {
+		base, ok := arrayOf(f.Lock)
+		if !ok {
+			continue
+		}
+		k := key{f.Kind, core.PointString(f.Point), base}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	drop := map[int]bool{}
+	for _, k := range order {
+		idx := groups[k]
+		if len(idx) < 2 {
+			continue
+		}
+		best := idx[0]
+		for _, i := range idx[1:] {
+			if r.Findings[i].Score > r.Findings[best].Score {
+				best = i
+			}
+		}
+		merged := r.Findings[best]
+		merged.Evidence = append([]core.Evidence(nil), merged.Evidence...)
+		lock := *merged.Lock
+		lock.Words = nil
+		var names []string
+		for _, i := range idx {
+			f := r.Findings[i]
+			if i != best {
+				merged.WaitSeconds += f.WaitSeconds
+				merged.CPUSeconds += f.CPUSeconds
+				merged.Participants += f.Participants
+				drop[i] = true
+			}
+			lock.Words = append(lock.Words, f.Lock.Words...)
+			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
+				lock.Words = append(lock.Words, f.Lock.Address)
+			}
+			word, _ := core.SplitModule(f.Lock.Name)
+			names = append(names, word)
+		}
+		if merged.Population > 0 && merged.Participants > merged.Population {
+			merged.Participants = merged.Population
+		}
+		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
+		merged.Lock = &lock
+		core.Finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
+		shown := names
+		if len(shown) > 4 {
+			shown = append(shown[:4:4], "…")
+		}
+		var items []core.Item
+		for _, n := range shown {
+			items = append(items, core.Item{Name: n})
+		}
+		merged.Evidence = append([]core.Evidence{core.Fact("futex", core.EvArrayMerge, "locks", len(idx), "array", k.array,
+			"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
+		arr, _ := core.SymbolModule(k.array)
+		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
+		if w := kindWords(merged.Kind); w != "" {
+			what += " (" + w + ")"
+		}
+		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
+			units.Seconds(merged.WaitSeconds), what, core.PointString(merged.Point))
+		r.Findings[best] = merged
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := r.Findings[:0]
+	for i, f := range r.Findings {
+		if !drop[i] {
+			kept = append(kept, f)
+		}
+	}
+	r.Findings = kept
+}
+
+// arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or
+// "sym (module)": the global object the lock word lies in.
+func arrayOf(l *core.LockID) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	sym, mod := core.SymbolModule(l.Name)
+	if sym == "" || mod == "" || strings.Contains(sym, " ") {
+		return "", false
+	}
+	return sym + " (" + mod + ")", true
+}
+
+// kindWords describes each lock of a merged finding by its kind, "" for
+// plain contention.
+func kindWords(k core.Kind) string {
+	switch k {
+	case core.KindLockConvoy:
+		return "a convoy on each"
+	case core.KindSerializedWriter:
+		return "each handed over at a high rate"
+	case core.KindIOUnderLock:
+		return "each held across I/O"
+	case core.KindSpinConvoy:
+		return "each spun on"
+	}
+	return ""
 }

@@ -43,7 +43,7 @@ func (l *goLock) id() *core.LockID {
 	return &core.LockID{Key: l.key(), Name: l.name(), PairingGuess: l.guess()}
 }
 
-func DetectGoLocks(a *core.Output, g *GoData) {
+func detectGoLocks(a *core.Output, g *GoData) {
 	locks := goLocks(g)
 	var total int64
 	for _, l := range locks {

@@ -119,7 +119,7 @@ type GoData struct {
 
 // buildGoData folds the Go views and dumps of rec. It returns nil when the
 // recording holds no Go data.
-func BuildGoData(rec *recording.Recording) *GoData {
+func buildGoData(rec *recording.Recording) *GoData {
 	g := &GoData{Stacks: core.NewProfStacks()}
 	any := false
 	g.blockSrc = recording.ViewGoBlock

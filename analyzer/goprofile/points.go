@@ -8,7 +8,7 @@ import (
 	"github.com/contend-dev/contend/internal/units"
 )
 
-func GoPoints(a *core.Output, g *GoData) {
+func goPoints(a *core.Output, g *GoData) {
 	t := &a.Res.Target
 	if g.population > 0 {
 		t.Population, t.Unit = g.population, "goroutines"

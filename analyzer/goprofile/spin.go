@@ -27,7 +27,7 @@ type spinFunc struct {
 	states          map[string]int
 }
 
-func DetectGoSpin(a *core.Output, g *GoData) {
+func detectGoSpin(a *core.Output, g *GoData) {
 	funcs := map[string]*spinFunc{}
 	for _, s := range g.cpu {
 		if s.sc.Class != core.ClassNone || s.key.Fn == "(runtime)" {

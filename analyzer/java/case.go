@@ -15,10 +15,10 @@ import (
 // it counts who waits, not for how long; several dumps give an average.
 // A live recording joins the dumps with the probes instead (live_jvm.go).
 
-// javaLocks judges the locks of a recording made of Java thread
+// Locks judges the locks of a recording made of Java thread
 // dumps only; a live recording's dumps are joined with its probes by the
 // live lock verdicts.
-func JavaLocks(a *core.Output, jd *core.JavaData) {
+func Locks(a *core.Output, jd *core.JavaData) {
 	if jd == nil || a.Rec.IsLive() {
 		return
 	}

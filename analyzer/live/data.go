@@ -117,7 +117,7 @@ type LiveData struct {
 }
 
 // buildLiveData reads every part of a live recording.
-func BuildLiveData(rec *recording.Recording) *LiveData {
+func buildLiveData(rec *recording.Recording) *LiveData {
 	ld := &LiveData{
 		rec:     rec,
 		dur:     rec.Meta.Duration,

@@ -138,7 +138,7 @@ func jvmUnitOf(g *LockGroup) (jvmUnit, bool) {
 // lock waits are merged into the locks they wait for, idle and paused
 // ones say why; every other group is kept as it is. jd is the thread
 // dumps, nil when there are none.
-func (ld *LiveData) JvmLocks(locks []*LockGroup, jd *core.JavaData) []*LockGroup {
+func (ld *LiveData) jvmLocks(locks []*LockGroup, jd *core.JavaData) []*LockGroup {
 	var out, lockUnits []*LockGroup
 	for _, g := range ld.jvmSplit(locks) {
 		u, ok := jvmUnitOf(g)

@@ -70,7 +70,7 @@ func TestJVMLocksFromHandoffs(t *testing.T) {
 	for _, tid := range []int{100, 101, 102} {
 		f.wait(0xb000, tid, 2e6, safepointWait)
 	}
-	locks := f.ld.JvmLocks(f.ld.LockGroups(), nil)
+	locks := f.ld.jvmLocks(f.ld.lockGroups(), nil)
 	g := groupOf(t, locks, 0x7000)
 	if g.jvm == nil || len(g.waiters) != 7 || g.idle || g.role != roleMutex || !g.jvm.byWakes || g.jvm.flavor != core.FlavorMonitor {
 		t.Fatalf("monitor group: jvm %+v, %d waiters, idle %v, role %d", g.jvm, len(g.waiters), g.idle, g.role)
@@ -113,7 +113,7 @@ func TestJVMLocksFromDumps(t *testing.T) {
 	// A hand-off between threads the dumps place on different objects
 	// does not join them.
 	f.wake(0x7200, 101, 5, monitorRelease("app.Table.put"))
-	locks := f.ld.JvmLocks(f.ld.LockGroups(), core.BuildJavaData(f.ld.rec))
+	locks := f.ld.jvmLocks(f.ld.lockGroups(), core.BuildJavaData(f.ld.rec))
 	a, b := groupOf(t, locks, 0x7000), groupOf(t, locks, 0x7200)
 	if a == b || len(a.waiters) != 2 || len(b.waiters) != 2 {
 		t.Fatalf("groups: %d and %d waiters (same group %v)", len(a.waiters), len(b.waiters), a == b)
@@ -144,7 +144,7 @@ func TestJVMHolderAtSafepoint(t *testing.T) {
 		{Kind: recording.EventWakeup, T: 100 * ms, TID: 22, Peer: 21, Stack: -1},
 		{Kind: recording.EventWake, T: 100 * ms, TID: 22, Peer: 1, Addr: 0x7000, Stack: -1},
 	})
-	locks := f.ld.JvmLocks(f.ld.LockGroups(), nil)
+	locks := f.ld.jvmLocks(f.ld.lockGroups(), nil)
 	c := f.ld.lockCase(groupOf(t, locks, 0x7000), locks)
 	if len(c.Chain) == 0 || c.Chain[0].What != chainJVMPause || c.Chain[0].Share < 0.75 {
 		t.Errorf("chain %+v, want the safepoint first with 80%% of the waiting", c.Chain)
@@ -188,7 +188,7 @@ func TestJVMHoldersInTurn(t *testing.T) {
 			}
 		}
 		f.ld.ev = indexEvents(evs)
-		locks := f.ld.JvmLocks(f.ld.LockGroups(), nil)
+		locks := f.ld.jvmLocks(f.ld.lockGroups(), nil)
 		return f.ld.lockCase(groupOf(t, locks, word(100)), locks)
 	}
 	// Bad: the 44 ms fsync lies in every wait's first hold: 4 × 44 ms of

@@ -221,7 +221,7 @@ func firstNum(v []int64) int64 {
 }
 
 // liveLatch reports the latch waits that are a lock's queue.
-func LiveLatch(a *core.Output, ld *LiveData) {
+func liveLatch(a *core.Output, ld *LiveData) {
 	if ld.dur <= 0 {
 		return
 	}

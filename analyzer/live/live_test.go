@@ -95,7 +95,7 @@ func TestFoldCondvarWithItsMutex(t *testing.T) {
 	}
 	f.wake(0x1028, 10, 300, condWakeStack)
 	f.wake(0x102c, 10, 300, condWakeStack)
-	groups := f.ld.LockGroups()
+	groups := f.ld.lockGroups()
 	if len(groups) != 1 {
 		t.Fatalf("%d locks, want the condition variable and its mutex folded into one", len(groups))
 	}
@@ -132,7 +132,7 @@ func TestTurnTakingCondvarIsContention(t *testing.T) {
 		f.wake(0xa5b8f8, w, 100, mutexWakeStack)
 	}
 	f.busy(1.0, threads...)
-	groups := f.ld.LockGroups()
+	groups := f.ld.lockGroups()
 	if len(groups) != 1 {
 		t.Fatalf("%d locks, want one interpreter lock", len(groups))
 	}
@@ -150,7 +150,7 @@ func TestTurnTakingCondvarIsContention(t *testing.T) {
 
 	// The same lock with threads that barely run is an idle wait.
 	f.busy(0.001, threads...)
-	if g := f.ld.LockGroups()[0]; !g.idle || g.turns {
+	if g := f.ld.lockGroups()[0]; !g.idle || g.turns {
 		t.Errorf("idle %v turns %v: idle threads must not be taking turns", g.idle, g.turns)
 	}
 }
@@ -165,7 +165,7 @@ func TestStripesAreNotFolded(t *testing.T) {
 			f.wake(addr, t, 25, mutexWakeStack)
 		}
 	}
-	groups := f.ld.LockGroups()
+	groups := f.ld.lockGroups()
 	if len(groups) != 3 {
 		t.Fatalf("%d locks, want three stripes kept apart", len(groups))
 	}
@@ -182,12 +182,12 @@ func TestGoIdleThreadsAreNotLocks(t *testing.T) {
 	for _, t := range []int{41, 42, 43} {
 		f.wait(0x4000, t, 2e9, goIdleStack)
 	}
-	g := groupOf(t, f.ld.LockGroups(), 0x4000)
+	g := groupOf(t, f.ld.lockGroups(), 0x4000)
 	if !g.idle || !strings.Contains(g.idleReason, "Go ") {
 		t.Errorf("idle %v (%q): want a Go idle thread", g.idle, g.idleReason)
 	}
 	a := &core.Output{Rec: f.ld.rec, Res: &core.Result{}}
-	LiveLockVerdicts(a, f.ld, f.ld.LockGroups())
+	liveLockVerdicts(a, f.ld, f.ld.lockGroups())
 	if len(a.Res.Findings) != 0 {
 		t.Errorf("findings %q for idle Go threads", kinds(a.Res))
 	}
@@ -230,7 +230,7 @@ func TestIOOfTheHolderExplainsTheWait(t *testing.T) {
 		// Meanwhile the owner was also preempted for 1 ms while holding it.
 		{Kind: recording.EventRunq, T: 7 * ms, Dur: ms, TID: 52, Stack: -1},
 	})
-	g := groupOf(t, f.ld.LockGroups(), lock)
+	g := groupOf(t, f.ld.lockGroups(), lock)
 	lf := f.ld.factsOf(g)
 	if lf.ioNS != 6*ms || lf.ioBySys["fsync"] != 6*ms || lf.ioBySys["write"] != 0 {
 		t.Errorf("I/O explained %d ns by %v, want 6 ms of fsync", lf.ioNS, lf.ioBySys)
@@ -361,7 +361,7 @@ func TestPerWaiterWordsAreOneQueue(t *testing.T) {
 	}
 
 	idle := build(func(int) int { return 70 })
-	groups := idle.ld.LockGroups()
+	groups := idle.ld.lockGroups()
 	if len(groups) != 1 || len(groups[0].words) != 5 || !groups[0].queue {
 		t.Fatalf("%d locks, want the 5 per-waiter words folded into one queue", len(groups))
 	}
@@ -369,14 +369,14 @@ func TestPerWaiterWordsAreOneQueue(t *testing.T) {
 		t.Errorf("idle %v (%q): a producer-fed queue must be idle", groups[0].idle, groups[0].idleReason)
 	}
 	a := &core.Output{Rec: idle.ld.rec, Res: &core.Result{}}
-	LiveLockVerdicts(a, idle.ld, groups)
+	liveLockVerdicts(a, idle.ld, groups)
 	if len(a.Res.Findings) != 0 {
 		t.Errorf("findings %q for an idle queue", kinds(a.Res))
 	}
 
 	turns := build(func(i int) int { return 60 + (i+1)%5 })
 	turns.busy(0.2, 60, 61, 62, 63, 64)
-	groups = turns.ld.LockGroups()
+	groups = turns.ld.lockGroups()
 	// Not an interpreter's lock: judged as a lock like a mutex, by its
 	// hand-offs and holds, not as threads taking turns.
 	if len(groups) != 1 || groups[0].idle || groups[0].turns {
@@ -397,12 +397,12 @@ func TestUnreleasedSemaphoreIsIdle(t *testing.T) {
 	f := newLiveFixture(8 * time.Second)
 	f.word(0xa000, "", 8e9, []int{80}, nil, 0)
 	f.wait(0xa000, 80, 8e9, join)
-	g := groupOf(t, f.ld.LockGroups(), 0xa000)
+	g := groupOf(t, f.ld.lockGroups(), 0xa000)
 	if !g.idle || !strings.Contains(g.idleReason, "nobody released") {
 		t.Errorf("idle %v (%q): want a wait for an event", g.idle, g.idleReason)
 	}
 	a := &core.Output{Rec: f.ld.rec, Res: &core.Result{}}
-	LiveLockVerdicts(a, f.ld, f.ld.LockGroups())
+	liveLockVerdicts(a, f.ld, f.ld.lockGroups())
 	if len(a.Res.Findings) != 0 {
 		t.Errorf("findings %q for a join", kinds(a.Res))
 	}
@@ -410,7 +410,7 @@ func TestUnreleasedSemaphoreIsIdle(t *testing.T) {
 	handed := newLiveFixture(8 * time.Second)
 	handed.word(0xa000, "", 6e9, []int{80}, []int{81}, 400)
 	handed.wait(0xa000, 80, 6e9, join)
-	if g := groupOf(t, handed.ld.LockGroups(), 0xa000); g.idle {
+	if g := groupOf(t, handed.ld.lockGroups(), 0xa000); g.idle {
 		t.Errorf("a semaphore handed to its waiter 400 times judged idle: %q", g.idleReason)
 	}
 }

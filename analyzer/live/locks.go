@@ -423,7 +423,7 @@ func (g *LockGroup) wakeSamples() []*liveSample {
 
 // lockGroups folds the recording's futex words into locks and judges each
 // idle or not.
-func (ld *LiveData) LockGroups() []*LockGroup {
+func (ld *LiveData) lockGroups() []*LockGroup {
 	words := ld.futexWords()
 	parent := make([]int, len(words))
 	for i := range parent {

@@ -8,7 +8,7 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-func LiveMissing(a *core.Output, rec *recording.Recording) {
+func liveMissing(a *core.Output, rec *recording.Recording) {
 	m := rec.Meta
 	if n := core.LostNote(m); n != "" {
 		a.Note(n)

@@ -14,7 +14,7 @@ import (
 // are not contention), for the renderers and the TUI.
 
 // liveTarget fills what the recording says about the target's threads.
-func LiveTarget(a *core.Output, ld *LiveData) {
+func liveTarget(a *core.Output, ld *LiveData) {
 	t := &a.Res.Target
 	if t.Population == 0 && ld.population > 0 {
 		t.Population, t.Unit = ld.population, "threads"
@@ -30,7 +30,7 @@ func LiveTarget(a *core.Output, ld *LiveData) {
 	}
 }
 
-func LiveRows(a *core.Output, ld *LiveData, locks []*LockGroup) {
+func liveRows(a *core.Output, ld *LiveData, locks []*LockGroup) {
 	idlePoints := map[core.PointKey]bool{}
 	for _, g := range locks {
 		if g.waits == 0 && g.woken == 0 {

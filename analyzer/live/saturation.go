@@ -59,7 +59,7 @@ const (
 
 // liveSaturation reports CPU saturation; spinning holds the threads a spin
 // finding already accounts for.
-func LiveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning map[int]bool) {
+func liveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning map[int]bool) {
 	cpus := ld.cpus()
 	if ld.dur <= 0 || cpus <= 0 {
 		return

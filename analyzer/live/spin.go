@@ -46,7 +46,7 @@ type spinCand struct {
 
 // liveSpin reports busy-wait convoys and returns the threads that spin in
 // them.
-func LiveSpin(a *core.Output, ld *LiveData) map[int]bool {
+func liveSpin(a *core.Output, ld *LiveData) map[int]bool {
 	spinning := map[int]bool{}
 	if ld.cpuTotalNS == 0 {
 		return spinning

@@ -6,7 +6,7 @@ import (
 	"github.com/contend-dev/contend/analyzer/core"
 )
 
-func LiveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
+func liveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
 	var total int64
 	for _, g := range locks {
 		if !g.idle {

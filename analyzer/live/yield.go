@@ -52,7 +52,7 @@ func goRuntimeYield(f recording.Frame) bool {
 }
 
 // liveYield reports yield-loop convoys and adds their threads to spinning.
-func LiveYield(a *core.Output, ld *LiveData, spinning map[int]bool) {
+func liveYield(a *core.Output, ld *LiveData, spinning map[int]bool) {
 	loops := ld.yieldLoops()
 	var busyNS int64
 	for _, t := range ld.threads {
