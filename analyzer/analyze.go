@@ -223,7 +223,7 @@ func mergeArrayLocks(r *core.Result) {
 			"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
 		arr, _ := core.SymbolModule(k.array)
 		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
-		if w := kindWords(merged.Kind); w != "" {
+		if w := core.KindRules[merged.Kind].Merged; w != "" {
 			what += " (" + w + ")"
 		}
 		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
@@ -253,20 +253,4 @@ func arrayOf(l *core.LockID) (string, bool) {
 		return "", false
 	}
 	return sym + " (" + mod + ")", true
-}
-
-// kindWords describes each lock of a merged finding by its kind, "" for
-// plain contention.
-func kindWords(k core.Kind) string {
-	switch k {
-	case core.KindLockConvoy:
-		return "a convoy on each"
-	case core.KindSerializedWriter:
-		return "each handed over at a high rate"
-	case core.KindIOUnderLock:
-		return "each held across I/O"
-	case core.KindSpinConvoy:
-		return "each spun on"
-	}
-	return ""
 }
