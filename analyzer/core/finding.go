@@ -13,63 +13,6 @@ import (
 // finding: the thresholds that make a wait significant or a convoy, the
 // confidence rule, headline and figure formatting, and the scoring.
 
-// Thresholds shared by the detectors. Each is reasoned, not fitted to
-// fixtures.
-const (
-	// minConvoyParticipants is how many distinct waiters a lock needs to be
-	// a convoy. One waiter behind one holder is an ordinary handoff; two or
-	// three fit a pipeline of stages; from four on the queue, not the
-	// holder's work, sets the wait, and it is more waiters than most
-	// machines have cores to run them.
-	MinConvoyParticipants = 4
-
-	// convoyMeanWaiting is the average number of goroutines or threads
-	// waiting on a lock (Little's law: total wait / wall time) from which
-	// it is a convoy: at least one is queued at any moment, so the queue
-	// never drains.
-	ConvoyMeanWaiting = 1.0
-
-	// minMeanWaiting is the average number of waiters from which a lock is
-	// worth a finding at all: a tenth of one goroutine's or thread's time
-	// (100 ms of waiting per second of wall time). Below that no fix can
-	// win back more than a tenth of one worker.
-	minMeanWaiting = 0.1
-
-	// minWaitUnknownDuration replaces minMeanWaiting when the profiled
-	// duration is unknown (mutex and block profiles written at exit carry
-	// none): 10 ms of total waiting is more than the stray contention of a
-	// program's start-up, yet small enough that no real convoy of a
-	// profile lasting seconds falls below it.
-	minWaitUnknownDuration = 10 * time.Millisecond
-
-	// minShareOfAllWaiting is the share of all lock waiting in the input a
-	// lock must hold to be a finding: fixing a lock that holds less than 1%
-	// cannot gain more than 1%.
-	MinShareOfAllWaiting = 0.01
-
-	// minShareOfActive is the share of the working (not idle) goroutines'
-	// or threads' time a lock must cost, when both the duration and the
-	// population are known: a lock that costs a process's workers less than
-	// 1% of their time cannot win back more than 1% of their throughput.
-	MinShareOfActive = 0.01
-
-	// maxShortHold bounds the mean time a lock is held for its critical
-	// section to count as short. 10 ms is a scheduler time slice and the
-	// latency of a disk flush: a lock held that long per acquisition
-	// suffers from the work under it, and splitting the lock between more
-	// sharers would not remove that work. The Go profiles only give an
-	// upper bound (wall time / contended acquisitions); a bound above this
-	// is "not shown short", not "long".
-	MaxShortHold = 10 * time.Millisecond
-
-	// stripeCount is the number of stripes suggested for a striped lock: a
-	// power of two so the index is a mask of the key's hash, 32 mutexes
-	// cost a few hundred bytes, and with as many contenders running at once
-	// as a 16-core machine has cores each shares its stripe with fewer than
-	// one other on average (15/32).
-	stripeCount = 32
-)
-
 // significantWait reports whether waitNS of lock waiting over duration d
 // (0 when unknown) is worth a finding on its own (see minMeanWaiting and
 // minWaitUnknownDuration).

@@ -230,45 +230,13 @@ type ChainLink struct {
 	Cycle bool
 }
 
-// Thresholds of the lock verdicts, shared by both paths.
-const (
-	// ioMinExplained is the share of a lock's logged waiting during which
-	// its holder was in an I/O system call or in uninterruptible sleep
-	// for the lock to be "I/O under lock". Moving the I/O off the lock
-	// wins back at least that share; at a quarter that is worth a change
-	// of design on its own, while a holder that now and then logs a line
-	// or faults a page in explains a few percent at most. A share is
-	// independent of how many threads wait.
-	IoMinExplained = 0.25
-
-	// hotStripeShare is the share of an array's waiting one element must
-	// take for the array to have a hot stripe. With keys spread by a hash,
-	// each of n stripes takes about 1/n of the waiting; one stripe with
-	// half of it means one key (or a few that hash together) draws as much
-	// contention as all the others together, and adding stripes leaves
-	// that key where it is. Half holds for any number of stripes from two
-	// up (for two, it needs the hot one to take more than the other).
-	hotStripeShare = 0.5
-
-	// minArrayElements is how many locks of one array must be seen for it
-	// to be an array at all: with one, nothing says the lock has siblings.
-	MinArrayElements = 2
-)
-
 // lockWait is the typical wait for the lock: the median wait, run-queue
-// delay after the wake-up included. Taking the waiters' mean wake-up
-// latency out of it was tried and is not robust: on an oversubscribed
-// machine that mean comes close to the median (64 threads woken in bursts
-// on 2 CPUs), so the difference swings from one run to the next between a
-// fraction of a hold and dozens. Left in, it makes a writer on a machine
-// with far more runnable threads than CPUs read as a queue, which it then
-// is.
+// delay after the wake-up included. The wake-up latency stays in: on an
+// oversubscribed machine the waiters' mean latency comes close to the
+// median, so the difference would swing between a fraction of a hold and
+// dozens; left in, a writer on a machine with far more runnable threads
+// than CPUs reads as a queue, which it then is.
 func (c *LockCase) lockWait() time.Duration { return c.P50 }
-
-// hotStripe reports whether the lock is the hot element of an array: it
-// takes at least hotStripeShare of the array's waiting and at least twice
-// its fair share (1/elements), so that of two or three stripes seen, one
-// that merely leads by chance is not called hot.
 
 // handoffBound reports whether a lock's cost is its hand-offs: many
 // producers, short holds, a very high hand-off rate, waits that last about
@@ -314,6 +282,10 @@ func (c *LockCase) groupsOnly() bool {
 	return c.lockWait() > writerMaxQueue*c.HoldBound && c.Combined()
 }
 
+// HotStripe reports whether the lock is the hot element of an array: it
+// takes at least hotStripeShare of the array's waiting and at least twice
+// its fair share (1/elements), so that of two or three stripes seen, one
+// that merely leads by chance is not called hot.
 func (c *LockCase) HotStripe() bool {
 	a := c.Array
 	return a != nil && a.Elements >= MinArrayElements && a.HotShare >= hotStripeShare &&
@@ -336,3 +308,10 @@ func (c *LockCase) convoy() bool {
 	}
 	return c.HoldBound == 0 && c.Path != PathLive || c.HoldBound > 0 && c.HoldBound <= MaxShortHold
 }
+
+// How a holder in I/O was found, for the evidence.
+const (
+	HolderInSection  = "inside the critical section"
+	HolderByReceiver = "it waits for no lock and runs a method of the very object whose lock the others wait for"
+	HolderByType     = "it waits for no lock and runs a method of the type whose methods wait for the lock"
+)

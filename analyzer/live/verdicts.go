@@ -6,6 +6,16 @@ import (
 	"github.com/contend-dev/contend/analyzer/core"
 )
 
+// The futex lock verdicts: every lock that is not an idle wait and whose
+// waiting passes core.Significant becomes a lock case (lockCase), judged
+// by core.JudgeLock, heaviest first. Whether the critical sections touch
+// disjoint data, which would tell a lock to stripe from a serialized
+// writer to combine, is invisible at the futex level; the judge reads it
+// from the hand-off rate, the hold bound, how many holds a wait spans and
+// what the hand-offs cost (core/thresholds.go), and the suggestion states
+// what its remedy assumes so that a reader can check it against the code.
+
+// liveLockVerdicts adds the finding of every significant lock of locks.
 func liveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
 	var total int64
 	for _, g := range locks {
