@@ -43,13 +43,13 @@ const (
 	// under 100,000. A recording over it is refused with the figure.
 	MaxAnalysisFrames = 1 << 22
 
-	// maxSeriesWindows bounds the windows of one series (LockSeries,
+	// MaxSeriesWindows bounds the windows of one series (LockSeries,
 	// SeriesOf): 8 bytes each, 32 MiB a series. A month in 1 s windows
 	// fits; a series that would need more is left out with a note.
 	MaxSeriesWindows = 1 << 22
 )
 
-// checkBounds refuses a recording whose fields would make the analysis
+// CheckBounds refuses a recording whose fields would make the analysis
 // unbounded or panic: a duration outside 0…MaxRecordingDuration, a thread
 // timeline that fails its own validation, an event log out of time order
 // or pointing at stacks that do not exist, a profile that is not valid

@@ -133,7 +133,7 @@ const (
 	EvRuntimeLockUser EvidenceKind = "runtime-lock-user"
 )
 
-// Evidence kinds of Java locks (live_jvm.go, java_case.go).
+// Evidence kinds of Java locks (live/jvm.go, java/case.go).
 const (
 	// EvJVMParkWords — F: threads (whose own park words the lock was
 	// put together from), by_wakes (1 when told by hand-offs, 0 by thread
@@ -256,7 +256,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvRunQueuePoints,
 }
 
-// fact builds an evidence item. kv alternates keys and values: strings
+// Fact builds an evidence item. kv alternates keys and values: strings
 // become names, numbers figures (a time.Duration becomes seconds, a bool
 // 0 or 1), and a []Item the items.
 func Fact(source string, kind EvidenceKind, kv ...any) Evidence {

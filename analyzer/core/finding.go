@@ -13,7 +13,7 @@ import (
 // finding: the thresholds that make a wait significant or a convoy, the
 // confidence rule, headline and figure formatting, and the scoring.
 
-// significantWait reports whether waitNS of lock waiting over duration d
+// SignificantWait reports whether waitNS of lock waiting over duration d
 // (0 when unknown) is worth a finding on its own (see minMeanWaiting and
 // minWaitUnknownDuration).
 func SignificantWait(waitNS int64, d time.Duration) bool {
@@ -36,7 +36,7 @@ func Significant(waitNS, totalWaitNS int64, d time.Duration, active float64) boo
 	return d <= 0 || active <= 0 || float64(waitNS)/float64(d) >= MinShareOfActive*active
 }
 
-// confidenceOf turns the evidence behind a verdict into a confidence.
+// ConfidenceOf turns the evidence behind a verdict into a confidence.
 // High: at least two independent sources (e.g. a lock profile and a
 // goroutine dump, or a dump and a CPU profile) agree and nothing rests on a
 // guess. Medium: one strong source, or two with a guess in between (a
@@ -53,7 +53,7 @@ func ConfidenceOf(sources int, guess bool) Confidence {
 	return ConfidenceLow
 }
 
-// finish fills the derived fields of f: Score (seconds lost waiting plus
+// Finish fills the derived fields of f: Score (seconds lost waiting plus
 // CPU seconds burned) and WaitShare, the share of the participants' wall
 // time spent waiting, which is only meaningful when the participants were
 // counted (not estimated from the wait itself) and the duration is known.
@@ -65,7 +65,7 @@ func Finish(f *Finding, d time.Duration, counted bool) {
 	}
 }
 
-// participants renders who takes part: "37 of 52 goroutines" when counted,
+// Participants renders who takes part: "37 of 52 goroutines" when counted,
 // "on average 28.3 goroutines" when estimated from Little's law. A count
 // of one uses the singular of unit ("1 goroutine").
 func Participants(n, population int, unit string, counted bool, mean float64) string {
@@ -84,13 +84,13 @@ func Participants(n, population int, unit string, counted bool, mean float64) st
 	return fmt.Sprintf("%d %s", n, unit)
 }
 
-// onePoint builds the classic headline: "<who> <verb> at ONE program
+// OnePoint builds the classic headline: "<who> <verb> at ONE program
 // point: <what>".
 func OnePoint(who, verb, what string) string {
 	return fmt.Sprintf("%s %s at ONE program point: %s", who, verb, what)
 }
 
-// plural returns word or word+"s" for n.
+// Plural returns word or word+"s" for n.
 func Plural(n int64, word string) string {
 	if n == 1 {
 		return word
@@ -109,7 +109,7 @@ func stateMix(states map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// byCount returns the keys of m, largest value first, ties by key.
+// ByCount returns the keys of m, largest value first, ties by key.
 func ByCount[V int | int64](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -18,7 +18,7 @@ import (
 // frames by their symbol ("pthread_mutex_lock", "__lll_lock_wait"); kernel
 // frames carry Frame.Kernel.
 
-// goPackage returns the import path of a Go function name:
+// GoPackage returns the import path of a Go function name:
 // "github.com/a/b.(*T).M" → "github.com/a/b", "sync.(*Mutex).Lock" → "sync".
 // A name without a dot (a C symbol) returns "".
 func GoPackage(fn string) string {
@@ -78,7 +78,7 @@ const (
 	NativeJoin
 )
 
-// nativeRoleFuncs are the native lock functions that tell a futex word's
+// NativeRoleFuncs are the native lock functions that tell a futex word's
 // role (roleOf); every one of them is lock machinery as well. Names are
 // normalised by normNative first.
 var NativeRoleFuncs = map[string]nativeRole{
@@ -168,7 +168,7 @@ var nativeLockFuncs = map[string]bool{
 // closures ("func1") and numbered init functions ("init.0").
 var cloneSuffix = regexp.MustCompile(`\.(constprop|isra|part|lto_priv|llvm)\.[0-9]+`)
 
-// normNative strips the decorations C libraries and compilers put on
+// NormNative strips the decorations C libraries and compilers put on
 // symbol names: leading underscores, the "__GI_" alias prefix, "@GLIBC_2.x"
 // versions and clone suffixes (".constprop.0", ".cold").
 func NormNative(fn string) string {
@@ -183,7 +183,7 @@ func NormNative(fn string) string {
 	return strings.TrimLeft(fn, "_")
 }
 
-// isLockPackage reports whether a Go package is lock machinery: the
+// IsLockPackage reports whether a Go package is lock machinery: the
 // runtime, its internal packages and the sync packages.
 func IsLockPackage(pkg string) bool {
 	if lockPackages[pkg] {
@@ -197,7 +197,7 @@ func IsLockPackage(pkg string) bool {
 	return false
 }
 
-// isLockMachinery reports whether f is lock machinery: Go runtime and sync
+// IsLockMachinery reports whether f is lock machinery: Go runtime and sync
 // frames, glibc's locking and futex wrappers, and kernel frames.
 func IsLockMachinery(f recording.Frame) bool {
 	if f.Kernel {
@@ -235,12 +235,12 @@ func isPlumbing(f recording.Frame) bool {
 // only wrap a wait; a program point is the code that called them.
 var waitWrappers = map[string]bool{"time.Sleep": true}
 
-// isMachinery reports whether a program point may not be at f.
+// IsMachinery reports whether a program point may not be at f.
 func IsMachinery(f recording.Frame) bool {
 	return IsLockMachinery(f) || isPlumbing(f) || waitWrappers[f.Func]
 }
 
-// pointIndex returns the index of the program point of a leaf-first stack:
+// PointIndex returns the index of the program point of a leaf-first stack:
 // the first frame outside lock machinery and system-call plumbing. It
 // returns -1 when every frame is machinery (a runtime-only stack).
 func PointIndex(frames []recording.Frame) int {
@@ -279,7 +279,7 @@ const (
 	ClassOtherWait
 )
 
-// lockFlavor tells the kinds of lock apart in a classLock/classUnlock
+// LockFlavor tells the kinds of lock apart in a classLock/classUnlock
 // stack.
 type LockFlavor uint8
 
@@ -357,7 +357,7 @@ var lockFuncs = map[string]LockFlavor{
 	"java.util.concurrent.locks.StampedLock.acquireRead":                    FlavorJavaLock,
 }
 
-// unlockFuncs maps lock-release machinery (the leaf of Go mutex-profile
+// UnlockFuncs maps lock-release machinery (the leaf of Go mutex-profile
 // stacks) to its flavor.
 var UnlockFuncs = map[string]LockFlavor{
 	"sync.(*Mutex).Unlock":              flavorMutex,
@@ -528,7 +528,7 @@ var atomicPackages = map[string]bool{
 	"runtime/internal/atomic": true,
 }
 
-// yieldFuncs are frames of a goroutine or thread giving up its CPU on
+// YieldFuncs are frames of a goroutine or thread giving up its CPU on
 // purpose; a busy-wait that reaches them yields instead of spinning.
 var YieldFuncs = map[string]bool{
 	"runtime.Gosched":     true,
@@ -539,20 +539,20 @@ var YieldFuncs = map[string]bool{
 	"sched_yield":         true,
 }
 
-// stackClass is the classification of one stack.
+// StackClass is the classification of one stack.
 type StackClass struct {
 	Class WaitClass
-	// flavor is the lock flavor for classLock, classUnlock and
+	// Flavor is the lock flavor for classLock, classUnlock and
 	// classRuntimeLock.
 	Flavor LockFlavor
-	// reason says why an idle or runtime-internal wait is not contention.
+	// Reason says why an idle or runtime-internal wait is not contention.
 	Reason string
-	// machinery is the outermost machinery frame the classification rests
+	// Machinery is the outermost machinery frame the classification rests
 	// on ("sync.(*Mutex).Lock"), for display.
 	Machinery string
 }
 
-// classifyFrames classifies a leaf-first stack by the machinery frames
+// ClassifyFrames classifies a leaf-first stack by the machinery frames
 // below its program point (or all frames when pi is -1). A lock or unlock
 // frame decides first: a goroutine in sync.Mutex.Lock called from inside a
 // select case still waits for the lock.
@@ -619,7 +619,7 @@ func ClassifyFrames(frames []recording.Frame, pi int) StackClass {
 	return StackClass{}
 }
 
-// classifyGoroutine classifies a goroutine from its dump state (may be "")
+// ClassifyGoroutine classifies a goroutine from its dump state (may be "")
 // and its leaf-first stack. States decide where they are unambiguous;
 // "semacquire" (Go ≤ 1.20 used it for sync.Mutex too) and stateless dumps
 // fall back to the frames.
@@ -773,7 +773,7 @@ func isIOFrame(f recording.Frame) bool {
 	return nativeIOFuncs[NormNative(f.Func)]
 }
 
-// ioIndex returns the index of the outermost I/O frame among frames[:end]
+// IoIndex returns the index of the outermost I/O frame among frames[:end]
 // (the I/O call nearest the program), or -1.
 func IoIndex(frames []recording.Frame, end int) int {
 	if end > len(frames) {
@@ -787,12 +787,12 @@ func IoIndex(frames []recording.Frame, end int) int {
 	return -1
 }
 
-// isAtomicFrame reports whether f is an atomic operation.
+// IsAtomicFrame reports whether f is an atomic operation.
 func IsAtomicFrame(f recording.Frame) bool {
 	return atomicPackages[GoPackage(f.Func)]
 }
 
-// hasAtomic reports whether any of frames[:end] is an atomic operation:
+// HasAtomic reports whether any of frames[:end] is an atomic operation:
 // the stack executes an atomic load, store or compare-and-swap below its
 // program point.
 func HasAtomic(frames []recording.Frame, end int) bool {
@@ -804,7 +804,7 @@ func HasAtomic(frames []recording.Frame, end int) bool {
 	return false
 }
 
-// hasYield reports whether any of frames[:end] gives up the CPU on purpose.
+// HasYield reports whether any of frames[:end] gives up the CPU on purpose.
 func HasYield(frames []recording.Frame, end int) bool {
 	for i := 0; i < end && i < len(frames); i++ {
 		fn := frames[i].Func
@@ -818,7 +818,7 @@ func HasYield(frames []recording.Frame, end int) bool {
 	return false
 }
 
-// receiverType returns the receiver type of a Go method (closures count as
+// ReceiverType returns the receiver type of a Go method (closures count as
 // their enclosing method): "pkg.(*T).M.func1" → "pkg.(*T)", "pkg.T.M" →
 // "pkg.T". It returns "" for plain functions and closures of functions.
 func ReceiverType(fn string) string {
@@ -840,7 +840,7 @@ func ReceiverType(fn string) string {
 	return ""
 }
 
-// enclosingFunc strips closure suffixes: "pkg.(*T).M.func1.2" →
+// EnclosingFunc strips closure suffixes: "pkg.(*T).M.func1.2" →
 // "pkg.(*T).M". Closures run inside the critical sections their enclosing
 // function opens.
 func EnclosingFunc(fn string) string {
@@ -880,7 +880,7 @@ func ShortFuncName(fn string) string {
 	return path.Base(pkg) + fn[len(pkg):]
 }
 
-// frameKey names a frame for a program point key: "module!function", the
+// FrameKey names a frame for a program point key: "module!function", the
 // function alone when the module is unknown, or the module-relative
 // "module+0xOFF" an unresolved frame is named by.
 func FrameKey(f recording.Frame) string {
@@ -893,7 +893,7 @@ func FrameKey(f recording.Frame) string {
 	return f.Module + "!" + f.Func
 }
 
-// splitModule splits a data symbol name "sym+0x10 (module)" into
+// SplitModule splits a data symbol name "sym+0x10 (module)" into
 // "sym+0x10" and the module, "" when it names none.
 func SplitModule(name string) (rest, module string) {
 	if i := strings.LastIndex(name, " ("); i >= 0 && strings.HasSuffix(name, ")") {
@@ -902,7 +902,7 @@ func SplitModule(name string) (rest, module string) {
 	return name, ""
 }
 
-// symbolModule splits a data symbol name "sym+0x10 (module)" into the
+// SymbolModule splits a data symbol name "sym+0x10 (module)" into the
 // symbol and the module; "" parts when absent.
 func SymbolModule(name string) (sym, module string) {
 	sym, module = SplitModule(name)

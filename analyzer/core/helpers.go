@@ -4,10 +4,10 @@ import (
 	"sort"
 )
 
-// sortBy sorts s stably by less.
+// SortBy sorts s stably by less.
 func SortBy[T any](s []T, less func(a, b T) bool) {
 	sort.SliceStable(s, func(i, j int) bool { return less(s[i], s[j]) })
 }
 
-// seconds converts nanoseconds to seconds.
+// Seconds converts nanoseconds to seconds.
 func Seconds(ns int64) float64 { return float64(ns) / 1e9 }

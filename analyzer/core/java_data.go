@@ -12,23 +12,23 @@ import (
 // show: for each monitor or java.util.concurrent lock some thread waits
 // for, who waits (by native thread id, the tid the probes see), where,
 // who holds it and what the holder was doing. Both the live JVM locks
-// (live_jvm.go) and the dump-only verdicts (java_case.go) read it.
+// (live/jvm.go) and the dump-only verdicts (java/case.go) read it.
 
 // JavaData is the Java thread dumps of a recording.
 type JavaData struct {
 	Dumps []*javadump.Dump
-	// locks holds every lock some thread waited for, by object address;
+	// Locks holds every lock some thread waited for, by object address;
 	// order lists them, most waiters first.
 	Locks map[string]*JavaLock
 	Order []*JavaLock
-	// waitsFor maps a native thread id to the lock it was seen waiting
+	// WaitsFor maps a native thread id to the lock it was seen waiting
 	// for most often.
 	WaitsFor map[int]string
-	// threads is the largest number of Java threads one dump shows.
+	// Threads is the largest number of Java threads one dump shows.
 	Threads int
 	// names maps native thread ids to thread names.
 	names map[int]string
-	// ownable is set when every dump lists ownable synchronizers, so that
+	// Ownable is set when every dump lists ownable synchronizers, so that
 	// a java.util.concurrent lock without a holder has none.
 	Ownable bool
 }
@@ -79,7 +79,7 @@ func javaFrames(t *javadump.Thread) []recording.Frame {
 	return out
 }
 
-// buildJavaData reads the recording's Java thread dumps, nil when it has
+// BuildJavaData reads the recording's Java thread dumps, nil when it has
 // none.
 func BuildJavaData(rec *recording.Recording) *JavaData {
 	if len(rec.JavaDumps) == 0 {
@@ -192,7 +192,7 @@ func waitFrame(t *javadump.Thread, addr string) int {
 	return PointIndex(fr)
 }
 
-// pointAt returns the program point k of the lock's waiters, with the
+// PointAt returns the program point k of the lock's waiters, with the
 // stack of a waiter seen there.
 func (jl *JavaLock) PointAt(k PointKey) (ProgramPoint, bool) {
 	fr := jl.stacks[k]
@@ -204,7 +204,7 @@ func (jl *JavaLock) PointAt(k PointKey) (ProgramPoint, bool) {
 	return ProgramPoint{}, false
 }
 
-// mainPoint returns where most of the lock's waiters wait.
+// MainPoint returns where most of the lock's waiters wait.
 func (jl *JavaLock) MainPoint() (PointKey, []recording.Frame) {
 	var best PointKey
 	n := -1
@@ -216,7 +216,7 @@ func (jl *JavaLock) MainPoint() (PointKey, []recording.Frame) {
 	return best, jl.stacks[best]
 }
 
-// name names the lock as Java users know it: "java.lang.Object
+// Name names the lock as Java users know it: "java.lang.Object
 // <0x000000069ec19a18>".
 func (jl *JavaLock) Name() string {
 	cls := jl.Class
@@ -255,7 +255,7 @@ func shortClass(c string) string {
 	return c[strings.LastIndexByte(c, '.')+1:]
 }
 
-// dumpIO reads what the holders did in I/O from the dumps. Each dump is
+// DumpIO reads what the holders did in I/O from the dumps. Each dump is
 // an instant at which some threads wait: the waiters of the dumps whose
 // holder is in I/O, over all the dumps' waiters, is the share of the
 // waiting the holder's I/O explains, sampled — the share the live verdict
@@ -363,7 +363,7 @@ func DumpChain(jd *JavaData, jl *JavaLock) []ChainLink {
 	return out
 }
 
-// javaDumpEvidence states what the dumps show of a lock's waiters and
+// JavaDumpEvidence states what the dumps show of a lock's waiters and
 // its holder.
 func JavaDumpEvidence(jl *JavaLock, source string) []Evidence {
 	k, _ := jl.MainPoint()

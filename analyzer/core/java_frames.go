@@ -20,9 +20,9 @@ import (
 // The futex word therefore names the waiter, not the lock: which lock it
 // is, and whether the wait is contention at all, is read from the frames
 // (the Java frames above the park say what is parked on), and the lock is
-// told by who hands it to whom (live_jvm.go) or by a thread dump.
+// told by who hands it to whom (live/jvm.go) or by a thread dump.
 
-// jvmModule is the JVM's shared object.
+// JvmModule is the JVM's shared object.
 const JvmModule = "libjvm.so"
 
 // jvmWaitPrefixes are the JVM functions a Java thread passes through to
@@ -92,7 +92,7 @@ func isJavaMethod(fn string) bool {
 // method being interpreted is not named from the perf map.
 const javaInterpreter = "Interpreter"
 
-// jvmMachinery says whether a frame of the JVM or of Java code is lock
+// JvmMachinery says whether a frame of the JVM or of Java code is lock
 // machinery; ok is false for frames of neither, which frames.go judges.
 func JvmMachinery(f recording.Frame) (machinery, ok bool) {
 	switch {

@@ -10,7 +10,7 @@ const (
 	InterpRuby   = "ruby"
 )
 
-// lockName names a lock for the evidence: its name, else its address.
+// LockName names a lock for the evidence: its name, else its address.
 func LockName(id *LockID) string {
 	if id.Name != "" {
 		return id.Name
@@ -22,7 +22,7 @@ func LockName(id *LockID) string {
 // the one judge that turns it into a verdict. A live recording (futex
 // words, the event log, the scheduler, /proc) and Go profiles and dumps
 // (block, mutex, CPU, goroutines) measure different things; each path's
-// builder (live_case.go, go_case.go) translates what it measured into
+// builder (live/case.go, goprofile/case.go) translates what it measured into
 // the same questions:
 //
 //   - who waits, how many, how long (Little's law: mean waiting);
@@ -48,43 +48,43 @@ const (
 	PathJava                 // Java thread dumps alone
 )
 
-// lockCase is one lock with every figure the verdicts rest on.
+// LockCase is one lock with every figure the verdicts rest on.
 type LockCase struct {
 	Path dataPath
 	Id   LockID
-	// unit is "threads" or "goroutines"; population how many the process
+	// Unit is "threads" or "goroutines"; population how many the process
 	// had; cpus how many CPUs it could use (0 when unknown).
 	Unit       string
 	Population int
 	Cpus       int
-	// what names the lock and where it is waited for, for headlines:
+	// What names the lock and where it is waited for, for headlines:
 	// "table_lock (stripe) in conn_on_message (stripe.c:39)",
 	// "sync.Mutex.Lock in store.(*S).Get (store.go:42)".
 	What string
 
-	// point is where the waiters wait (the first frame outside lock
+	// Point is where the waiters wait (the first frame outside lock
 	// machinery), releaser where the lock is released or its waiters
 	// woken, nil when unknown.
 	Point    ProgramPoint
 	Releaser *ProgramPoint
-	// points counts the distinct program points the lock is waited for at.
+	// Points counts the distinct program points the lock is waited for at.
 	Points int
 
-	// participants is the number of distinct waiters: counted (threads
+	// Participants is the number of distinct waiters: counted (threads
 	// seen waiting, goroutines in a dump) or, when counted is false, a
 	// lower bound from Little's law. known is false when neither a count
 	// nor a duration exists.
 	Participants int
 	Counted      bool
 	Known        bool
-	// mean is the average number waiting (total wait / duration), 0 when
+	// Mean is the average number waiting (total wait / duration), 0 when
 	// the duration is unknown.
 	Mean float64
-	// waitNS is the total time waited; contentions the number of waits
+	// WaitNS is the total time waited; contentions the number of waits
 	// that found the lock taken.
 	WaitNS      int64
 	Contentions int64
-	// dumpOnly is set when the waiting comes from one goroutine dump and
+	// DumpOnly is set when the waiting comes from one goroutine dump and
 	// no profile measured it.
 	DumpOnly bool
 
@@ -93,37 +93,37 @@ type LockCase struct {
 	// duration over the contended acquisitions.
 	HandoffRate float64
 	HoldBound   time.Duration
-	// passOn of passOnOf logged waits that ended with others still queued
+	// PassOn of passOnOf logged waits that ended with others still queued
 	// were followed by their thread handing the lock on (live).
 	PassOn, PassOnOf int
-	// p50 and p99 of the waits (live), 0 when unknown; wakeLatency the
+	// P50 and p99 of the waits (live), 0 when unknown; wakeLatency the
 	// waiters' mean time runnable after a wake-up, part of every wait.
 	P50, P99    time.Duration
 	WakeLatency time.Duration
-	// cond is set for a lock built from a condition variable.
+	// Cond is set for a lock built from a condition variable.
 	Cond bool
-	// mutex is set for a lock whose waiters wait to take a mutex (a
+	// Mutex is set for a lock whose waiters wait to take a mutex (a
 	// glibc pthread mutex word): each returns holding it.
 	Mutex bool
 
-	// turns is set when the waiters are the ones that hand the lock to
+	// Turns is set when the waiters are the ones that hand the lock to
 	// each other and, taken together, keep it busy (turnFacts says how
 	// sure): threads taking turns on a global lock.
 	Turns bool
-	// interp names the interpreter whose global lock this is
+	// Interp names the interpreter whose global lock this is
 	// (interpPython, interpRuby), "" for any other lock.
 	Interp string
-	// java is set for a lock of Java code (a monitor, a
+	// Java is set for a lock of Java code (a monitor, a
 	// java.util.concurrent lock): the suggestions name Java's locks.
 	Java bool
 
-	// io holds what the holders did in I/O while others waited.
+	// Io holds what the holders did in I/O while others waited.
 	Io IoFacts
 
-	// array is set when the lock is one element of an array of locks.
+	// Array is set when the lock is one element of an array of locks.
 	Array *ArrayFacts
 
-	// spread is set when one program point takes several locks that a
+	// Spread is set when one program point takes several locks that a
 	// dump tells apart, none with most of the waiters: the figures add up
 	// several locks. unseen is set when a dump taken over the interval
 	// shows nobody waiting although the profiles average a standing
@@ -138,94 +138,94 @@ type LockCase struct {
 	CpuNS, MachNS, CsNS, OutsideNS int64
 	CpuFn                          string
 
-	// preemptNS is how long holders sat runnable without a CPU while
+	// PreemptNS is how long holders sat runnable without a CPU while
 	// others waited, evWaitNS the logged waiting it is a share of (live);
 	// preempt is that share, or for a goroutine dump the share of the
 	// goroutines that want a CPU which wait for one.
 	PreemptNS, EvWaitNS int64
 	Preempt             float64
 
-	// chain lists what the holders waited for while holding (another
+	// Chain lists what the holders waited for while holding (another
 	// lock, the run queue), heaviest first.
 	Chain []ChainLink
 
-	// ev holds the facts the builder measured, strongest first; the
+	// Ev holds the facts the builder measured, strongest first; the
 	// verdict adds its own.
 	Ev []Evidence
-	// sources counts the independent data sources behind the case; guess
+	// Sources counts the independent data sources behind the case; guess
 	// is set when the lock's identity rests on a guess (a Lock/Unlock
 	// pairing through a shared caller).
 	Sources int
 	Guess   bool
-	// missing says which input would sharpen the verdict ("a goroutine
+	// Missing says which input would sharpen the verdict ("a goroutine
 	// dump (debug=2)"), empty when nothing is missing.
 	Missing string
 }
 
-// ioFacts is what a lock's holders did in I/O while others waited.
+// IoFacts is what a lock's holders did in I/O while others waited.
 type IoFacts struct {
-	// explains is set when the holders' I/O explains the waiting: live,
+	// Explains is set when the holders' I/O explains the waiting: live,
 	// when share reaches ioMinExplained; Go, when a dump shows a holder in
 	// I/O inside the critical section or the CPU profile samples I/O
 	// there repeatedly.
 	Explains bool
-	// share is the part of the logged waiting during which the holder
+	// Share is the part of the logged waiting during which the holder
 	// was in I/O or uninterruptible sleep (live), -1 when not measured.
 	Share float64
-	// waitersDoIO is set when every waiter does the I/O under the lock
+	// WaitersDoIO is set when every waiter does the I/O under the lock
 	// itself: the lock then orders their I/O rather than stalling others.
 	WaitersDoIO bool
-	// victims is how many waiters do no I/O under the lock.
+	// Victims is how many waiters do no I/O under the lock.
 	Victims int
-	// site is where the I/O is issued, when known; call names it
+	// Site is where the I/O is issued, when known; call names it
 	// ("pwrite64", "os.(*File).Sync") and calls lists every I/O call with
 	// its time, heaviest first. holders counts the holders seen in I/O.
 	Site    *ProgramPoint
 	Call    string
 	Calls   []Item
 	Holders int
-	// state is the holder's goroutine state in a dump ("syscall"), how
+	// State is the holder's goroutine state in a dump ("syscall"), how
 	// says how the holder was found ("inside the critical section", "not
 	// waiting, in the lock's package").
 	State, How string
-	// ev holds the facts that show the I/O, for an I/O verdict.
+	// Ev holds the facts that show the I/O, for an I/O verdict.
 	Ev []Evidence
-	// victimPoint is where the waiters that do no I/O wait (Go: the Lock
+	// VictimPoint is where the waiters that do no I/O wait (Go: the Lock
 	// site whose critical section shows no I/O), when it differs from the
 	// lock's main point.
 	VictimPoint *ProgramPoint
-	// holderSites names the functions that hold the lock across the I/O.
+	// HolderSites names the functions that hold the lock across the I/O.
 	HolderSites []string
-	// foreignShare is, when the waiters do I/O of their own under the
+	// ForeignShare is, when the waiters do I/O of their own under the
 	// lock, the share of their delay the mutex profile charges to the
 	// Unlocks of holders that do I/O and never wait (0 otherwise).
 	ForeignShare float64
 }
 
-// arrayFacts places a lock in an array of locks (stripes).
+// ArrayFacts places a lock in an array of locks (stripes).
 type ArrayFacts struct {
-	// base names the array ("account_locks (bank)"); elements is how many
+	// Base names the array ("account_locks (bank)"); elements is how many
 	// of its locks were seen contended or used.
 	Base     string
 	Elements int
-	// hotShare is the share of the array's waiting that falls on this
+	// HotShare is the share of the array's waiting that falls on this
 	// lock.
 	HotShare float64
-	// waitNS is the array's total waiting.
+	// WaitNS is the array's total waiting.
 	WaitNS int64
 }
 
-// chainLink is one thing the holders of a lock waited for while holding
+// ChainLink is one thing the holders of a lock waited for while holding
 // it: another lock, or a CPU.
 type ChainLink struct {
-	// what names it: a lock's name, or "a CPU (the run queue)".
+	// What names it: a lock's name, or "a CPU (the run queue)".
 	What string
 	Lock *LockID
-	// ns is the waiting of this lock's waiters it explains.
+	// Ns is the waiting of this lock's waiters it explains.
 	Ns int64
-	// share is ns over the logged waiting.
+	// Share is ns over the logged waiting.
 	Share float64
-	// cycle is set when the other lock's holders in turn wait for this
+	// Cycle is set when the other lock's holders in turn wait for this
 	// one.
 	Cycle bool
 }
@@ -253,7 +253,7 @@ func (c *LockCase) handoffBound() bool {
 			c.Mean >= writerMinHandoffWaiting)
 }
 
-// combined reports whether the lock's releasers finish their waiters' work
+// Combined reports whether the lock's releasers finish their waiters' work
 // for them, a group at a time (a group commit): of the waits that ended
 // with others still queued, at most writerMaxPassOn were followed by the
 // woken thread handing the lock on. The queue-length rule (writerMaxQueue)

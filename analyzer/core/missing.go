@@ -68,7 +68,7 @@ func lossPercent(x float64) string {
 	return units.Percent(x)
 }
 
-// lostNote says what the probes lost, from the drop_* counters: events
+// LostNote says what the probes lost, from the drop_* counters: events
 // and stack windows the full ring buffer turned away, stack lookups that
 // failed, entries full maps refused. "" when nothing was lost, or too
 // little to move a figure by 1 % (lossWorthNoting).

@@ -4,14 +4,14 @@ import (
 	"github.com/contend-dev/contend/recording"
 )
 
-// output is what the steps of one analysis write into: the recording they
+// Output is what the steps of one analysis write into: the recording they
 // read and the result they fill.
 type Output struct {
 	Rec *recording.Recording
 	Res *Result
 }
 
-// note adds a caveat about the input once.
+// Note adds a caveat about the input once.
 func (a *Output) Note(s string) {
 	for _, n := range a.Res.Notes {
 		if n == s {
@@ -21,7 +21,7 @@ func (a *Output) Note(s string) {
 	a.Res.Notes = append(a.Res.Notes, s)
 }
 
-// missing records a blind spot once.
+// Missing records a blind spot once.
 func (a *Output) Missing(what, decides string) {
 	for _, m := range a.Res.Missing {
 		if m.What == what {

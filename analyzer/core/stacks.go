@@ -9,7 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// pointKey identifies a program point across sources: a goroutine dump, a
+// PointKey identifies a program point across sources: a goroutine dump, a
 // block profile and a CPU profile name the same call site the same way.
 type PointKey struct {
 	Fn   string
@@ -30,7 +30,7 @@ func (k PointKey) String() string {
 	return FuncAt(k.Fn, k.File, k.Line)
 }
 
-// funcAt renders a short function name with its base file name and line:
+// FuncAt renders a short function name with its base file name and line:
 // "store.(*S).Save (store.go:42)".
 func FuncAt(fn, file string, line int) string {
 	s := ShortFuncName(fn)
@@ -43,10 +43,10 @@ func FuncAt(fn, file string, line int) string {
 	return fmt.Sprintf("%s (%s)", s, filepath.Base(file))
 }
 
-// pointString renders a program point like funcAt.
+// PointString renders a program point like funcAt.
 func PointString(p ProgramPoint) string { return FuncAt(p.Function, p.File, p.Line) }
 
-// newPoint builds a ProgramPoint from a leaf-first stack and the index of
+// NewPoint builds a ProgramPoint from a leaf-first stack and the index of
 // its point frame; the stack is copied, at most MaxStackFrames of it (more
 // only to reach the point). A runtime-only stack (pi -1) points at its
 // leaf.
@@ -92,7 +92,7 @@ func locationFrames(loc *profile.Location) []recording.Frame {
 	return out
 }
 
-// profStacks turns samples of profiles into frames, caching each location's
+// ProfStacks turns samples of profiles into frames, caching each location's
 // frames (by location ID when the IDs are dense, as they are in parsed
 // profiles, else by pointer). The slice frames returns is reused by the
 // next call: copy what must outlive it (newPoint does).
@@ -100,7 +100,7 @@ type ProfStacks struct {
 	byID map[*profile.Profile][][]recording.Frame
 	locs map[*profile.Location][]recording.Frame
 	buf  []recording.Frame
-	// cut counts the stacks cut to MaxStackFrames.
+	// Cut counts the stacks cut to MaxStackFrames.
 	Cut int
 }
 
@@ -128,7 +128,7 @@ func (ps *ProfStacks) index(p *profile.Profile) [][]recording.Frame {
 	return c
 }
 
-// sampleFrames returns the frames of a sample of p, leaf first, at most
+// SampleFrames returns the frames of a sample of p, leaf first, at most
 // MaxStackFrames of them (the leaf end; cut counts the stacks cut).
 func (ps *ProfStacks) SampleFrames(p *profile.Profile, s *profile.Sample) []recording.Frame {
 	c := ps.index(p)
@@ -154,7 +154,7 @@ func (ps *ProfStacks) SampleFrames(p *profile.Profile, s *profile.Sample) []reco
 	return ps.buf
 }
 
-// stackID identifies a sample's stack by its locations (FNV-1a over the
+// StackID identifies a sample's stack by its locations (FNV-1a over the
 // location pointers' IDs), to count distinct stacks cheaply.
 func StackID(s *profile.Sample) uint64 {
 	h := uint64(14695981039346656037)
@@ -165,7 +165,7 @@ func StackID(s *profile.Sample) uint64 {
 	return h
 }
 
-// dumpFrames converts a goroutine group's stack to frames, leaf first, at
+// DumpFrames converts a goroutine group's stack to frames, leaf first, at
 // most MaxStackFrames of them (the leaf end; cut counts the stacks cut).
 func (ps *ProfStacks) DumpFrames(g *goprof.Group) []recording.Frame {
 	n := len(g.Frames)
@@ -180,7 +180,7 @@ func (ps *ProfStacks) DumpFrames(g *goprof.Group) []recording.Frame {
 	return out
 }
 
-// valueIndex returns the index of the sample type named typ (and, when unit
+// ValueIndex returns the index of the sample type named typ (and, when unit
 // is not empty, with that unit), or -1.
 func ValueIndex(p *profile.Profile, typ, unit string) int {
 	for i, st := range p.SampleType {

@@ -32,16 +32,16 @@ const (
 	RemedyRuntimeLock                // a lock internal to the Go runtime
 )
 
-// sugg holds the figures a suggestion is worded from.
+// Sugg holds the figures a suggestion is worded from.
 type Sugg struct {
 	GoLang bool
-	// java words the remedy with Java's locks.
+	// Java words the remedy with Java's locks.
 	Java bool
-	// whom is "thread" or "goroutine".
+	// Whom is "thread" or "goroutine".
 	Whom         string
 	participants int
 	WaitS, CpuS  float64
-	// fn is the function the remedy applies to (short name).
+	// Fn is the function the remedy applies to (short name).
 	Fn string
 	// calls names the I/O system calls; where is the I/O's function.
 	calls, where string
@@ -71,9 +71,9 @@ type Sugg struct {
 	// runnable, demand: CPU saturation figures (threads runnable without
 	// a CPU on average; CPUs' worth wanted).
 	RunqThreads, demand float64
-	// hint is the runtime-lock hint.
+	// Hint is the runtime-lock hint.
 	Hint string
-	// yield is set for a busy-wait that yields the CPU between polls.
+	// Yield is set for a busy-wait that yields the CPU between polls.
 	Yield bool
 }
 
@@ -94,7 +94,7 @@ var suggestions = map[Remedy]func(s Sugg) Suggestion{
 	RemedyRuntimeLock:  runtimeLockSuggestion,
 }
 
-// suggestFor words remedy r from s.
+// SuggestFor words remedy r from s.
 func SuggestFor(r Remedy, s Sugg) Suggestion { return suggestions[r](s) }
 
 func moveIOOff(s Sugg) Suggestion {

@@ -8,14 +8,14 @@ import "time"
 
 // Significance and convoy thresholds, shared by every path.
 const (
-	// minConvoyParticipants is how many distinct waiters a lock needs to be
+	// MinConvoyParticipants is how many distinct waiters a lock needs to be
 	// a convoy. One waiter behind one holder is an ordinary handoff; two or
 	// three fit a pipeline of stages; from four on the queue, not the
 	// holder's work, sets the wait, and it is more waiters than most
 	// machines have cores to run them.
 	MinConvoyParticipants = 4
 
-	// convoyMeanWaiting is the average number of goroutines or threads
+	// ConvoyMeanWaiting is the average number of goroutines or threads
 	// waiting on a lock (Little's law: total wait / wall time) from which
 	// it is a convoy: at least one is queued at any moment, so the queue
 	// never drains.
@@ -34,18 +34,18 @@ const (
 	// profile lasting seconds falls below it.
 	minWaitUnknownDuration = 10 * time.Millisecond
 
-	// minShareOfAllWaiting is the share of all lock waiting in the input a
+	// MinShareOfAllWaiting is the share of all lock waiting in the input a
 	// lock must hold to be a finding: fixing a lock that holds less than 1%
 	// cannot gain more than 1%.
 	MinShareOfAllWaiting = 0.01
 
-	// minShareOfActive is the share of the working (not idle) goroutines'
+	// MinShareOfActive is the share of the working (not idle) goroutines'
 	// or threads' time a lock must cost, when both the duration and the
 	// population are known: a lock that costs a process's workers less than
 	// 1% of their time cannot win back more than 1% of their throughput.
 	MinShareOfActive = 0.01
 
-	// maxShortHold bounds the mean time a lock is held for its critical
+	// MaxShortHold bounds the mean time a lock is held for its critical
 	// section to count as short. 10 ms is a scheduler time slice and the
 	// latency of a disk flush: a lock held that long per acquisition
 	// suffers from the work under it, and splitting the lock between more
@@ -64,7 +64,7 @@ const (
 
 // Thresholds of the lock verdicts, shared by both paths.
 const (
-	// ioMinExplained is the share of a lock's logged waiting during which
+	// IoMinExplained is the share of a lock's logged waiting during which
 	// its holder was in an I/O system call or in uninterruptible sleep
 	// for the lock to be "I/O under lock". Moving the I/O off the lock
 	// wins back at least that share; at a quarter that is worth a change
@@ -82,7 +82,7 @@ const (
 	// up (for two, it needs the hot one to take more than the other).
 	hotStripeShare = 0.5
 
-	// minArrayElements is how many locks of one array must be seen for it
+	// MinArrayElements is how many locks of one array must be seen for it
 	// to be an array at all: with one, nothing says the lock has siblings.
 	MinArrayElements = 2
 )
@@ -148,50 +148,50 @@ const (
 
 // Busy-wait thresholds, shared by the live and the Go spin detectors.
 const (
-	// spinMinCPUShare is the share of all CPU samples a busy-wait must
+	// SpinMinCPUShare is the share of all CPU samples a busy-wait must
 	// burn to be a finding. A spinning sample does no work at all, so the
 	// threshold is one of waste, not of concentration: a tenth of the
 	// process's CPU thrown away, the same tenth as minMeanWaiting.
 	SpinMinCPUShare = 0.10
 
-	// spinMinLoopShare is the share of a function's CPU that must fall on
+	// SpinMinLoopShare is the share of a function's CPU that must fall on
 	// the lines where it executes atomic operations for the function to be
 	// a busy-wait: a spin loop is little more than its load or
 	// compare-and-swap line, whereas a work loop that also bumps an atomic
 	// counter spends most of its time on the other lines.
 	SpinMinLoopShare = 0.5
 
-	// minSpinners is how many goroutines must take part: with two or more,
+	// MinSpinners is how many goroutines must take part: with two or more,
 	// at least one burns CPU waiting for another; one goroutine in a tight
 	// atomic loop is merely a hot loop.
 	MinSpinners = 2
 )
 
-// minIOSleeps is how many I/O calls the probes must see sleep inside a
+// MinIOSleeps is how many I/O calls the probes must see sleep inside a
 // contended critical section for the lock to be held across I/O: as for
 // the CPU samples, three mean the I/O runs under the lock again and
 // again, not once at start-up. A count of calls, not a time or a share,
 // so it holds at any number of goroutines and threads.
 const MinIOSleeps = 3
 
-// maxLockRows bounds the locks table: locks come heaviest first, a table
+// MaxLockRows bounds the locks table: locks come heaviest first, a table
 // longer than a few screens is not read, and in a profile with more locks
 // than this the rest each hold a sliver of the waiting.
 const MaxLockRows = 200
 
-// pointRowShare is the share of all waiting or of all CPU a point without
+// PointRowShare is the share of all waiting or of all CPU a point without
 // dumped goroutines must hold to get a row: the rows are for the TUI to
 // show where time goes, and points under 1% of it are noise there.
 const PointRowShare = 0.01
 
-// chainMinShare is the share of a lock's logged waiting that a holder's
+// ChainMinShare is the share of a lock's logged waiting that a holder's
 // own wait must explain to be named as a link of the chain: the same
 // quarter that makes I/O under a lock worth a change of design
 // (ioMinExplained); a holder that now and then waits briefly for another
 // lock explains a few percent.
 const ChainMinShare = IoMinExplained
 
-// minLoggedWaits is how many logged waits the quantiles need to come from
+// MinLoggedWaits is how many logged waits the quantiles need to come from
 // the event log: with fewer, p99 is the maximum of a handful, so the
 // in-kernel histogram (every wait, log2 buckets) answers instead.
 const MinLoggedWaits = 20

@@ -76,7 +76,7 @@ type gGroup struct {
 	args []string
 }
 
-// goData is the Go side of one recording, folded for the detectors.
+// GoData is the Go side of one recording, folded for the detectors.
 type GoData struct {
 	// duration is the profiled wall time, 0 when unknown.
 	duration time.Duration

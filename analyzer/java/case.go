@@ -13,7 +13,7 @@ import (
 // (FileChannel.write, force), blocked on another lock (a chain) — and
 // the idle threads (pool workers waiting for work). A dump is an instant:
 // it counts who waits, not for how long; several dumps give an average.
-// A live recording joins the dumps with the probes instead (live_jvm.go).
+// A live recording joins the dumps with the probes instead (live/jvm.go).
 
 // Locks judges the locks of a recording made of Java thread
 // dumps only; a live recording's dumps are joined with its probes by the

@@ -88,7 +88,7 @@ func (t *liveThread) runnableShare() float64 {
 	return float64(t.runnable) / float64(t.sampled)
 }
 
-// liveData is one live recording, read for the detectors.
+// LiveData is one live recording, read for the detectors.
 type LiveData struct {
 	rec    *recording.Recording
 	dur    time.Duration
@@ -112,7 +112,7 @@ type LiveData struct {
 
 	ev *eventIndex
 
-	// stacks expanded the views' samples (and counted the stacks cut).
+	// Stacks expanded the views' samples (and counted the stacks cut).
 	Stacks *core.ProfStacks
 }
 

@@ -27,7 +27,7 @@ import (
 //     threads of another lock another group.
 //
 // The groups are then ordinary lock groups of the live path, judged with
-// every other lock (live_verdicts.go), with their waiting, hand-offs,
+// every other lock (live/verdicts.go), with their waiting, hand-offs,
 // holders' I/O and run-queue time measured from the words' events.
 
 // jvmLock is what a lock group built from JVM park words knows beyond

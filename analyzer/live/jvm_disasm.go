@@ -7,7 +7,7 @@ import (
 
 // This file confirms a busy-wait in JIT-compiled Java code. The code is in
 // no file: the collector copies the hottest compiled functions out of the
-// target (recording.JITCode), and their loops are judged as live_disasm.go
+// target (recording.JITCode), and their loops are judged as live/disasm.go
 // judges a binary's, once the JIT's own safepoint polls are set aside.
 
 // jitLoops disassembles the compiled function fn from the recording's

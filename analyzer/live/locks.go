@@ -46,7 +46,7 @@ const (
 )
 
 // liveMachinery reports whether a program point may not be at f in a live
-// stack: frames.go's machinery and the collector's placeholder frames.
+// stack: core/frames.go's machinery and the collector's placeholder frames.
 func liveMachinery(f recording.Frame) bool {
 	return core.IsMachinery(f) || isSyntheticFrame(f)
 }
@@ -277,7 +277,7 @@ func shared(a, b map[int]bool) float64 {
 	return float64(n) / float64(len(a))
 }
 
-// lockGroup is one lock: a futex word, or the words of one lock structure
+// LockGroup is one lock: a futex word, or the words of one lock structure
 // folded together.
 type LockGroup struct {
 	words []*futexWord
@@ -314,7 +314,7 @@ type LockGroup struct {
 
 	// facts caches the lock's measured figures (liveData.factsOf).
 	facts *lockFacts
-	// jvm is set for a lock built from a JVM's park words (live_jvm.go).
+	// jvm is set for a lock built from a JVM's park words (live/jvm.go).
 	jvm *jvmLock
 }
 

@@ -73,7 +73,7 @@ func liveGoMissing(a *core.Output, gd *recording.GoData) {
 	}
 }
 
-// goUprobesMissing names the Go lock waits the collector's uprobes did
+// GoUprobesMissing names the Go lock waits the collector's uprobes did
 // not measure, in the Missing list.
 const GoUprobesMissing = "the goroutines' lock waits through uprobes"
 

@@ -122,7 +122,7 @@ func seriesWindows(d, window time.Duration) (int, error) {
 	return int(n), nil
 }
 
-// windowSeconds returns the length of window i in seconds (the last one
+// WindowSeconds returns the length of window i in seconds (the last one
 // may be cut short by the end of the recording).
 func WindowSeconds(rec *recording.Recording, i int, window time.Duration) float64 {
 	end := min(time.Duration(i+1)*window, rec.Meta.Duration)
@@ -213,7 +213,7 @@ func threadTicks(s *recording.ThreadSeries, from, to int) uint64 {
 	return u.Ticks()
 }
 
-// settled returns the first sample instant at which the timeline has found
+// Settled returns the first sample instant at which the timeline has found
 // nearly all the threads it will find (nine in ten of the most it saw at
 // once). A thread first seen later than the process started is counted
 // from its first sample, so windows before that instant would miss its
