@@ -157,8 +157,9 @@ type ProgramPoint struct {
 // LockID identifies a lock.
 type LockID struct {
 	// Key names the lock the same way in every recording of the same
-	// program, across restarts and load addresses (see liveLockKey in live/identity.go and
-	// goLock.key in goprofile/identity.go for the rule): never a raw address.
+	// program, across restarts and load addresses (the rules are
+	// liveLockKey in live/identity.go and goLock.key in
+	// goprofile/identity.go): never a raw address.
 	Key string `json:"key,omitempty"`
 	// Address is the futex word ("0x7f…"), empty for Go mutexes.
 	Address string `json:"address,omitempty"`
