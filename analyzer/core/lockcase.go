@@ -258,19 +258,16 @@ func (c *LockCase) handoffBound() bool {
 // with others still queued, at most writerMaxPassOn were followed by the
 // woken thread handing the lock on. The queue-length rule (writerMaxQueue)
 // cannot see a serialized writer with many producers, since each producer
-// then queues behind many groups: RocksDB's write queue with 128 writers
-// on 2 CPUs waits about 90 holds. This one does not depend on the number
+// then queues behind many groups. This one does not depend on the number
 // of producers: the groups only grow with it.
 //
 // A mutex cannot combine: a thread woken from its wait returns from the
 // lock call holding the mutex, so no releaser can have finished its work
 // for it, and it wakes the next waiter when it unlocks. One that hands
 // nothing on lost the mutex to a thread that barged in while it was
-// being woken, and waited again: with 64 threads on one glibc mutex on 2
-// CPUs (the stripe fixture) only 0.21–0.43 of the woken pass it on, and
-// the share falls as threads per CPU grow. Releasers combine on what
-// their waiters wait on apart from the lock: condition variables and
-// per-thread wait words.
+// being woken, and waited again, and the share that pass it on falls as
+// threads per CPU grow. Releasers combine on what their waiters wait on
+// apart from the lock: condition variables and per-thread wait words.
 func (c *LockCase) Combined() bool {
 	return !c.Mutex && c.PassOnOf >= MinLoggedWaits && float64(c.PassOn) <= writerMaxPassOn*float64(c.PassOnOf)
 }

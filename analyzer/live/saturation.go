@@ -107,12 +107,10 @@ func liveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning m
 	// cause in the chain. The run-queue time inside the lock waits, from a
 	// waiter's wake to its running again, is the lock's hand-off: it is
 	// weighed with the lock, and only what the threads queue for a CPU
-	// outside lock waits is weighed against it. Without that, a convoy on
-	// one mutex at 32 threads per CPU (the stripe fixture), whose woken
-	// waiters spend 0.45–0.9 of their wait queued for a CPU while others
-	// barge in, weighs the same time on both sides and the verdict is a
-	// coin toss. In older recordings (no LockStat.RunqNS) the whole run
-	// queue is weighed, as before.
+	// outside lock waits is weighed against it: otherwise a convoy whose
+	// woken waiters spend most of their wait queued for a CPU weighs the
+	// same time on both sides and the verdict is a coin toss. A recording
+	// without LockStat.RunqNS weighs the whole run queue.
 	var lockNS, lockRunqNS int64
 	for _, g := range locks {
 		if !g.idle {

@@ -41,10 +41,9 @@ func liveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
 // time threads spent on a CPU, runnable without one, or waiting for a lock
 // that is not an idle wait, over the profiled span. Counting threads
 // instead would make a lock's share depend on how many helper threads
-// happen to run once: a JVM's compiler and GC threads that run a few
-// milliseconds each counted as 20 workers, and lifted the bar of a writer
-// lock costing 0.37 threads of waiting above it in one run out of three.
-// Time counts each thread by what it worked, at any thread count.
+// happen to run once (a JVM's compiler and GC threads, a few milliseconds
+// each, would count as workers and lift the bar). Time counts each thread
+// by what it worked, at any thread count.
 func (ld *LiveData) activeThreads(locks []*LockGroup) float64 {
 	if ld.dur <= 0 {
 		return 0
