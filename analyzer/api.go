@@ -114,30 +114,39 @@ const (
 // EvidenceKinds lists every evidence kind (core.EvidenceKinds).
 var EvidenceKinds = core.EvidenceKinds
 
-// IdleCount counts the waiters of idle groups (core.IdleCount).
+// IdleCount is how many distinct threads or goroutines idle in groups
+// (core.IdleCount).
 func IdleCount(groups []core.IdleGroup) int { return core.IdleCount(groups) }
 
-// LossLine words the probes' losses in one line (core.LossLine).
-func LossLine(m recording.Meta) string { return core.LossLine(m) }
+// LossLine is one line on what the probes of a live recording lost, ""
+// when nothing was lost (live.LossLine).
+func LossLine(m recording.Meta) string { return live.LossLine(m) }
 
-// ShortFunc shortens a function name for display (core.ShortFunc).
+// ShortFunc shortens a function name as the headlines do
+// (core.ShortFunc).
 func ShortFunc(fn string) string { return core.ShortFunc(fn) }
 
-// LockAddrs returns the futex addresses of a lock (live.LockAddrs).
+// LockAddrs returns the futex addresses of a lock: its folded words, or
+// its address; none for a Go mutex (live.LockAddrs).
 func LockAddrs(id core.LockID) []uint64 { return live.LockAddrs(id) }
 
-// LockSeries is a lock's waiting per window (live.LockSeries).
+// LockSeries returns, per window, the average number of threads blocked
+// on the futex words in addrs (live.LockSeries).
 func LockSeries(rec *recording.Recording, addrs []uint64, totalWait float64, window time.Duration) []float64 {
 	return live.LockSeries(rec, addrs, totalWait, window)
 }
 
-// PhysicalFunction names the function a point is compiled into (live.PhysicalFunction).
+// PhysicalFunction returns the function a program point's code is
+// compiled into: its own, or the one it is inlined in
+// (live.PhysicalFunction).
 func PhysicalFunction(p core.ProgramPoint) string { return live.PhysicalFunction(p) }
 
-// PointInFunction reports whether a point lies in fn (live.PointInFunction).
+// PointInFunction reports whether a program point is in function fn, its
+// own or one it is inlined in (live.PointInFunction).
 func PointInFunction(p core.ProgramPoint, fn string) bool { return live.PointInFunction(p, fn) }
 
-// SeriesOf builds the time series of a live result (live.SeriesOf).
+// SeriesOf builds the time series of a live recording's result, per
+// window (live.SeriesOf).
 func SeriesOf(rec *recording.Recording, res *core.Result, window time.Duration) live.Series {
 	return live.SeriesOf(rec, res, window)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/goprofile"
 	"github.com/contend-dev/contend/recording"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
@@ -774,7 +775,7 @@ func TestIOUnderLockSeenAsleep(t *testing.T) {
 	for _, c := range []struct {
 		calls int64
 		io    bool
-	}{{core.MinIOSleeps, true}, {core.MinIOSleeps - 1, false}} {
+	}{{goprofile.MinIOSleeps, true}, {goprofile.MinIOSleeps - 1, false}} {
 		block := m.block(t)
 		// The mutex profile charges most of the delay to the lookups'
 		// own Unlock, so that it does not vouch for the I/O (see

@@ -167,13 +167,6 @@ const (
 	MinSpinners = 2
 )
 
-// MinIOSleeps is how many I/O calls the probes must see sleep inside a
-// contended critical section for the lock to be held across I/O: as for
-// the CPU samples, three mean the I/O runs under the lock again and
-// again, not once at start-up. A count of calls, not a time or a share,
-// so it holds at any number of goroutines and threads.
-const MinIOSleeps = 3
-
 // MaxLockRows bounds the locks table: locks come heaviest first, a table
 // longer than a few screens is not read, and in a profile with more locks
 // than this the rest each hold a sliver of the waiting.

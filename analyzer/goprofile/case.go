@@ -12,6 +12,13 @@ import (
 	"github.com/contend-dev/contend/analyzer/core"
 )
 
+// MinIOSleeps is how many I/O calls the probes must see sleep inside a
+// contended critical section for the lock to be held across I/O: as for
+// the CPU samples, three mean the I/O runs under the lock again and
+// again, not once at start-up. A count of calls, not a time or a share,
+// so it holds at any number of goroutines and threads.
+const MinIOSleeps = 3
+
 // This file fills a lockCase from Go data: the block and mutex profiles
 // (how long goroutines waited, where the lock was released), the
 // goroutine dump (who waits now, on which mutex, and who might hold it)
@@ -304,7 +311,7 @@ func (g *GoData) sectionEvidence(h holderFacts, c *core.LockCase) []core.Evidenc
 // lock serializes the I/O: a different problem with a different fix.
 func (g *GoData) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IoFacts {
 	io := core.IoFacts{Share: -1}
-	io.Explains = h.inIO > 0 || h.ioSleeps >= core.MinIOSleeps ||
+	io.Explains = h.inIO > 0 || h.ioSleeps >= MinIOSleeps ||
 		h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
 		(h.ioNS > 0 || h.ioSleeps > 0) && l.ioReleaseShare(h) >= core.IoMinExplained
 	if !io.Explains {
