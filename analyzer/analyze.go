@@ -2,177 +2,87 @@ package analyzer
 
 import (
 	"errors"
-	"sort"
+	"fmt"
+	"strings"
 
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/goprofile"
+	"github.com/contend-dev/contend/analyzer/java"
+	"github.com/contend-dev/contend/analyzer/live"
+	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
 )
+
+// This file is the pipeline: the models are read, each path's steps run
+// in the verdict order, and the findings of one array of locks are merged
+// and everything is ranked. What each step decides, and where, is in
+// docs/ARCHITECTURE.md.
 
 // Options tune the analysis. It has no fields yet: the zero value is the
 // one analysis there is, and the type keeps Analyze's signature stable for
 // the options to come.
 type Options struct{}
 
-// detectors run in this order over one analysis. The model is built
-// first (liveData and goData, once, on first use), then the verdicts in
-// the order their causes take precedence: lock verdicts, then busy-waits,
-// then CPU saturation, which counts only the threads no spin finding
-// already explains; then the rows the renderers list, and the notes on
-// missing data. Each reads the model, never another detector's helpers.
-var detectors = []func(a *analysis){
-	liveTargetStep,
-	liveLocksStep,
-	liveLatchStep,
-	goLocksStep,
-	javaLocksStep,
-	liveSpinStep,
-	goSpinStep,
-	liveSaturationStep,
-	liveRowsStep,
-	goRowsStep,
-	missingDataStep,
-}
-
-// analysis is the state shared by the detectors of one Analyze call.
-type analysis struct {
-	rec *recording.Recording
-	res *Result
-
-	ld     *liveData
-	ldDone bool
-	// locks are the live recording's lock groups.
-	locks []*lockGroup
-
-	gd     *goData
-	gdDone bool
-
-	// jd is the recording's Java thread dumps (javaData), read on first
-	// use.
-	jd     *javaData
-	jdDone bool
-
-	// spinning holds the threads a live spin finding accounts for.
-	spinning map[int]bool
-}
-
-// live returns the live recording read for the detectors, building it on
-// first use; nil when the recording is not live.
-func (a *analysis) live() *liveData {
-	if !a.ldDone {
-		a.ldDone = true
-		if a.rec.IsLive() {
-			a.ld = buildLiveData(a.rec)
-			a.locks = a.ld.jvmLocks(a.ld.lockGroups(), a.javaData())
-		}
-	}
-	return a.ld
-}
-
-// goData returns the recording's Go profiles folded for the Go detectors,
-// building them on first use; nil when the recording has no Go data.
-func (a *analysis) goData() *goData {
-	if !a.gdDone {
-		a.gd, a.gdDone = buildGoData(a.rec), true
-	}
-	return a.gd
-}
-
-func liveTargetStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		liveTarget(a, ld)
-	}
-}
-
-func liveLocksStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		liveLockVerdicts(a, ld, a.locks)
-	}
-}
-
-func liveLatchStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		liveLatch(a, ld)
-	}
-}
-
-func liveSpinStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		a.spinning = liveSpin(a, ld)
-		liveYield(a, ld, a.spinning)
-	}
-}
-
-func liveSaturationStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		liveSaturation(a, ld, a.locks, a.spinning)
-	}
-}
-
-func liveRowsStep(a *analysis) {
-	if ld := a.live(); ld != nil {
-		liveRows(a, ld, a.locks)
-	}
-}
-
-func goLocksStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		detectGoLocks(a, g)
-	}
-}
-
-func goSpinStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		detectGoSpin(a, g)
-	}
-}
-
-func goRowsStep(a *analysis) {
-	if g := a.goData(); g != nil {
-		goPoints(a, g)
-	}
-}
-
-// note adds a caveat about the input once.
-func (a *analysis) note(s string) {
-	for _, n := range a.res.Notes {
-		if n == s {
-			return
-		}
-	}
-	a.res.Notes = append(a.res.Notes, s)
-}
-
 // ErrNoRecording is returned by Analyze when given no recording.
 var ErrNoRecording = errors.New("analyze: no recording")
 
 // Analyze runs every detector over rec and returns the ranked result. A
 // recording whose fields would make the analysis unbounded (see
-// checkBounds) is refused with an error wrapping recording.ErrInvalid.
-func Analyze(rec *recording.Recording, opts Options) (*Result, error) {
+// core.CheckBounds) is refused with an error wrapping recording.ErrInvalid.
+func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	if rec == nil {
 		return nil, ErrNoRecording
 	}
-	if err := checkBounds(rec); err != nil {
+	if err := core.CheckBounds(rec); err != nil {
 		return nil, err
 	}
-	a := &analysis{rec: rec, res: &Result{Schema: SchemaVersion, Findings: []Finding{}}}
-	a.res.Target = targetOf(rec)
+	out := &core.Output{Rec: rec, Res: &core.Result{Schema: core.SchemaVersion, Findings: []core.Finding{}}}
+	out.Res.Target = targetOf(rec)
 	for _, w := range rec.Meta.Warnings {
-		a.note(w)
+		out.Note(w)
 	}
 	if rec.IsLive() && rec.Meta.Duration == 0 {
-		a.note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
+		out.Note("the recording gives no duration (duration_ns 0): its rates and windows cannot be computed")
 	}
-	for _, d := range detectors {
-		d(a)
-	}
-	a.noteCut()
-	mergeArrayLocks(a.res)
-	rank(a.res)
-	return a.res, nil
+	// The models, read once; a path without data is nil and its steps do
+	// nothing.
+	jd := core.BuildJavaData(rec)
+	lv := live.New(rec, jd)
+	gp := goprofile.New(rec)
+	// The steps, in the verdict order of core/judge.go: the target, the
+	// lock verdicts of every path, then busy-waits, then CPU saturation
+	// (which leaves out the threads the spin findings claim), then the
+	// rows the renderers list, and the data the recording lacks. Each step
+	// writes to out; of what others wrote, a step reads only the target's
+	// population (filled once), the notes (said once) and the number of
+	// lock rows (bounded).
+	lv.Target(out)
+	lv.Locks(out)
+	lv.Latches(out)
+	gp.Locks(out)
+	java.Locks(out, jd)
+	lv.Spin(out)
+	gp.Spin(out)
+	lv.Saturation(out)
+	lv.Rows(out)
+	gp.Rows(out)
+	lv.Missing(out)
+	gp.Missing(out)
+	noteCut(out, lv.StacksCut()+gp.StacksCut())
+	mergeArrayLocks(out.Res)
+	rank(out.Res)
+	return out.Res, nil
 }
 
-func targetOf(rec *recording.Recording) Target {
-	t := Target{
+// noteCut adds the note on stacks cut to MaxStackFrames, if any were.
+func noteCut(out *core.Output, n int) {
+	if n > 0 {
+		out.Note(fmt.Sprintf("%d stacks were deeper than %d frames: the analysis kept the %d frames nearest the leaf of each (where the thread waits) and left out the callers above them", n, core.MaxStackFrames, core.MaxStackFrames))
+	}
+}
+
+func targetOf(rec *recording.Recording) core.Target {
+	t := core.Target{
 		PID:      rec.Meta.PID,
 		Comm:     rec.Meta.Comm,
 		Source:   rec.Meta.Source,
@@ -200,8 +110,8 @@ func targetOf(rec *recording.Recording) Target {
 // lost time comes first, and saturation leads only when the process's
 // own runnable-without-a-CPU time is the larger part; a busier machine
 // adds to neither side.
-func rank(r *Result) {
-	sortBy(r.Findings, func(fi, fj Finding) bool {
+func rank(r *core.Result) {
+	core.SortBy(r.Findings, func(fi, fj core.Finding) bool {
 		if fi.Score != fj.Score {
 			return fi.Score > fj.Score
 		}
@@ -210,25 +120,25 @@ func rank(r *Result) {
 		}
 		return fi.Headline < fj.Headline
 	})
-	sortBy(r.Idle, func(a, b IdleGroup) bool {
+	core.SortBy(r.Idle, func(a, b core.IdleGroup) bool {
 		if a.Count != b.Count {
 			return a.Count > b.Count
 		}
 		if a.WaitSeconds != b.WaitSeconds {
 			return a.WaitSeconds > b.WaitSeconds
 		}
-		return pointString(a.Point)+a.Reason < pointString(b.Point)+b.Reason
+		return core.PointString(a.Point)+a.Reason < core.PointString(b.Point)+b.Reason
 	})
-	sortBy(r.Points, func(a, b PointRow) bool {
+	core.SortBy(r.Points, func(a, b core.PointRow) bool {
 		if a.Count != b.Count {
 			return a.Count > b.Count
 		}
 		if sa, sb := a.WaitSeconds+a.CPUSeconds, b.WaitSeconds+b.CPUSeconds; sa != sb {
 			return sa > sb
 		}
-		return pointString(a.Point) < pointString(b.Point)
+		return core.PointString(a.Point) < core.PointString(b.Point)
 	})
-	sortBy(r.Locks, func(a, b LockRow) bool {
+	core.SortBy(r.Locks, func(a, b core.LockRow) bool {
 		if a.WaitSeconds != b.WaitSeconds {
 			return a.WaitSeconds > b.WaitSeconds
 		}
@@ -239,7 +149,110 @@ func rank(r *Result) {
 	})
 }
 
-// sortBy sorts s stably by less.
-func sortBy[T any](s []T, less func(a, b T) bool) {
-	sort.SliceStable(s, func(i, j int) bool { return less(s[i], s[j]) })
+// mergeArrayLocks folds findings of one kind at one program point whose
+// locks are elements of one global array (names "stripes+0x50 (prog)",
+// "stripes+0x118 (prog)") into a single finding. A striped lock that still
+// contends, because its holders get preempted, would otherwise list one
+// finding per stripe; the reader wants one verdict about the array, with
+// the figures added up. Locks of different arrays, or on the heap (no
+// name), are never merged.
+func mergeArrayLocks(r *core.Result) {
+	type key struct {
+		kind  core.Kind
+		point string
+		array string
+	}
+	groups := map[key][]int{}
+	var order []key
+	for i, f := range r.Findings {
+		base, ok := arrayOf(f.Lock)
+		if !ok {
+			continue
+		}
+		k := key{f.Kind, core.PointString(f.Point), base}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	drop := map[int]bool{}
+	for _, k := range order {
+		idx := groups[k]
+		if len(idx) < 2 {
+			continue
+		}
+		best := idx[0]
+		for _, i := range idx[1:] {
+			if r.Findings[i].Score > r.Findings[best].Score {
+				best = i
+			}
+		}
+		merged := r.Findings[best]
+		merged.Evidence = append([]core.Evidence(nil), merged.Evidence...)
+		lock := *merged.Lock
+		lock.Words = nil
+		var names []string
+		for _, i := range idx {
+			f := r.Findings[i]
+			if i != best {
+				merged.WaitSeconds += f.WaitSeconds
+				merged.CPUSeconds += f.CPUSeconds
+				merged.Participants += f.Participants
+				drop[i] = true
+			}
+			lock.Words = append(lock.Words, f.Lock.Words...)
+			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
+				lock.Words = append(lock.Words, f.Lock.Address)
+			}
+			word, _ := core.SplitModule(f.Lock.Name)
+			names = append(names, word)
+		}
+		if merged.Population > 0 && merged.Participants > merged.Population {
+			merged.Participants = merged.Population
+		}
+		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
+		merged.Lock = &lock
+		core.Finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
+		shown := names
+		if len(shown) > 4 {
+			shown = append(shown[:4:4], "…")
+		}
+		var items []core.Item
+		for _, n := range shown {
+			items = append(items, core.Item{Name: n})
+		}
+		merged.Evidence = append([]core.Evidence{core.Fact("futex", core.EvArrayMerge, "locks", len(idx), "array", k.array,
+			"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
+		arr, _ := core.SymbolModule(k.array)
+		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
+		if w := core.KindRules[merged.Kind].Merged; w != "" {
+			what += " (" + w + ")"
+		}
+		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
+			units.Seconds(merged.WaitSeconds), what, core.PointString(merged.Point))
+		r.Findings[best] = merged
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := r.Findings[:0]
+	for i, f := range r.Findings {
+		if !drop[i] {
+			kept = append(kept, f)
+		}
+	}
+	r.Findings = kept
+}
+
+// arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or
+// "sym (module)": the global object the lock word lies in.
+func arrayOf(l *core.LockID) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	sym, mod := core.SymbolModule(l.Name)
+	if sym == "" || mod == "" || strings.Contains(sym, " ") {
+		return "", false
+	}
+	return sym + " (" + mod + ")", true
 }

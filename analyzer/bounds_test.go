@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/live"
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
+	"github.com/google/pprof/profile"
 )
 
 // Tests of the analysis's bounds against recordings whose fields lie
@@ -42,7 +43,7 @@ func TestLyingDurationIsRefused(t *testing.T) {
 		t.Fatalf("Analyze of the recording as made: %v", err)
 	}
 	real := rec.Meta.Duration
-	for _, d := range []time.Duration{math.MaxInt64, 1e18, MaxRecordingDuration + 1, -1, math.MinInt64} {
+	for _, d := range []time.Duration{math.MaxInt64, 1e18, core.MaxRecordingDuration + 1, -1, math.MinInt64} {
 		t.Run(strconv.FormatInt(int64(d), 10), func(t *testing.T) {
 			rec.Meta.Duration = d
 			defer func() { rec.Meta.Duration = real }()
@@ -53,19 +54,19 @@ func TestLyingDurationIsRefused(t *testing.T) {
 			if !errors.Is(err, recording.ErrInvalid) || !strings.Contains(err.Error(), strconv.FormatInt(int64(d), 10)) {
 				t.Errorf("error %q: want recording.ErrInvalid and the figure", err)
 			}
-			var s Series
-			if a := testbin.Allocated(func() { s = SeriesOf(rec, good, time.Second) }); a > 64<<20 {
+			var s live.Series
+			if a := testbin.Allocated(func() { s = live.SeriesOf(rec, good, time.Second) }); a > 64<<20 {
 				t.Errorf("SeriesOf allocated %d MiB", a>>20)
 			}
 			// Past a month but within maxSeriesWindows seconds the
 			// series is bounded; beyond, it is refused with a note.
-			if len(s.LockWaiting) > maxSeriesWindows {
+			if len(s.LockWaiting) > core.MaxSeriesWindows {
 				t.Errorf("SeriesOf: %d lock windows", len(s.LockWaiting))
 			}
-			if d > maxSeriesWindows*time.Second && (s.LockWaiting != nil || !strings.Contains(s.Note, "windows")) {
+			if d > core.MaxSeriesWindows*time.Second && (s.LockWaiting != nil || !strings.Contains(s.Note, "windows")) {
 				t.Errorf("SeriesOf: %d lock windows, note %q: want the window count refused", len(s.LockWaiting), s.Note)
 			}
-			if l := LockSeries(rec, []uint64{1}, 1, time.Second); len(l) > maxSeriesWindows || (d > maxSeriesWindows*time.Second && l != nil) {
+			if l := live.LockSeries(rec, []uint64{1}, 1, time.Second); len(l) > core.MaxSeriesWindows || (d > core.MaxSeriesWindows*time.Second && l != nil) {
 				t.Errorf("LockSeries: %d windows", len(l))
 			}
 		})
@@ -91,7 +92,7 @@ func TestTimelineOfMostInstants(t *testing.T) {
 		tl.Threads = append(tl.Threads, recording.ThreadSeries{TID: 100000 + i, Comm: "x", First: i * 2000, States: "SS", UTime: []uint64{1, 2}, STime: []uint64{0, 0}})
 	}
 	rec.Threads = &tl
-	var res *Result
+	var res *core.Result
 	var err error
 	if a := testbin.Allocated(func() { res, err = Analyze(rec, Options{}) }); a > 1<<30 {
 		t.Errorf("Analyze allocated %d MiB", a>>20)
@@ -99,12 +100,12 @@ func TestTimelineOfMostInstants(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Analyze: %v", err)
 	}
-	var s Series
-	if a := testbin.Allocated(func() { s = SeriesOf(rec, res, time.Second) }); a > 512<<20 {
+	var s live.Series
+	if a := testbin.Allocated(func() { s = live.SeriesOf(rec, res, time.Second) }); a > 512<<20 {
 		t.Errorf("SeriesOf allocated %d MiB", a>>20)
 	}
 	per := int(time.Second / tl.Interval)
-	if want := (tl.Samples - 1 - settled(&tl) + per - 1) / per; len(s.CPUs) != want || len(s.Runnable) != want {
+	if want := (tl.Samples - 1 - live.Settled(&tl) + per - 1) / per; len(s.CPUs) != want || len(s.Runnable) != want {
 		t.Errorf("%d CPU and %d runnable windows, want %d", len(s.CPUs), len(s.Runnable), want)
 	}
 	tl.Samples = recording.MaxTimelineSamples + 1
@@ -124,11 +125,11 @@ func TestSeriesMatchTimeline(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for _, window := range []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, time.Second} {
-			s := SeriesOf(rec, res, window)
+			s := live.SeriesOf(rec, res, window)
 			tl := rec.Threads
 			per := max(int(window/tl.Interval), 1)
 			k := 0
-			for from := settled(tl); from+1 < tl.Samples; from += per {
+			for from := live.Settled(tl); from+1 < tl.Samples; from += per {
 				to := min(from+per, tl.Samples-1)
 				if k >= len(s.CPUs) || math.Abs(s.CPUs[k]-tl.CPUPercent(from, to)/100) > 1e-9 {
 					t.Fatalf("%s window %v #%d: CPUs %v, timeline says %v", name, window, k, s.CPUs, tl.CPUPercent(from, to)/100)
@@ -142,11 +143,11 @@ func TestSeriesMatchTimeline(t *testing.T) {
 			var total float64
 			for _, l := range res.Locks {
 				if !l.Idle {
-					addrs = append(addrs, LockAddrs(l.Lock)...)
+					addrs = append(addrs, live.LockAddrs(l.Lock)...)
 					total += l.WaitSeconds
 				}
 			}
-			got, want := LockSeries(rec, addrs, total, window), naiveLockSeries(rec, addrs, total, window)
+			got, want := live.LockSeries(rec, addrs, total, window), naiveLockSeries(rec, addrs, total, window)
 			if len(got) != len(want) {
 				t.Fatalf("%s: %d lock windows, want %d", name, len(got), len(want))
 			}
@@ -189,7 +190,7 @@ func naiveLockSeries(rec *recording.Recording, addrs []uint64, totalWait float64
 		return nil
 	}
 	for i := range sums {
-		sums[i] = sums[i] * totalWait / logged / windowSeconds(rec, i, window)
+		sums[i] = sums[i] * totalWait / logged / live.WindowSeconds(rec, i, window)
 	}
 	if len(sums) >= 4 {
 		sums = sums[1 : len(sums)-1]
@@ -240,7 +241,7 @@ func deepBlockProfile(n, depth int) *profile.Profile {
 func TestDeepBlockProfile(t *testing.T) {
 	p := deepBlockProfile(350, 100_000)
 	r := rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: p})
-	var res *Result
+	var res *core.Result
 	var err error
 	a := testbin.Allocated(func() { res, err = Analyze(r, Options{}) })
 	if err != nil {
@@ -248,15 +249,15 @@ func TestDeepBlockProfile(t *testing.T) {
 	}
 	// 350 kept stacks of 512 frames are 350 × 512 × 72 B = 13 MB.
 	if a > 64<<20 {
-		t.Errorf("Analyze allocated %d MiB for 350 stacks cut at %d frames", a>>20, MaxStackFrames)
+		t.Errorf("Analyze allocated %d MiB for 350 stacks cut at %d frames", a>>20, core.MaxStackFrames)
 	}
-	if !strings.Contains(strings.Join(res.Notes, "\n"), fmt.Sprintf("350 stacks were deeper than %d frames", MaxStackFrames)) {
+	if !strings.Contains(strings.Join(res.Notes, "\n"), fmt.Sprintf("350 stacks were deeper than %d frames", core.MaxStackFrames)) {
 		t.Errorf("notes %q: want the cut stacks counted", res.Notes)
 	}
 	points := 0
-	check := func(what string, pt ProgramPoint) {
+	check := func(what string, pt core.ProgramPoint) {
 		points++
-		if len(pt.Stack) > MaxStackFrames {
+		if len(pt.Stack) > core.MaxStackFrames {
 			t.Errorf("%s: a stack of %d frames kept", what, len(pt.Stack))
 		}
 		if !strings.HasPrefix(pt.Function, "app.wait") || len(pt.Stack) == 0 || pt.Stack[0].Func != "sync.(*Mutex).Lock" {
@@ -282,11 +283,11 @@ func TestDeepBlockProfile(t *testing.T) {
 // A profile that expands to more frames than MaxAnalysisFrames is refused
 // with the figure, before anything is expanded.
 func TestTooManyFramesRefused(t *testing.T) {
-	n := MaxAnalysisFrames/MaxStackFrames + 1
-	r := rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: deepBlockProfile(n, MaxStackFrames)})
+	n := core.MaxAnalysisFrames/core.MaxStackFrames + 1
+	r := rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: deepBlockProfile(n, core.MaxStackFrames)})
 	_, err := Analyze(r, Options{})
-	if !errors.Is(err, recording.ErrInvalid) || !strings.Contains(err.Error(), strconv.Itoa(n*MaxStackFrames)) {
-		t.Fatalf("error %v: want the %d frames refused", err, n*MaxStackFrames)
+	if !errors.Is(err, recording.ErrInvalid) || !strings.Contains(err.Error(), strconv.Itoa(n*core.MaxStackFrames)) {
+		t.Fatalf("error %v: want the %d frames refused", err, n*core.MaxStackFrames)
 	}
 }
 
@@ -304,7 +305,7 @@ func TestDeepGoroutineDump(t *testing.T) {
 		t.Errorf("notes %q: want the cut stack counted", res.Notes)
 	}
 	for _, row := range res.Points {
-		if len(row.Point.Stack) > MaxStackFrames || row.Point.Function != "app.handle" {
+		if len(row.Point.Stack) > core.MaxStackFrames || row.Point.Function != "app.handle" {
 			t.Errorf("point %s with %d frames", row.Point.Function, len(row.Point.Stack))
 		}
 	}
@@ -317,7 +318,7 @@ func TestLyingEventsRefused(t *testing.T) {
 		"overflowing":    {Kind: recording.EventWait, T: 10, Dur: math.MaxInt64, Stack: -1},
 		"missing stack":  {Kind: recording.EventWait, T: 10, Dur: 10, Stack: 7},
 		"out of order":   {Kind: recording.EventWait, T: 1, Dur: 10, Stack: -1},
-		"beyond a month": {Kind: recording.EventWait, T: int64(MaxRecordingDuration) + 1, Stack: -1},
+		"beyond a month": {Kind: recording.EventWait, T: int64(core.MaxRecordingDuration) + 1, Stack: -1},
 	} {
 		r := &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, Duration: time.Second},
 			Events: []recording.Event{{Kind: recording.EventWake, T: 5, Stack: -1}, ev}}

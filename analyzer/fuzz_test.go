@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/live"
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/recording"
+	"github.com/google/pprof/profile"
 )
 
 // Fuzz tests of the analysis stage: recordings built in memory whose
@@ -45,7 +46,7 @@ type lies struct {
 // carrying one of the lies.
 func liveRecording(l lies) *recording.Recording {
 	r := &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, Duration: time.Duration(l.duration), NumCPU: 2, PID: 10}}
-	depth := int(l.depth) % (2 * MaxStackFrames)
+	depth := int(l.depth) % (2 * core.MaxStackFrames)
 	mk := func(types ...string) *profile.Profile {
 		p := &profile.Profile{}
 		for _, t := range types {
@@ -112,7 +113,7 @@ func liveRecording(l lies) *recording.Recording {
 }
 
 // checkResult fails the fuzz run when res is not within bounds.
-func checkResult(t *testing.T, rec *recording.Recording, res *Result, err error) {
+func checkResult(t *testing.T, rec *recording.Recording, res *core.Result, err error) {
 	t.Helper()
 	if err != nil {
 		if !errors.Is(err, recording.ErrInvalid) {
@@ -120,7 +121,7 @@ func checkResult(t *testing.T, rec *recording.Recording, res *Result, err error)
 		}
 		return
 	}
-	points := []ProgramPoint{}
+	points := []core.ProgramPoint{}
 	for _, f := range res.Findings {
 		points = append(points, f.Point)
 		if math.IsNaN(f.Score) || math.IsInf(f.Score, 0) {
@@ -131,13 +132,13 @@ func checkResult(t *testing.T, rec *recording.Recording, res *Result, err error)
 		points = append(points, p.Point)
 	}
 	for _, p := range points {
-		if len(p.Stack) > MaxStackFrames+1 {
+		if len(p.Stack) > core.MaxStackFrames+1 {
 			t.Errorf("point %s keeps %d frames", p.Function, len(p.Stack))
 		}
 	}
 	for _, w := range []time.Duration{time.Nanosecond, time.Millisecond, time.Second, math.MaxInt64} {
-		s := SeriesOf(rec, res, w)
-		if len(s.LockWaiting) > maxSeriesWindows || len(s.CPUs) > recording.MaxTimelineSamples || len(s.Runnable) != len(s.CPUs) {
+		s := live.SeriesOf(rec, res, w)
+		if len(s.LockWaiting) > core.MaxSeriesWindows || len(s.CPUs) > recording.MaxTimelineSamples || len(s.Runnable) != len(s.CPUs) {
 			t.Errorf("window %v: %d lock, %d CPU, %d runnable windows", w, len(s.LockWaiting), len(s.CPUs), len(s.Runnable))
 		}
 	}
@@ -162,7 +163,7 @@ func FuzzAnalyzeGoLies(f *testing.F) {
 	f.Add(int64(math.MaxInt64), uint16(60000), uint16(300), int64(math.MinInt64), int64(math.MaxInt64), int32(-1), uint64(7))
 	f.Add(int64(-1), uint16(0), uint16(0), int64(0), int64(-5), int32(math.MaxInt32), uint64(1))
 	f.Fuzz(func(t *testing.T, durationNanos int64, depth, samples uint16, count, delay int64, goroutines int32, locID uint64) {
-		d := int(depth) % (4 * MaxStackFrames)
+		d := int(depth) % (4 * core.MaxStackFrames)
 		p := &profile.Profile{
 			SampleType:    []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}},
 			DurationNanos: durationNanos,

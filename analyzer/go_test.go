@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/goprofile"
+	"github.com/contend-dev/contend/recording"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/pprof/profile"
-
-	"github.com/contend-dev/contend/recording"
 )
 
 const sec = int64(time.Second)
@@ -63,7 +64,7 @@ func TestLockConvoy(t *testing.T) {
 	if want := 400.0 / (10 * 150); f.WaitShare < want-1e-9 || f.WaitShare > want+1e-9 {
 		t.Errorf("wait share %v, want %v", f.WaitShare, want)
 	}
-	if f.Confidence != ConfidenceHigh {
+	if f.Confidence != core.ConfidenceHigh {
 		t.Errorf("confidence %s, want high (block, mutex, dump and CPU agree)", f.Confidence)
 	}
 	if !strings.Contains(f.Suggestion.Action, "fixed array of 32 mutexes") || !strings.Contains(f.Suggestion.Action, "never put the locks inside map entries") {
@@ -105,7 +106,7 @@ func TestIdleCondWaitHugeCount(t *testing.T) {
 	if diff := cmp.Diff([]string{"contention@app.(*Cache).Put"}, kinds(res)); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
 	}
-	var idle *IdleGroup
+	var idle *core.IdleGroup
 	for i := range res.Idle {
 		if res.Idle[i].Point.Function == "app.(*Pool).get" {
 			idle = &res.Idle[i]
@@ -156,7 +157,7 @@ func TestOldSemacquireMutex(t *testing.T) {
 	if diff := cmp.Diff([]string{"lock-convoy@app.(*Store).Get"}, kinds(res)); diff != "" {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
-	if res.Findings[0].Confidence == ConfidenceHigh {
+	if res.Findings[0].Confidence == core.ConfidenceHigh {
 		t.Errorf("a single dump gave confidence high")
 	}
 }
@@ -208,7 +209,7 @@ func TestEmptyProfilesFallBackToDump(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := res.Findings[0]
-	if f.Participants != 9 || f.WaitSeconds != 0 || f.Confidence != ConfidenceMedium {
+	if f.Participants != 9 || f.WaitSeconds != 0 || f.Confidence != core.ConfidenceMedium {
 		t.Errorf("finding %+v", f)
 	}
 }
@@ -243,7 +244,7 @@ func TestRuntimeLock(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	for _, f := range res.Findings {
-		if f.Kind != KindRuntimeLock {
+		if f.Kind != core.KindRuntimeLock {
 			continue
 		}
 		if strings.HasPrefix(f.Point.Function, "app.") {
@@ -310,7 +311,7 @@ func TestIOUnderLock(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := res.Findings[0]
-	if !hasFact(f, EvDumpHolderIO, "call", "os.(*File).Sync", "state", "syscall", "how", holderInSection) || !hasFact(f, EvSectionIOCPU) {
+	if !hasFact(f, core.EvDumpHolderIO, "call", "os.(*File).Sync", "state", "syscall", "how", core.HolderInSection) || !hasFact(f, core.EvSectionIOCPU) {
 		t.Errorf("evidence lacks the holder in os.(*File).Sync inside the critical section, or the CPU in I/O:\n%s", evidenceData(f))
 	}
 	if !strings.Contains(f.Suggestion.Action, "sequence number") || !strings.Contains(f.Suggestion.Action, "older snapshot never overwrites a newer one") {
@@ -397,10 +398,10 @@ func TestSpinConvoy(t *testing.T) {
 	if f.Participants != 5 || f.CPUSeconds != 4 {
 		t.Errorf("participants %d cpu %v, want 5 and 4 s", f.Participants, f.CPUSeconds)
 	}
-	if f.Confidence != ConfidenceHigh || !strings.Contains(f.Suggestion.Action, "parking lock") {
+	if f.Confidence != core.ConfidenceHigh || !strings.Contains(f.Suggestion.Action, "parking lock") {
 		t.Errorf("finding %+v", f)
 	}
-	if !hasFact(f, EvGoSpinYield, "yield_share", 0.0) {
+	if !hasFact(f, core.EvGoSpinYield, "yield_share", 0.0) {
 		t.Errorf("evidence lacks a loop that never yields:\n%s", evidenceData(f))
 	}
 }
@@ -430,7 +431,7 @@ func TestMutexProfileOnly(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := res.Findings[0]
-	if f.Confidence != ConfidenceLow || f.WaitSeconds != 64 || !strings.Contains(f.Headline, "released at") {
+	if f.Confidence != core.ConfidenceLow || f.WaitSeconds != 64 || !strings.Contains(f.Headline, "released at") {
 		t.Errorf("finding %+v", f)
 	}
 	if !strings.Contains(strings.Join(res.Notes, "\n"), "duration unknown") {
@@ -471,7 +472,7 @@ func TestAnalyzeEmpty(t *testing.T) {
 		t.Error("Analyze(nil) gave no error")
 	}
 	res := analyze(t, &recording.Recording{})
-	if res.Schema != SchemaVersion || len(res.Findings) != 0 || res.Findings == nil {
+	if res.Schema != core.SchemaVersion || len(res.Findings) != 0 || res.Findings == nil {
 		t.Errorf("result %+v", res)
 	}
 	// Profiles with no samples at all.
@@ -561,11 +562,11 @@ func TestLockAddressSpread(t *testing.T) {
 
 	spread := analyze(t, build("0xc000010000", "0xc000010008", "0xc000010010", "0xc000010018", "0xc000010020", "0xc000010028"))
 	for _, f := range spread.Findings {
-		if f.Kind == KindLockConvoy {
+		if f.Kind == core.KindLockConvoy {
 			t.Fatalf("waiters on 6 mutexes judged a convoy: %s\n%s", f.Headline, evidenceData(f))
 		}
 	}
-	if len(spread.Findings) == 0 || !hasFact(spread.Findings[0], EvDumpSpread, "distinct", 6, "most", 4) {
+	if len(spread.Findings) == 0 || !hasFact(spread.Findings[0], core.EvDumpSpread, "distinct", 6, "most", 4) {
 		t.Errorf("no spread evidence in %v", spread.Findings)
 	}
 
@@ -574,7 +575,7 @@ func TestLockAddressSpread(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := one.Findings[0]
-	if f.Lock == nil || f.Lock.Address != "0xc000010000" || !hasFact(f, EvDumpSameMutex, "named", 12, "addr", "0xc000010000") {
+	if f.Lock == nil || f.Lock.Address != "0xc000010000" || !hasFact(f, core.EvDumpSameMutex, "named", 12, "addr", "0xc000010000") {
 		t.Errorf("lock %+v, evidence:\n%s", f.Lock, evidenceData(f))
 	}
 }
@@ -593,7 +594,7 @@ func TestBurstsUnseenByTheDumpAreNoConvoy(t *testing.T) {
 	if diff := cmp.Diff([]string{"contention@app.(*Table).Get"}, kinds(res)); diff != "" {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
-	if !hasFact(res.Findings[0], EvDumpUnseen) {
+	if !hasFact(res.Findings[0], core.EvDumpUnseen) {
 		t.Errorf("evidence lacks the dump's view:\n%s", evidenceData(res.Findings[0]))
 	}
 }
@@ -636,10 +637,10 @@ func TestConvoyCaughtInItsHandoffs(t *testing.T) {
 				t.Fatalf("findings (-want +got):\n%s", diff)
 			}
 			f := res.Findings[0]
-			if got := hasFact(f, EvDumpReleasing, "releasing", float64(tc.releasing)); got != (tc.releasing > 0) {
+			if got := hasFact(f, core.EvDumpReleasing, "releasing", float64(tc.releasing)); got != (tc.releasing > 0) {
 				t.Errorf("hand-off fact %v, want %v:\n%s", got, tc.releasing > 0, evidenceData(f))
 			}
-			if got := hasFact(f, EvDumpUnseen); got == (tc.releasing > 0) {
+			if got := hasFact(f, core.EvDumpUnseen); got == (tc.releasing > 0) {
 				t.Errorf("unseen fact %v:\n%s", got, evidenceData(f))
 			}
 		})
@@ -660,10 +661,10 @@ func TestOwnIOUnderAForeignSync(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		syncNS, writesNS int64
-		want             Kind
+		want             core.Kind
 	}{
-		{"delay on the syncer", 658 * sec / 1000, 40 * sec / 1000, KindIOUnderLock},
-		{"delay on the writers", 40 * sec / 1000, 658 * sec / 1000, KindContention},
+		{"delay on the syncer", 658 * sec / 1000, 40 * sec / 1000, core.KindIOUnderLock},
+		{"delay on the writers", 40 * sec / 1000, 658 * sec / 1000, core.KindContention},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			block := contentionProf(t).add([]int64{271, 4 * sec}, stack(blockLock, write, worker)...).build()
@@ -679,7 +680,7 @@ func TestOwnIOUnderAForeignSync(t *testing.T) {
 			if len(res.Findings) == 0 || res.Findings[0].Kind != tc.want {
 				t.Fatalf("findings %q, want %s first", kinds(res), tc.want)
 			}
-			if tc.want == KindIOUnderLock && !strings.Contains(res.Findings[0].Suggestion.Reasoning, "charges 94% of it to holders never seen waiting") {
+			if tc.want == core.KindIOUnderLock && !strings.Contains(res.Findings[0].Suggestion.Reasoning, "charges 94% of it to holders never seen waiting") {
 				t.Errorf("reasoning %q does not say where the delay falls", res.Findings[0].Suggestion.Reasoning)
 			}
 		})
@@ -702,7 +703,7 @@ func TestDumpHolderInIO(t *testing.T) {
 		t.Fatalf("findings (-want +got):\n%s", diff)
 	}
 	f := res.Findings[0]
-	if !hasFact(f, EvDumpHolderIO, "call", "unix.Fdatasync", "state", "syscall", "at", "kvstore.(*store).commit (kvstore.go:75)") {
+	if !hasFact(f, core.EvDumpHolderIO, "call", "unix.Fdatasync", "state", "syscall", "at", "kvstore.(*store).commit (kvstore.go:75)") {
 		t.Errorf("evidence lacks the holder in fdatasync under commit:\n%s", evidenceData(f))
 	}
 	if !strings.Contains(f.Headline, "unix.Fdatasync") || !strings.Contains(f.Suggestion.Reasoning, "kvstore.(*store).commit") {
@@ -731,7 +732,7 @@ func TestDumpChain(t *testing.T) {
 		t.Fatal("no finding")
 	}
 	f := res.Findings[0]
-	if f.Point.Function != "app.(*S).Get" || !hasFact(f, EvChainDump, "share", 1.0, "what", "sync.Mutex.Lock in app.(*T).Flush (t.go:5)") {
+	if f.Point.Function != "app.(*S).Get" || !hasFact(f, core.EvChainDump, "share", 1.0, "what", "sync.Mutex.Lock in app.(*T).Flush (t.go:5)") {
 		t.Errorf("finding %s at %s, evidence:\n%s", f.Kind, f.Point.Function, evidenceData(f))
 	}
 }
@@ -755,7 +756,7 @@ func TestOneIOSampleUnderTheHeaviestUnlock(t *testing.T) {
 		cpu(300, stack(fr("app.encode@/src/app/e.go:3"), worker)...).
 		build()
 	res := analyze(t, rec(map[recording.View]*profile.Profile{recording.ViewGoBlock: block, recording.ViewGoMutex: mutex, recording.ViewGoCPU: cpu}))
-	if len(res.Findings) == 0 || res.Findings[0].Kind != KindIOUnderLock {
+	if len(res.Findings) == 0 || res.Findings[0].Kind != core.KindIOUnderLock {
 		t.Fatalf("findings %q, want io-under-lock first", kinds(res))
 	}
 	if !strings.Contains(res.Findings[0].Suggestion.Reasoning, "app.(*WAL).scheduleSync holds it across os.(*File).Sync") {
@@ -774,7 +775,7 @@ func TestIOUnderLockSeenAsleep(t *testing.T) {
 	for _, c := range []struct {
 		calls int64
 		io    bool
-	}{{minIOSleeps, true}, {minIOSleeps - 1, false}} {
+	}{{goprofile.MinIOSleeps, true}, {goprofile.MinIOSleeps - 1, false}} {
 		block := m.block(t)
 		// The mutex profile charges most of the delay to the lookups'
 		// own Unlock, so that it does not vouch for the I/O (see
@@ -798,10 +799,10 @@ func TestIOUnderLockSeenAsleep(t *testing.T) {
 			t.Fatalf("%d calls: no finding", c.calls)
 		}
 		f := res.Findings[0]
-		if got := f.Kind == KindIOUnderLock; got != c.io {
+		if got := f.Kind == core.KindIOUnderLock; got != c.io {
 			t.Errorf("%d fsync calls asleep under the lock: %s, want io-under-lock %v", c.calls, f.Kind, c.io)
 		}
-		if c.io && !hasFact(f, EvSectionIOSleep, "calls", float64(c.calls)) {
+		if c.io && !hasFact(f, core.EvSectionIOSleep, "calls", float64(c.calls)) {
 			t.Errorf("evidence lacks the %d calls asleep in the critical section:\n%s", c.calls, evidenceData(f))
 		}
 	}

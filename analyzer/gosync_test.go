@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/analyzer/live"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -42,14 +44,14 @@ func TestGoLockWaitsConvoy(t *testing.T) {
 		t.Fatalf("no finding; missing %+v", res.Missing)
 	}
 	f := res.Findings[0]
-	if f.Kind != KindLockConvoy || f.Point.Function != "app.(*Sub).handle" {
+	if f.Kind != core.KindLockConvoy || f.Point.Function != "app.(*Sub).handle" {
 		t.Fatalf("first finding %s at %s, want a lock convoy at app.(*Sub).handle", f.Kind, f.Point.Function)
 	}
-	if !hasFact(f, EvBlockWaits, "probed", "internal/sync.(*Mutex).lockSlow") {
+	if !hasFact(f, core.EvBlockWaits, "probed", "internal/sync.(*Mutex).lockSlow") {
 		t.Errorf("evidence does not say the waits were measured with uprobes: %s", evidenceData(f))
 	}
 	for _, e := range f.Evidence {
-		if e.Kind == EvBlockWaits && e.Source != string(recording.ViewGoLockWaits) {
+		if e.Kind == core.EvBlockWaits && e.Source != string(recording.ViewGoLockWaits) {
 			t.Errorf("block-waits evidence from %q, want %q", e.Source, recording.ViewGoLockWaits)
 		}
 	}
@@ -60,7 +62,7 @@ func TestGoLockWaitsConvoy(t *testing.T) {
 	if m == nil || !strings.Contains(m.Decides, "measured with uprobes instead (go-lockwaits)") {
 		t.Errorf("block profile entry %+v does not say what stands in for it", m)
 	}
-	if m := missingWhat(res, goUprobesMissing); m != nil {
+	if m := missingWhat(res, live.GoUprobesMissing); m != nil {
 		t.Errorf("uprobes listed missing though they measured: %+v", m)
 	}
 }
@@ -78,11 +80,11 @@ func TestGoLockWaitsSpread(t *testing.T) {
 		t.Fatal("no finding for 64 goroutines waiting on average")
 	}
 	for _, f := range res.Findings {
-		if f.Kind == KindLockConvoy || f.Kind == KindHotStripe {
+		if f.Kind == core.KindLockConvoy || f.Kind == core.KindHotStripe {
 			t.Errorf("%s at %s for waits spread over 32 mutexes", f.Kind, f.Point.Function)
 		}
 	}
-	if f := res.Findings[0]; !hasFact(f, EvWaitSpread, "distinct", 32) {
+	if f := res.Findings[0]; !hasFact(f, core.EvWaitSpread, "distinct", 32) {
 		t.Errorf("no wait-spread evidence over 32 mutexes: %s", evidenceData(f))
 	}
 }
@@ -96,7 +98,7 @@ func TestGoUprobesMissing(t *testing.T) {
 		gd.Kinds = append(gd.Kinds, recording.GoDataKind{Kind: k, Why: "no pprof endpoint: x"})
 	}
 	res := analyze(t, goLiveRec(gd))
-	m := missingWhat(res, goUprobesMissing)
+	m := missingWhat(res, live.GoUprobesMissing)
 	if m == nil || !strings.HasSuffix(m.Decides, "Not measured: "+why) {
 		t.Errorf("Missing %+v, want the uprobes listed with why", res.Missing)
 	}

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
-
+	"github.com/contend-dev/contend/analyzer/core"
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/recording"
+	"github.com/google/pprof/profile"
 )
 
 // Test helpers: hand-built Go profiles and dumps. A frame is written
@@ -143,7 +143,7 @@ func rec(views map[recording.View]*profile.Profile, dumps ...*goprof.Dump) *reco
 	return r
 }
 
-func analyze(t testing.TB, r *recording.Recording) *Result {
+func analyze(t testing.TB, r *recording.Recording) *core.Result {
 	t.Helper()
 	res, err := Analyze(r, Options{})
 	if err != nil {
@@ -153,7 +153,7 @@ func analyze(t testing.TB, r *recording.Recording) *Result {
 }
 
 // kinds lists the findings as "kind@function".
-func kinds(res *Result) []string {
+func kinds(res *core.Result) []string {
 	var out []string
 	for _, f := range res.Findings {
 		out = append(out, fmt.Sprintf("%s@%s", f.Kind, f.Point.Function))
@@ -163,7 +163,7 @@ func kinds(res *Result) []string {
 
 // evidenceData lists a finding's evidence as data, one item a line, for
 // failure messages.
-func evidenceData(f Finding) string {
+func evidenceData(f core.Finding) string {
 	var b strings.Builder
 	for _, e := range f.Evidence {
 		fmt.Fprintf(&b, "[%s] %s %v %v %v\n", e.Source, e.Kind, e.Figures, e.Names, e.Items)
@@ -174,8 +174,8 @@ func evidenceData(f Finding) string {
 // hasFact reports whether f carries evidence of kind whose figures and
 // names include kv (alternating keys and values: a string value is a
 // name, a number a figure).
-func hasFact(f Finding, kind EvidenceKind, kv ...any) bool {
-	want := fact("", kind, kv...)
+func hasFact(f core.Finding, kind core.EvidenceKind, kv ...any) bool {
+	want := core.Fact("", kind, kv...)
 next:
 	for _, e := range f.Evidence {
 		if e.Kind != kind {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contend-dev/contend/analyzer/core"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -19,7 +20,7 @@ func goLiveRec(gd *recording.GoData) *recording.Recording {
 }
 
 // missingWhat returns the Missing entry named what, nil when absent.
-func missingWhat(res *Result, what string) *Missing {
+func missingWhat(res *core.Result, what string) *core.Missing {
 	for i := range res.Missing {
 		if res.Missing[i].What == what {
 			return &res.Missing[i]
