@@ -82,12 +82,15 @@ const (
 // whole run or of its last window. All methods are safe for concurrent
 // use.
 type Session struct {
-	opts   Options
-	target Target
-	cfg    tracerConfig
-	tr     tracer
-	res    *resolver
-	ksym   kernelSymbols
+	opts Options
+	// sleepObjs names the objects of sleeps and failed lock attempts
+	// (onRecord, the ring buffer reader alone).
+	sleepObjs objCache
+	target    Target
+	cfg       tracerConfig
+	tr        tracer
+	res       *resolver
+	ksym      kernelSymbols
 	// objs shares the target processes' mapped objects and their tables
 	// (a server's processes map the same files).
 	objs *symbolize.ObjectCache
@@ -459,6 +462,9 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := tr.(interface{ kernelNotes() []string }); ok {
+		s.meta.Warnings = append(s.meta.Warnings, n.kernelNotes()...)
+	}
 	// The recording starts once every probe is attached: attaching takes
 	// a noticeable time on a busy machine, and the on-CPU probes attach
 	// last.
@@ -501,6 +507,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		readerDone: make(chan struct{}),
 		cum:        newAggregates(),
 		log:        eventLog{max: o.MaxEvents},
+		sleepObjs:  objCache{paths: fdPaths{root: o.ProcRoot}},
 		counters:   map[string]uint64{},
 		gone:       map[threadKey]bool{},
 		folded:     map[threadKey]bool{},
@@ -750,6 +757,18 @@ func (s *Session) onRecord(b []byte) {
 			return
 		}
 		s.res.addWindow(h, data)
+		return
+	}
+	if b[0] == kindSleep || b[0] == kindTryFail {
+		r, err := decodeSleep(b)
+		if err != nil {
+			s.countBad()
+			return
+		}
+		si := sleepInfo{obj: s.sleepObjs.object(r), wakerPID: int(r.WakerPID), sched: s.sleepObjs.schedFrames(r, s.ksym)}
+		s.mu.Lock()
+		s.log.addObj(r.Ev, si)
+		s.mu.Unlock()
 		return
 	}
 	e, err := decodeEvent(b)
@@ -1193,7 +1212,7 @@ func (s *Session) EventsSince(seq uint64, limit int) EventBatch {
 			left = 0
 		}
 	}
-	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res)
+	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res, s.log.objs)
 	return b
 }
 
@@ -1471,7 +1490,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 				n++
 			}
 		})
-		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
+		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res, s.log.objs)
 		s.mu.Unlock()
 	}
 	if rec.Stacks == nil {
