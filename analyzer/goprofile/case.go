@@ -50,7 +50,7 @@ func (l *goLock) id() *core.LockID {
 	return &core.LockID{Key: l.key(), Name: l.name(), PairingGuess: l.guess()}
 }
 
-func detectGoLocks(a *core.Output, g *GoData) {
+func detectGoLocks(a *core.Output, g *Data) {
 	locks := goLocks(g)
 	var total int64
 	for _, l := range locks {
@@ -68,7 +68,7 @@ func detectGoLocks(a *core.Output, g *GoData) {
 }
 
 // lockRow is the lock's row for the locks table.
-func (g *GoData) lockRow(l *goLock) core.LockRow {
+func (g *Data) lockRow(l *goLock) core.LockRow {
 	row := core.LockRow{Lock: *l.id(), Waits: uint64(l.contentions()), WaitSeconds: core.Seconds(l.wait())}
 	row.DistinctWaiters = l.waiters
 	if m := int(math.Ceil(g.meanWaiting(l.wait()))); m > row.DistinctWaiters {
@@ -86,7 +86,7 @@ func (g *GoData) lockRow(l *goLock) core.LockRow {
 }
 
 // significant reports whether a lock's waiting is worth a verdict.
-func (g *GoData) significant(l *goLock, totalWait int64) bool {
+func (g *Data) significant(l *goLock, totalWait int64) bool {
 	wait := l.wait()
 	if wait == 0 {
 		// No lock profile: a single dump can still show a pile-up.
@@ -97,7 +97,7 @@ func (g *GoData) significant(l *goLock, totalWait int64) bool {
 
 // lockCase builds the case of a Go lock, false when its waiting is not
 // significant.
-func (g *GoData) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
+func (g *Data) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
 	if !g.significant(l, totalWait) {
 		return nil, false
 	}
@@ -171,7 +171,7 @@ func (g *GoData) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
 
 // lockEvidence states what the profiles and the dump show of the lock's
 // waiting and release.
-func (g *GoData) lockEvidence(l *goLock, c *core.LockCase) []core.Evidence {
+func (g *Data) lockEvidence(l *goLock, c *core.LockCase) []core.Evidence {
 	var ev []core.Evidence
 	if l.waiters > 0 {
 		ev = append(ev, core.Fact("goroutines", core.EvDumpWaiters, "waiters", l.waiters, "population", g.population,
@@ -218,7 +218,7 @@ func countItems(m map[string]int) []core.Item {
 // locks: the profiles add them up), or several with one taking most of the
 // waiters (a hot element of a set of locks). It also marks a lock the dump
 // shows nobody waiting for although the profiles average a queue.
-func (g *GoData) addrFacts(l *goLock, c *core.LockCase) {
+func (g *Data) addrFacts(l *goLock, c *core.LockCase) {
 	if len(l.addrs) == 0 && len(l.addrNS) > 0 {
 		g.measuredAddrFacts(l, c)
 		return
@@ -261,7 +261,7 @@ func (g *GoData) addrFacts(l *goLock, c *core.LockCase) {
 // goroutines: one lock; several with none taking half the waiting (the
 // site takes one of many locks, which the call path alone adds up); or
 // several with one taking most (a hot element of a set of locks).
-func (g *GoData) measuredAddrFacts(l *goLock, c *core.LockCase) {
+func (g *Data) measuredAddrFacts(l *goLock, c *core.LockCase) {
 	var total, most int64
 	mostAddr := ""
 	for a, ns := range l.addrNS {
@@ -293,7 +293,7 @@ func (g *GoData) measuredAddrFacts(l *goLock, c *core.LockCase) {
 
 // sectionEvidence states what the CPU profile shows inside the critical
 // sections and at the Lock sites.
-func (g *GoData) sectionEvidence(h holderFacts, c *core.LockCase) []core.Evidence {
+func (g *Data) sectionEvidence(h holderFacts, c *core.LockCase) []core.Evidence {
 	var ev []core.Evidence
 	if h.csNS > 0 {
 		ev = append(ev, core.Fact("go-cpu", core.EvSectionCPU, "cpu_s", core.Seconds(h.csNS), "io", h.ioNS > 0))
@@ -309,7 +309,7 @@ func (g *GoData) sectionEvidence(h holderFacts, c *core.LockCase) []core.Evidenc
 // goroutines whose own critical sections do no I/O (lookups stalled behind
 // a journal write); when every waiter does I/O under the lock itself, the
 // lock serializes the I/O: a different problem with a different fix.
-func (g *GoData) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IoFacts {
+func (g *Data) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IoFacts {
 	io := core.IoFacts{Share: -1}
 	io.Explains = h.inIO > 0 || h.ioSleeps >= MinIOSleeps ||
 		h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
@@ -434,7 +434,7 @@ func (l *goLock) releaseShare(keep func(fn string) bool) float64 {
 // the lock to a waiter and yielded its CPU to it (a Go mutex in starvation
 // mode does), so it waits for the CPU the lock's own hand-off took, and a
 // convoy caught between hand-offs would otherwise read as a crowded CPU.
-func (g *GoData) cpuQueue() (float64, int) {
+func (g *Data) cpuQueue() (float64, int) {
 	if len(g.groups) == 0 || g.stateInferred || g.numCPU <= 0 {
 		return 0, 0
 	}
@@ -487,7 +487,7 @@ func (h holderFacts) sites(l *goLock) []string {
 
 // ioEvidence states what the dump, the CPU profile and the probes show of
 // the I/O.
-func (g *GoData) ioEvidence(h holderFacts) []core.Evidence {
+func (g *Data) ioEvidence(h holderFacts) []core.Evidence {
 	var ev []core.Evidence
 	if h.inIO > 0 {
 		gr := h.ioGroup
@@ -529,7 +529,7 @@ const maxEmbedOffset = 4096
 // inference, said in the evidence. A function of the same package is not
 // enough: a package often has several locks, and a goroutine writing a
 // file under another of them would be blamed.
-func (g *GoData) dumpHolder(l *goLock, h *holderFacts) {
+func (g *Data) dumpHolder(l *goLock, h *holderFacts) {
 	addrs := l.lockAddrs()
 	waiterRecv := l.waiterReceivers()
 	recvs := map[string]bool{}
@@ -658,7 +658,7 @@ func waitWhat(l *goLock, p core.ProgramPoint) string {
 }
 
 // missingForLocks says which inputs would sharpen a lock verdict.
-func (g *GoData) missingForLocks() string {
+func (g *Data) missingForLocks() string {
 	var want []string
 	if len(g.groups) == 0 || g.stateInferred {
 		want = append(want, "a goroutine dump (debug=2)")

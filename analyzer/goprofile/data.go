@@ -76,8 +76,8 @@ type gGroup struct {
 	args []string
 }
 
-// GoData is the Go side of one recording, folded for the detectors.
-type GoData struct {
+// Data is the Go side of one recording, folded for the detectors.
+type Data struct {
 	// duration is the profiled wall time, 0 when unknown.
 	duration time.Duration
 
@@ -119,8 +119,8 @@ type GoData struct {
 
 // buildGoData folds the Go views and dumps of rec. It returns nil when the
 // recording holds no Go data.
-func buildGoData(rec *recording.Recording) *GoData {
-	g := &GoData{Stacks: core.NewProfStacks()}
+func buildGoData(rec *recording.Recording) *Data {
+	g := &Data{Stacks: core.NewProfStacks()}
 	any := false
 	g.blockSrc = recording.ViewGoBlock
 	p := rec.Profile(recording.ViewGoBlock)
@@ -181,7 +181,7 @@ func profiledDuration(rec *recording.Recording) time.Duration {
 
 // contentionSites folds a mutex or block profile (values contentions,
 // delay) into sites.
-func (g *GoData) contentionSites(p *profile.Profile) []*site {
+func (g *Data) contentionSites(p *profile.Profile) []*site {
 	ci := core.ValueIndex(p, "contentions", "")
 	di := core.ValueIndex(p, "delay", "")
 	if di < 0 && len(p.SampleType) >= 2 {
@@ -224,7 +224,7 @@ func runtimePoint(frames []recording.Frame) int {
 }
 
 // addSample folds one sample into sites.
-func (g *GoData) addSample(sites map[siteKey]*site, s *profile.Sample, frames []recording.Frame, pi int, sc core.StackClass, count, value int64) *site {
+func (g *Data) addSample(sites map[siteKey]*site, s *profile.Sample, frames []recording.Frame, pi int, sc core.StackClass, count, value int64) *site {
 	user := ""
 	if sc.Class == core.ClassRuntimeLock {
 		if pi >= 0 {
@@ -276,7 +276,7 @@ func sortSites(m map[siteKey]*site) []*site {
 
 // cpuSites folds a CPU profile into sites and remembers it for
 // critical-section walks.
-func (g *GoData) cpuSites(p *profile.Profile) []*site {
+func (g *Data) cpuSites(p *profile.Profile) []*site {
 	vi := core.ValueIndex(p, "cpu", "nanoseconds")
 	if vi < 0 {
 		vi = len(p.SampleType) - 1
@@ -312,7 +312,7 @@ func (g *GoData) cpuSites(p *profile.Profile) []*site {
 // runtime's own frames are left out of it, so a goroutine parked in select
 // or a channel receive looks like one running user code). It reports
 // whether there was any.
-func (g *GoData) goroutines(rec *recording.Recording) bool {
+func (g *Data) goroutines(rec *recording.Recording) bool {
 	g.dumps = len(rec.Goroutines)
 	var debug2, debug1 *goprof.Dump
 	for _, d := range rec.Goroutines {
@@ -357,7 +357,7 @@ func (g *GoData) goroutines(rec *recording.Recording) bool {
 
 // fromDump adds a dump's groups; elided says the runtime's leading frames
 // are left out (debug=1).
-func (g *GoData) fromDump(d *goprof.Dump, elided bool) {
+func (g *Data) fromDump(d *goprof.Dump, elided bool) {
 	total := 0
 	for _, gr := range d.Groups {
 		g.addGroup(gr.Count, gr.State, g.Stacks.DumpFrames(gr), elided, goprof.LockAddr(gr.Frames))
@@ -373,7 +373,7 @@ func (g *GoData) fromDump(d *goprof.Dump, elided bool) {
 	g.population = max(d.Total, total)
 }
 
-func (g *GoData) addGroup(count int, state string, frames []recording.Frame, elided bool, lockAddr string) {
+func (g *Data) addGroup(count int, state string, frames []recording.Frame, elided bool, lockAddr string) {
 	pi := core.PointIndex(frames)
 	sc := core.ClassifyGoroutine(state, frames, pi)
 	if state == "" {
@@ -442,7 +442,7 @@ var machineryStates = map[string]string{
 
 // active returns how many dumped goroutines are not idle (working,
 // runnable, or waiting for a lock), 0 without a dump.
-func (g *GoData) active() int {
+func (g *Data) active() int {
 	n := 0
 	for _, gr := range g.groups {
 		switch gr.sc.Class {
@@ -456,7 +456,7 @@ func (g *GoData) active() int {
 
 // meanWaiting is the average number of goroutines waiting, by Little's
 // law: total wait divided by wall time. 0 when the duration is unknown.
-func (g *GoData) meanWaiting(waitNS int64) float64 {
+func (g *Data) meanWaiting(waitNS int64) float64 {
 	if g.duration <= 0 {
 		return 0
 	}
@@ -465,7 +465,7 @@ func (g *GoData) meanWaiting(waitNS int64) float64 {
 
 // ioWalk calls fn for every I/O sample of the probes that slept, with its
 // frames (reused between calls), calls and time asleep.
-func (g *GoData) ioWalk(fn func(frames []recording.Frame, calls, ns int64)) {
+func (g *Data) ioWalk(fn func(frames []recording.Frame, calls, ns int64)) {
 	if g.ioProf == nil {
 		return
 	}
@@ -479,7 +479,7 @@ func (g *GoData) ioWalk(fn func(frames []recording.Frame, calls, ns int64)) {
 
 // cpuWalk calls fn for every CPU sample with its frames (reused between
 // calls) and CPU nanoseconds.
-func (g *GoData) cpuWalk(fn func(frames []recording.Frame, ns int64)) {
+func (g *Data) cpuWalk(fn func(frames []recording.Frame, ns int64)) {
 	if g.cpuProf == nil {
 		return
 	}

@@ -161,7 +161,7 @@ func family(f core.LockFlavor) core.LockFlavor {
 // goLocks assembles the locks of the Go data: nodes for the Lock sites
 // (block profile and dump) and Unlock sites (mutex profile), joined into
 // locks by pairing, heaviest first.
-func goLocks(g *GoData) []*goLock {
+func goLocks(g *Data) []*goLock {
 	nodes := lockNodes(g)
 	u := newUnion(nodes)
 	pairNodes(nodes, u)
@@ -171,7 +171,7 @@ func goLocks(g *GoData) []*goLock {
 // lockNodes returns one node per Lock site of the block profile or the
 // dump (a site in both is one node) and per Unlock site of the mutex
 // profile.
-func lockNodes(g *GoData) []*lockNode {
+func lockNodes(g *Data) []*lockNode {
 	var nodes []*lockNode
 	byKey := map[siteKey]*lockNode{}
 	for _, s := range g.block {
@@ -577,7 +577,7 @@ func (h *holderFacts) sectionIO(frames []recording.Frame, k int) int {
 	return io
 }
 
-func (g *GoData) holders(l *goLock) holderFacts {
+func (g *Data) holders(l *goLock) holderFacts {
 	cs := l.critical()
 	var h holderFacts
 	h.ioFuncs = map[string]int64{}

@@ -7,7 +7,7 @@ import (
 
 // goMissing lists what Go inputs lack. Kinds a live recording's
 // Meta.GoData names as absent are listed by liveGoMissing already.
-func goMissing(a *core.Output, g *GoData) {
+func goMissing(a *core.Output, g *Data) {
 	absent := map[string]bool{}
 	for _, k := range a.Rec.Meta.GoData.Absent() {
 		absent[k.Kind] = true

@@ -11,7 +11,7 @@ import (
 // method of a nil Path does nothing, so the pipeline calls them whatever
 // the recording is.
 type Path struct {
-	g *GoData
+	g *Data
 }
 
 // New folds the recording's Go data; nil when it has none.

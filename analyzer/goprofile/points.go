@@ -8,7 +8,7 @@ import (
 	"github.com/contend-dev/contend/internal/units"
 )
 
-func goPoints(a *core.Output, g *GoData) {
+func goPoints(a *core.Output, g *Data) {
 	t := &a.Res.Target
 	if g.population > 0 {
 		t.Population, t.Unit = g.population, "goroutines"
@@ -24,7 +24,7 @@ func goPoints(a *core.Output, g *GoData) {
 	a.Res.Idle = append(a.Res.Idle, g.idleGroups()...)
 }
 
-func goNotes(a *core.Output, g *GoData) {
+func goNotes(a *core.Output, g *Data) {
 	has := func(sub string) bool {
 		for _, n := range a.Res.Notes {
 			if strings.Contains(n, sub) {
@@ -77,7 +77,7 @@ func goNotes(a *core.Output, g *GoData) {
 
 // pointRows builds one row per program point where dumped goroutines sit,
 // plus points that hold a noticeable share of waiting or CPU.
-func (g *GoData) pointRows() []core.PointRow {
+func (g *Data) pointRows() []core.PointRow {
 	rows := map[core.PointKey]*core.PointRow{}
 	big := map[core.PointKey]int{}
 	idle := map[core.PointKey]bool{}
@@ -137,7 +137,7 @@ func (g *GoData) pointRows() []core.PointRow {
 
 // idleGroups lists goroutines and block-profile waits that are not
 // contention, by reason and point.
-func (g *GoData) idleGroups() []core.IdleGroup {
+func (g *Data) idleGroups() []core.IdleGroup {
 	type key struct {
 		reason string
 		core.PointKey

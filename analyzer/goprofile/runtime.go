@@ -14,7 +14,7 @@ import (
 // mutex profile's runtime.unlock and runtime._LostContendedRuntimeLock
 // stacks) as its own kind, grouped by the runtime function that released
 // the lock.
-func (g *GoData) runtimeLocks(a *core.Output, totalUser int64) {
+func (g *Data) runtimeLocks(a *core.Output, totalUser int64) {
 	var total int64
 	for _, s := range g.mutex {
 		if s.sc.Class == core.ClassRuntimeLock {

@@ -27,7 +27,7 @@ type spinFunc struct {
 	states          map[string]int
 }
 
-func detectGoSpin(a *core.Output, g *GoData) {
+func detectGoSpin(a *core.Output, g *Data) {
 	funcs := map[string]*spinFunc{}
 	for _, s := range g.cpu {
 		if s.sc.Class != core.ClassNone || s.key.Fn == "(runtime)" {
@@ -77,7 +77,7 @@ func detectGoSpin(a *core.Output, g *GoData) {
 
 // spinCallers fills the immediate callers of each candidate from the CPU
 // samples.
-func (g *GoData) spinCallers(cands []*spinFunc) {
+func (g *Data) spinCallers(cands []*spinFunc) {
 	byFn := map[string]*spinFunc{}
 	for _, sf := range cands {
 		byFn[sf.fn] = sf
@@ -102,7 +102,7 @@ func onCPU(gr *gGroup) bool {
 // spinGoroutines counts the dumped goroutines on CPU inside each
 // candidate, or stopped in one of its callers (a dump stops goroutines at
 // safe points, often right at the call into the loop).
-func (g *GoData) spinGoroutines(cands []*spinFunc) {
+func (g *Data) spinGoroutines(cands []*spinFunc) {
 	for _, gr := range g.groups {
 		if gr.pi < 0 {
 			continue
@@ -125,7 +125,7 @@ func (g *GoData) spinGoroutines(cands []*spinFunc) {
 // dumpSpinners finds busy-waits from a goroutine dump alone: a crowd of
 // running or runnable goroutines stopped on an atomic operation at one
 // function.
-func (g *GoData) dumpSpinners() []*spinFunc {
+func (g *Data) dumpSpinners() []*spinFunc {
 	funcs := map[string]*spinFunc{}
 	for _, gr := range g.groups {
 		if gr.pi < 0 || !onCPU(gr) || !core.HasAtomic(gr.frames, gr.pi) {
@@ -149,7 +149,7 @@ func (g *GoData) dumpSpinners() []*spinFunc {
 	return out
 }
 
-func (g *GoData) judgeSpin(sf *spinFunc) (core.Finding, bool) {
+func (g *Data) judgeSpin(sf *spinFunc) (core.Finding, bool) {
 	var ev []core.Evidence
 	sources := 0
 	cpuSpin := sf.spinNS > 0

@@ -15,7 +15,7 @@ import (
 
 // lockCase builds the case of a live lock group; locks are every group of
 // the recording (for arrays and chains).
-func (ld *LiveData) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
+func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 	lf := ld.factsOf(g)
 	c := &core.LockCase{
 		Path:         core.PathLive,
@@ -85,7 +85,7 @@ func (ld *LiveData) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 }
 
 // lockEvidence states the facts every live lock verdict shares.
-func (ld *LiveData) lockEvidence(lf *lockFacts, c *core.LockCase) []core.Evidence {
+func (ld *Data) lockEvidence(lf *lockFacts, c *core.LockCase) []core.Evidence {
 	g := lf.g
 	ev := []core.Evidence{core.Fact("futex", core.EvFutexWaits,
 		"waits", g.waits, "blocked", g.blocked, "threads", len(g.waiters), "words", len(g.words),
@@ -136,7 +136,7 @@ func (ld *LiveData) lockEvidence(lf *lockFacts, c *core.LockCase) []core.Evidenc
 
 // turnEvidence states how the waiters of a turn-taking lock hand it to
 // each other and keep it busy.
-func (ld *LiveData) turnEvidence(g *LockGroup) []core.Evidence {
+func (ld *Data) turnEvidence(g *LockGroup) []core.Evidence {
 	t := g.use
 	ev := []core.Evidence{
 		core.Fact("futex", core.EvTurnsHandoff, "waiters", t.waiters, "self_share", t.selfShare),
@@ -152,7 +152,7 @@ func (ld *LiveData) turnEvidence(g *LockGroup) []core.Evidence {
 // ioFacts measures what the lock's holders did in I/O while others
 // waited: from the event log, the holder's I/O system calls and
 // uninterruptible sleep overlapping each logged wait.
-func (ld *LiveData) ioFacts(lf *lockFacts) core.IoFacts {
+func (ld *Data) ioFacts(lf *lockFacts) core.IoFacts {
 	io := core.IoFacts{Share: -1}
 	if lf.evWaitNS <= 0 {
 		return io
@@ -202,7 +202,7 @@ func (ld *LiveData) ioFacts(lf *lockFacts) core.IoFacts {
 
 // ioSite returns the program point of the I/O that explains the most
 // waiting.
-func (ld *LiveData) ioSite(lf *lockFacts) (core.ProgramPoint, bool) {
+func (ld *Data) ioSite(lf *lockFacts) (core.ProgramPoint, bool) {
 	best, bestNS := -1, int64(0)
 	for st, ns := range lf.ioStacks {
 		if st >= 0 && ns > bestNS {
@@ -289,7 +289,7 @@ func interpreterOf(g *LockGroup) string {
 // lock words named inside one global symbol of one module ("stripes+0x28
 // (app)", "stripes+0x50 (app)"). Folded structures (a condition variable
 // with its mutex) are one lock, never an array element.
-func (ld *LiveData) arrayOf(g *LockGroup, locks []*LockGroup) *core.ArrayFacts {
+func (ld *Data) arrayOf(g *LockGroup, locks []*LockGroup) *core.ArrayFacts {
 	base, ok := arrayBase(g)
 	if !ok {
 		return nil
@@ -328,7 +328,7 @@ func arrayBase(g *LockGroup) (string, bool) {
 // on the lock is matched with its holder (the owner at wait time, else
 // the thread that woke the waiter) and that holder's own futex waits and
 // run-queue intervals until it released the lock.
-func (ld *LiveData) chainOf(lf *lockFacts, locks []*LockGroup) []core.ChainLink {
+func (ld *Data) chainOf(lf *lockFacts, locks []*LockGroup) []core.ChainLink {
 	if lf.evWaitNS == 0 {
 		return nil
 	}
@@ -392,7 +392,7 @@ func lockWords(id *core.LockID) string {
 
 // cpus returns how many CPUs the target could use: the CPUs it was
 // allowed to run on when the recording says, else those of the machine.
-func (ld *LiveData) cpus() int {
+func (ld *Data) cpus() int {
 	if n := ld.rec.Meta.CPUsAllowed; n > 0 {
 		return n
 	}

@@ -88,8 +88,8 @@ func (t *liveThread) runnableShare() float64 {
 	return float64(t.runnable) / float64(t.sampled)
 }
 
-// LiveData is one live recording, read for the detectors.
-type LiveData struct {
+// Data is one live recording, read for the detectors.
+type Data struct {
 	rec    *recording.Recording
 	dur    time.Duration
 	numCPU int
@@ -117,8 +117,8 @@ type LiveData struct {
 }
 
 // buildLiveData reads every part of a live recording.
-func buildLiveData(rec *recording.Recording) *LiveData {
-	ld := &LiveData{
+func buildLiveData(rec *recording.Recording) *Data {
+	ld := &Data{
 		rec:     rec,
 		dur:     rec.Meta.Duration,
 		numCPU:  rec.Meta.NumCPU,
@@ -155,7 +155,7 @@ func buildLiveData(rec *recording.Recording) *LiveData {
 
 // thread returns the figures of tid, creating them for a thread the
 // timeline missed (born and gone between two /proc samples).
-func (ld *LiveData) thread(tid int) *liveThread {
+func (ld *Data) thread(tid int) *liveThread {
 	t := ld.threads[tid]
 	if t == nil {
 		t = &liveThread{tid: tid}
@@ -167,12 +167,12 @@ func (ld *LiveData) thread(tid int) *liveThread {
 // isTarget reports whether tid is a thread of the target seen anywhere in
 // the recording. Owner tids read beside a futex word that is not a glibc
 // mutex are arbitrary numbers; this tells them apart.
-func (ld *LiveData) isTarget(tid int) bool {
+func (ld *Data) isTarget(tid int) bool {
 	_, ok := ld.threads[tid]
 	return ok && tid > 0
 }
 
-func (ld *LiveData) readTimeline() {
+func (ld *Data) readTimeline() {
 	tl := ld.rec.Threads
 	if tl == nil {
 		return

@@ -126,7 +126,7 @@ type lockFacts struct {
 }
 
 // facts measures a lock.
-func (ld *LiveData) facts(g *LockGroup) *lockFacts {
+func (ld *Data) facts(g *LockGroup) *lockFacts {
 	lf := &lockFacts{g: g, ioBySys: map[string]int64{}, ioStacks: map[int]int64{}, ioHolders: map[int]bool{}, holderWaits: map[uint64]int64{}}
 	if ld.dur > 0 {
 		lf.mean = float64(g.waitNS) / float64(ld.dur)
@@ -151,7 +151,7 @@ func (ld *LiveData) facts(g *LockGroup) *lockFacts {
 
 // wakeLatency returns the mean time threads sat runnable after a sleep
 // ended (their sleeping off-CPU samples' run-queue time per switch).
-func (ld *LiveData) wakeLatency(tids map[int]bool) time.Duration {
+func (ld *Data) wakeLatency(tids map[int]bool) time.Duration {
 	var runq, n int64
 	for _, s := range ld.offcpu {
 		if tids[s.tid] && s.state == recording.StateSleeping {
@@ -167,7 +167,7 @@ func (ld *LiveData) wakeLatency(tids map[int]bool) time.Duration {
 
 // eventFacts correlates the lock's logged waits with its holders' I/O,
 // uninterruptible sleep and preemption.
-func (ld *LiveData) eventFacts(lf *lockFacts) {
+func (ld *Data) eventFacts(lf *lockFacts) {
 	g := lf.g
 	x := ld.ev
 	var durs []int64
@@ -256,7 +256,7 @@ type holdPart struct {
 // the lock word when the wait began (glibc mutexes), else the thread that
 // woke the waiter. It holds until it releases the lock, which wakes a
 // waiter: its next wake on the lock ends the hold.
-func (ld *LiveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []*recording.Event, own map[uint64]bool) []holdPart {
+func (ld *Data) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []*recording.Event, own map[uint64]bool) []holdPart {
 	x := ld.ev
 	if len(releases) > 0 {
 		var out []holdPart
@@ -298,7 +298,7 @@ func (ld *LiveData) holdsDuring(e recording.Event, w *futexWord, addrs []uint64,
 // is nearly all of them. A thread whose work a releaser did for it (a
 // group commit's followers, woken as done) goes back without handing
 // anything over: passed falls to about one in a group.
-func (ld *LiveData) passOn(g *LockGroup, own map[uint64]bool) (passed, of int) {
+func (ld *Data) passOn(g *LockGroup, own map[uint64]bool) (passed, of int) {
 	x := ld.ev
 	var waits []*recording.Event
 	for _, w := range g.words {
@@ -406,7 +406,7 @@ func histQuantile(hist []uint64, q float64) int64 {
 // other work too), and the rest. Release sites are not used: a function
 // that ends in an unlock often tail-calls it, and its caller, the thread's
 // main loop, then stands as the release site.
-func (ld *LiveData) cpuFacts(lf *lockFacts) {
+func (ld *Data) cpuFacts(lf *lockFacts) {
 	inLock := map[string]bool{}
 	for _, p := range lf.waitPoints {
 		inLock[p.key.Fn] = true

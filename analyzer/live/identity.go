@@ -52,7 +52,7 @@ var condFields = map[string]int64{
 }
 
 // liveLockKey returns the key of a live lock group.
-func (ld *LiveData) liveLockKey(g *LockGroup) string {
+func (ld *Data) liveLockKey(g *LockGroup) string {
 	if k := sharedKey(g); k != "" {
 		return k
 	}

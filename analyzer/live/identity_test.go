@@ -30,7 +30,7 @@ func TestLockKeys(t *testing.T) {
 		{"shared", word(0x7f0000001000, "", recording.LockStat{Shared: &recording.SharedLock{Dev: "00:01", Inode: 71, Offset: 0x40, Path: "/dev/shm/pool"}}), "shared /dev/shm/pool+0x40"},
 		{"heap", word(0x5600dead0, "", recording.LockStat{}), "waited at app!update"},
 	} {
-		ld := &LiveData{rec: &recording.Recording{}, threads: map[int]*liveThread{}, ev: indexEvents(nil)}
+		ld := &Data{rec: &recording.Recording{}, threads: map[int]*liveThread{}, ev: indexEvents(nil)}
 		g := &LockGroup{words: []*futexWord{c.w}, waiters: map[int]bool{7: true}, wakers: map[int]bool{}, owners: map[int]uint64{}}
 		ld.waits = c.w.waitS
 		if got := ld.liveLockKey(g); got != c.want {

@@ -138,7 +138,7 @@ func jvmUnitOf(g *LockGroup) (jvmUnit, bool) {
 // lock waits are merged into the locks they wait for, idle and paused
 // ones say why; every other group is kept as it is. jd is the thread
 // dumps, nil when there are none.
-func (ld *LiveData) jvmLocks(locks []*LockGroup, jd *core.JavaData) []*LockGroup {
+func (ld *Data) jvmLocks(locks []*LockGroup, jd *core.JavaData) []*LockGroup {
 	var out, lockUnits []*LockGroup
 	for _, g := range ld.jvmSplit(locks) {
 		u, ok := jvmUnitOf(g)
@@ -168,7 +168,7 @@ func (ld *LiveData) jvmLocks(locks []*LockGroup, jd *core.JavaData) []*LockGroup
 // both), and get folded as if one structure held them. Every group with a
 // JVM wait is split into its words, each its own group; the words of one
 // thread's event come together again by their waiter (mergeJVMLocks).
-func (ld *LiveData) jvmSplit(locks []*LockGroup) []*LockGroup {
+func (ld *Data) jvmSplit(locks []*LockGroup) []*LockGroup {
 	var out []*LockGroup
 	for _, g := range locks {
 		if _, ok := jvmUnitOf(g); !ok || len(g.words) == 1 {
@@ -186,7 +186,7 @@ func (ld *LiveData) jvmSplit(locks []*LockGroup) []*LockGroup {
 
 // mergeJVMLocks puts the park words of threads that wait for one lock
 // into one group (see the file comment).
-func (ld *LiveData) mergeJVMLocks(units []*LockGroup, jd *core.JavaData) []*LockGroup {
+func (ld *Data) mergeJVMLocks(units []*LockGroup, jd *core.JavaData) []*LockGroup {
 	if len(units) == 0 {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (ld *LiveData) mergeJVMLocks(units []*LockGroup, jd *core.JavaData) []*Lock
 // waits, and one at the back of the queue can wait the whole recording
 // through; neither shows a hand-off, yet both wait for the lock their
 // neighbours at that point are handed.
-func (ld *LiveData) joinUnhanded(units []*LockGroup, linked map[*LockGroup]bool, uf *unionFind, tidKey func(int) string) {
+func (ld *Data) joinUnhanded(units []*LockGroup, linked map[*LockGroup]bool, uf *unionFind, tidKey func(int) string) {
 	root := func(g *LockGroup) string {
 		for _, t := range sortedTIDs(g.jvm.tids) {
 			return uf.find(tidKey(t))
@@ -315,7 +315,7 @@ func (ld *LiveData) joinUnhanded(units []*LockGroup, linked map[*LockGroup]bool,
 }
 
 // jvmGroup merges the units of one Java lock into one group.
-func (ld *LiveData) jvmGroup(units []*LockGroup, jd *core.JavaData) *LockGroup {
+func (ld *Data) jvmGroup(units []*LockGroup, jd *core.JavaData) *LockGroup {
 	g := &LockGroup{waiters: map[int]bool{}, wakers: map[int]bool{}, owners: map[int]uint64{}}
 	flavors := map[core.LockFlavor]int{}
 	objs := map[string]int{}
@@ -394,7 +394,7 @@ func (u *unionFind) union(a, b string) {
 // jvmCase adds to a JVM lock's case what the JVM tells: how the lock was
 // told, what the dumps show of its waiters and holder, and a holder
 // stopped at a safepoint (the GC) as a link of the chain.
-func (ld *LiveData) jvmCase(g *LockGroup, locks []*LockGroup, c *core.LockCase) {
+func (ld *Data) jvmCase(g *LockGroup, locks []*LockGroup, c *core.LockCase) {
 	j := g.jvm
 	c.Java = true
 	c.What = j.id().Name
@@ -456,7 +456,7 @@ const chainJVMPause = "a JVM safepoint (the holder was stopped for a garbage col
 // waiters wait: the same method gains its file and line (the perf map
 // names methods only), and a method the JIT inlined into the compiled
 // frame the probes saw replaces that frame.
-func (ld *LiveData) refinePoint(jl *core.JavaLock, c *core.LockCase) {
+func (ld *Data) refinePoint(jl *core.JavaLock, c *core.LockCase) {
 	k, fr := jl.MainPoint()
 	if len(fr) == 0 {
 		return

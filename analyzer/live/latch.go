@@ -147,7 +147,7 @@ func latchPoint(fr []recording.Frame) (pi int, call string, ok bool) {
 
 // latchLocks groups the target's latch sleeps by program point and counts
 // the wake-ups their threads got from other threads of the target.
-func (ld *LiveData) latchLocks() []*latchLock {
+func (ld *Data) latchLocks() []*latchLock {
 	by := map[core.PointKey]*latchLock{}
 	var out []*latchLock
 	for _, s := range ld.offcpu {
@@ -221,7 +221,7 @@ func firstNum(v []int64) int64 {
 }
 
 // liveLatch reports the latch waits that are a lock's queue.
-func liveLatch(a *core.Output, ld *LiveData) {
+func liveLatch(a *core.Output, ld *Data) {
 	if ld.dur <= 0 {
 		return
 	}
@@ -239,7 +239,7 @@ func liveLatch(a *core.Output, ld *LiveData) {
 
 // latchCase builds the lock case of a latch lock: the waits are counted
 // off-CPU sleeps, the hand-offs the peers' wake-ups.
-func (ld *LiveData) latchCase(l *latchLock) *core.LockCase {
+func (ld *Data) latchCase(l *latchLock) *core.LockCase {
 	n := len(l.waiters)
 	fn := core.ShortFuncName(core.NormNative(l.point.Function))
 	c := &core.LockCase{
@@ -282,7 +282,7 @@ func (ld *LiveData) latchCase(l *latchLock) *core.LockCase {
 // the lock. Only wake-ups from a release path count (releaseWake): the
 // same processes wake each other for other reasons too (PostgreSQL's
 // LWLock semaphores), which would cut the holds short.
-func (ld *LiveData) latchIO(l *latchLock) core.IoFacts {
+func (ld *Data) latchIO(l *latchLock) core.IoFacts {
 	io := core.IoFacts{Share: -1}
 	x := ld.ev
 	if x == nil {
@@ -477,7 +477,7 @@ func latchHoldCut(wakeups []recording.Event, span int64) int64 {
 // wake (sem_post, pthread_cond_signal): those wake a futex sleeper, the
 // waiter of another lock (PostgreSQL's LWLocks, on per-process
 // semaphores), which the futex locks count.
-func (ld *LiveData) releaseWake(e recording.Event) bool {
+func (ld *Data) releaseWake(e recording.Event) bool {
 	if e.Stack < 0 || e.Stack >= len(ld.rec.Stacks) {
 		return false
 	}
@@ -510,7 +510,7 @@ func futexWakeFrame(f recording.Frame) bool {
 // loggedIOShare returns the share of the I/O time of threads that the
 // event log kept (its I/O events against the I/O view's totals), 0 when
 // either is missing.
-func (ld *LiveData) loggedIOShare(tids map[int]bool) float64 {
+func (ld *Data) loggedIOShare(tids map[int]bool) float64 {
 	p := ld.rec.Profile(recording.ViewIO)
 	if p == nil || ld.ev == nil {
 		return 0

@@ -33,12 +33,12 @@ var (
 
 // liveFixture is a hand-built live recording for the unit tests.
 type liveFixture struct {
-	ld *LiveData
+	ld *Data
 }
 
 func newLiveFixture(d time.Duration) *liveFixture {
 	rec := &recording.Recording{Meta: recording.Meta{Source: recording.SourceLive, Duration: d, NumCPU: 2}}
-	return &liveFixture{ld: &LiveData{rec: rec, dur: d, numCPU: 2, locks: map[uint64]*recording.LockStat{}, threads: map[int]*liveThread{}, ev: indexEvents(nil)}}
+	return &liveFixture{ld: &Data{rec: rec, dur: d, numCPU: 2, locks: map[uint64]*recording.LockStat{}, threads: map[int]*liveThread{}, ev: indexEvents(nil)}}
 }
 
 // word adds a futex word's kernel statistics.

@@ -159,7 +159,7 @@ func (w *futexWord) users() map[int]bool {
 }
 
 // futexWords gathers every futex address of the recording with its role.
-func (ld *LiveData) futexWords() []*futexWord {
+func (ld *Data) futexWords() []*futexWord {
 	words := map[uint64]*futexWord{}
 	get := func(addr uint64) *futexWord {
 		w := words[addr]
@@ -365,7 +365,7 @@ func (g *LockGroup) name() string {
 }
 
 // id returns the LockID of the group.
-func (g *LockGroup) id(ld *LiveData) core.LockID {
+func (g *LockGroup) id(ld *Data) core.LockID {
 	if g.jvm != nil {
 		return g.jvm.id()
 	}
@@ -423,7 +423,7 @@ func (g *LockGroup) wakeSamples() []*liveSample {
 
 // lockGroups folds the recording's futex words into locks and judges each
 // idle or not.
-func (ld *LiveData) lockGroups() []*LockGroup {
+func (ld *Data) lockGroups() []*LockGroup {
 	words := ld.futexWords()
 	parent := make([]int, len(words))
 	for i := range parent {
@@ -507,7 +507,7 @@ func ownWaiter(g *LockGroup) bool {
 // single waiter, and nothing at the futex level ties the words together
 // but where they are waited on: the same program point. Judged one by
 // one, each looks like a thread idling alone; together they are one lock.
-func (ld *LiveData) foldQueues(groups []*LockGroup) []*LockGroup {
+func (ld *Data) foldQueues(groups []*LockGroup) []*LockGroup {
 	byPoint := map[core.PointKey][]*LockGroup{}
 	var keys []core.PointKey
 	for _, g := range groups {
@@ -571,7 +571,7 @@ func (g *LockGroup) participants() int {
 }
 
 // sumGroup adds up a group's figures and judges whether it is idle.
-func (ld *LiveData) sumGroup(g *LockGroup) {
+func (ld *Data) sumGroup(g *LockGroup) {
 	roles := map[wordRole]int{}
 	for _, w := range g.words {
 		roles[w.role]++
@@ -714,7 +714,7 @@ type turnUse struct {
 // waiters make the hand-offs (turnMinSelfWake), busy when together they
 // keep it busy (turnMinBusy). Threads taking turns on a lock built from
 // it are both; an idle pool's workers are neither.
-func (ld *LiveData) condUse(g *LockGroup) (selfWoken, busy bool) {
+func (ld *Data) condUse(g *LockGroup) (selfWoken, busy bool) {
 	// The condition variable's waiters are the threads that sleep inside
 	// pthread_cond_wait (on any word of the structure); a producer that
 	// sleeps only inside pthread_cond_signal, waiting for the waiters of
@@ -811,7 +811,7 @@ func condSide(frames []recording.Frame) condSideOf {
 // demand returns the CPU time and the run-queue time (runnable without a
 // CPU) of a set of threads per second of wall time: how many CPUs' worth
 // they used and how many more they waited for.
-func (ld *LiveData) demand(tids map[int]bool) (cpu, runq float64) {
+func (ld *Data) demand(tids map[int]bool) (cpu, runq float64) {
 	if ld.dur <= 0 || len(tids) == 0 {
 		return 0, 0
 	}

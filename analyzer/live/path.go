@@ -12,7 +12,7 @@ import (
 // notes to out. Every method of a nil Path does nothing, so the pipeline
 // calls them whatever the recording is.
 type Path struct {
-	ld    *LiveData
+	ld    *Data
 	locks []*LockGroup
 	// spinning holds the threads a spin finding accounts for, set by Spin.
 	spinning map[int]bool

@@ -82,7 +82,7 @@ func TestPassOn(t *testing.T) {
 			g.words = append(g.words, &futexWord{addr: tid})
 			own[tid] = true
 		}
-		ld := &LiveData{ev: indexEvents(c.evs)}
+		ld := &Data{ev: indexEvents(c.evs)}
 		passed, of := ld.passOn(g, own)
 		lc := &core.LockCase{PassOn: passed, PassOnOf: of}
 		if of < core.MinLoggedWaits || lc.Combined() != c.combine {

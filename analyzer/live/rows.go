@@ -14,7 +14,7 @@ import (
 // are not contention), for the renderers and the TUI.
 
 // liveTarget fills what the recording says about the target's threads.
-func liveTarget(a *core.Output, ld *LiveData) {
+func liveTarget(a *core.Output, ld *Data) {
 	t := &a.Res.Target
 	if t.Population == 0 && ld.population > 0 {
 		t.Population, t.Unit = ld.population, "threads"
@@ -30,7 +30,7 @@ func liveTarget(a *core.Output, ld *LiveData) {
 	}
 }
 
-func liveRows(a *core.Output, ld *LiveData, locks []*LockGroup) {
+func liveRows(a *core.Output, ld *Data, locks []*LockGroup) {
 	idlePoints := map[core.PointKey]bool{}
 	for _, g := range locks {
 		if g.waits == 0 && g.woken == 0 {
@@ -101,7 +101,7 @@ func futexFrames(frames []recording.Frame) bool {
 
 // idleSleeps groups the off-CPU sleeps that are not contention and are
 // not futex waits (epoll, poll, nanosleep, accept…) by reason and point.
-func (ld *LiveData) idleSleeps(done map[core.PointKey]bool) []core.IdleGroup {
+func (ld *Data) idleSleeps(done map[core.PointKey]bool) []core.IdleGroup {
 	type key struct {
 		reason string
 		pk     core.PointKey
@@ -151,7 +151,7 @@ func (ld *LiveData) idleSleeps(done map[core.PointKey]bool) []core.IdleGroup {
 
 // pointRows builds one row per program point that holds at least
 // pointRowShare of the sampled CPU or of the off-CPU time.
-func (ld *LiveData) pointRows(idle map[core.PointKey]bool) []core.PointRow {
+func (ld *Data) pointRows(idle map[core.PointKey]bool) []core.PointRow {
 	type acc struct {
 		row    core.PointRow
 		tids   map[int]bool
@@ -219,7 +219,7 @@ func (ld *LiveData) pointRows(idle map[core.PointKey]bool) []core.PointRow {
 }
 
 // threadRows builds one row per thread, busiest first.
-func (ld *LiveData) threadRows() []core.ThreadRow {
+func (ld *Data) threadRows() []core.ThreadRow {
 	out := make([]core.ThreadRow, 0, len(ld.threads))
 	for _, t := range ld.threads {
 		out = append(out, core.ThreadRow{

@@ -59,7 +59,7 @@ const (
 
 // liveSaturation reports CPU saturation; spinning holds the threads a spin
 // finding already accounts for.
-func liveSaturation(a *core.Output, ld *LiveData, locks []*LockGroup, spinning map[int]bool) {
+func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[int]bool) {
 	cpus := ld.cpus()
 	if ld.dur <= 0 || cpus <= 0 {
 		return
@@ -213,7 +213,7 @@ const satCommonShare = 0.8
 // callee and loses the caller, so a caller can weigh less than its callee
 // (RocksDB: DBImpl::Get on 83.4 % of the time, the GetImpl it calls on
 // 83.6 %).
-func (ld *LiveData) runqPoints(busy map[int]bool) []*pointAgg {
+func (ld *Data) runqPoints(busy map[int]bool) []*pointAgg {
 	var samples []*liveSample
 	var depths []map[string]int // per sample, each function's first index from the leaf
 	var total int64

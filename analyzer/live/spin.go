@@ -46,7 +46,7 @@ type spinCand struct {
 
 // liveSpin reports busy-wait convoys and returns the threads that spin in
 // them.
-func liveSpin(a *core.Output, ld *LiveData) map[int]bool {
+func liveSpin(a *core.Output, ld *Data) map[int]bool {
 	spinning := map[int]bool{}
 	if ld.cpuTotalNS == 0 {
 		return spinning
@@ -77,7 +77,7 @@ func userSpace(frames []recording.Frame) bool {
 // spinCandidates groups the on-CPU samples taken in user space by the
 // physical function of their leaf frame, heaviest first, and keeps those
 // that burn enough CPU to matter.
-func (ld *LiveData) spinCandidates() []*spinCand {
+func (ld *Data) spinCandidates() []*spinCand {
 	by := map[string]*spinCand{}
 	for _, s := range ld.oncpu {
 		if !userSpace(s.frames) {
@@ -141,7 +141,7 @@ func (ld *LiveData) spinCandidates() []*spinCand {
 }
 
 // judgeSpin decides whether a hot function is a busy-wait convoy.
-func (ld *LiveData) judgeSpin(a *core.Output, c *spinCand, spinning map[int]bool) (core.Finding, bool) {
+func (ld *Data) judgeSpin(a *core.Output, c *spinCand, spinning map[int]bool) (core.Finding, bool) {
 	// A Go function's busy-wait is the Go detector's when the recording
 	// carries the runtime's CPU profile and goroutine dumps: it sees the
 	// goroutines, which the threads below them hide.
@@ -197,7 +197,7 @@ type spinShape struct {
 // code where it can be read, else from how few addresses hold the samples
 // and whether they execute an atomic wait operation. It reports false for
 // a function that cannot be shown to spin.
-func (ld *LiveData) spinLoop(a *core.Output, c *spinCand) (spinShape, bool) {
+func (ld *Data) spinLoop(a *core.Output, c *spinCand) (spinShape, bool) {
 	sh := spinShape{addrs: map[uint64]bool{}}
 	if r, ok := nativeLoops(a, ld.rec, c.module, c.addrs); ok {
 		sh.disasm, sh.rep, sh.addrs = true, r, r.busy
@@ -242,7 +242,7 @@ func (ld *LiveData) spinLoop(a *core.Output, c *spinCand) (spinShape, bool) {
 }
 
 // parkedIn sums the futex waits of threads from inside function fn.
-func (ld *LiveData) parkedIn(tids map[int]bool, fn string) int64 {
+func (ld *Data) parkedIn(tids map[int]bool, fn string) int64 {
 	var ns int64
 	for _, s := range ld.waits {
 		if tids[s.tid] && !s.synthetic() && callsAny(s.userFrames(), map[string]bool{fn: true}) {
@@ -253,7 +253,7 @@ func (ld *LiveData) parkedIn(tids map[int]bool, fn string) int64 {
 }
 
 // runqIn sums the run-queue time of threads preempted inside function fn.
-func (ld *LiveData) runqIn(tids map[int]bool, fn string) int64 {
+func (ld *Data) runqIn(tids map[int]bool, fn string) int64 {
 	var ns int64
 	for _, s := range ld.offcpu {
 		if s.state != recording.StateRunnable || !tids[s.tid] {
@@ -267,7 +267,7 @@ func (ld *LiveData) runqIn(tids map[int]bool, fn string) int64 {
 }
 
 // spinFinding words a busy-wait convoy.
-func (ld *LiveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bool, parkNS int64) core.Finding {
+func (ld *Data) spinFinding(c *spinCand, loop spinShape, spinners map[int]bool, parkNS int64) core.Finding {
 	runqNS := ld.runqIn(spinners, c.fn)
 	f := core.Verdict{
 		Kind:         core.KindSpinConvoy,
@@ -314,7 +314,7 @@ func (ld *LiveData) spinFinding(c *spinCand, loop spinShape, spinners map[int]bo
 }
 
 // spinEvidence states the facts of a busy-wait convoy.
-func (ld *LiveData) spinEvidence(c *spinCand, loop spinShape, spinners map[int]bool, share float64, runqNS, parkNS int64) []core.Evidence {
+func (ld *Data) spinEvidence(c *spinCand, loop spinShape, spinners map[int]bool, share float64, runqNS, parkNS int64) []core.Evidence {
 	cpus := 0.0
 	if ld.dur > 0 {
 		cpus = float64(loop.spinNS) / float64(ld.dur)

@@ -16,7 +16,7 @@ import (
 // what its remedy assumes so that a reader can check it against the code.
 
 // liveLockVerdicts adds the finding of every significant lock of locks.
-func liveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
+func liveLockVerdicts(a *core.Output, ld *Data, locks []*LockGroup) {
 	var total int64
 	for _, g := range locks {
 		if !g.idle {
@@ -44,7 +44,7 @@ func liveLockVerdicts(a *core.Output, ld *LiveData, locks []*LockGroup) {
 // happen to run once (a JVM's compiler and GC threads, a few milliseconds
 // each, would count as workers and lift the bar). Time counts each thread
 // by what it worked, at any thread count.
-func (ld *LiveData) activeThreads(locks []*LockGroup) float64 {
+func (ld *Data) activeThreads(locks []*LockGroup) float64 {
 	if ld.dur <= 0 {
 		return 0
 	}
@@ -63,7 +63,7 @@ func (ld *LiveData) activeThreads(locks []*LockGroup) float64 {
 }
 
 // factsOf returns the facts of a group, measuring them once.
-func (ld *LiveData) factsOf(g *LockGroup) *lockFacts {
+func (ld *Data) factsOf(g *LockGroup) *lockFacts {
 	if g.facts == nil {
 		g.facts = ld.facts(g)
 	}
@@ -71,7 +71,7 @@ func (ld *LiveData) factsOf(g *LockGroup) *lockFacts {
 }
 
 // waiterKey returns the heaviest waiter program point of a group.
-func (ld *LiveData) waiterKey(g *LockGroup) core.PointKey {
+func (ld *Data) waiterKey(g *LockGroup) core.PointKey {
 	if p := pointsOf(g.waitSamples(), 1); len(p) > 0 {
 		return p[0].key
 	}

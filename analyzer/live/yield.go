@@ -52,7 +52,7 @@ func goRuntimeYield(f recording.Frame) bool {
 }
 
 // liveYield reports yield-loop convoys and adds their threads to spinning.
-func liveYield(a *core.Output, ld *LiveData, spinning map[int]bool) {
+func liveYield(a *core.Output, ld *Data, spinning map[int]bool) {
 	loops := ld.yieldLoops()
 	var busyNS int64
 	for _, t := range ld.threads {
@@ -80,7 +80,7 @@ func liveYield(a *core.Output, ld *LiveData, spinning map[int]bool) {
 
 // yieldLoops groups the runnable switches at a yield by the program point
 // that yields, and adds the CPU its threads burn there.
-func (ld *LiveData) yieldLoops() []*yieldLoop {
+func (ld *Data) yieldLoops() []*yieldLoop {
 	by := map[core.PointKey]*yieldLoop{}
 	var out []*yieldLoop
 	for _, s := range ld.offcpu {
@@ -136,7 +136,7 @@ func inFunction(frames []recording.Frame, fn string) bool {
 	return false
 }
 
-func (ld *LiveData) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
+func (ld *Data) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
 	n := len(l.threads)
 	f := core.Verdict{
 		Kind:         core.KindSpinConvoy,
@@ -174,7 +174,7 @@ func (ld *LiveData) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
 }
 
 // shareRunnable is the mean share of /proc samples in state R of threads.
-func (ld *LiveData) shareRunnable(tids map[int]bool) float64 {
+func (ld *Data) shareRunnable(tids map[int]bool) float64 {
 	var sum float64
 	n := 0
 	// In thread order: a float sum in map order differs in its last bits
@@ -192,7 +192,7 @@ func (ld *LiveData) shareRunnable(tids map[int]bool) float64 {
 }
 
 // involuntary sums the involuntary context switches of threads.
-func (ld *LiveData) involuntary(tids map[int]bool) uint64 {
+func (ld *Data) involuntary(tids map[int]bool) uint64 {
 	var n uint64
 	for t := range tids {
 		if th := ld.threads[t]; th != nil {
