@@ -460,7 +460,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return t + fmt.Sprintf("; %s of the sleeps were ended by another thread of the target (%s a second): its holder handing it on", w.cnt("woken"), units.Rate(w.f("rate")))
 	},
 	analyzer.EvKernelHolder: func(w words) string {
-		t := fmt.Sprintf("%s logged holds by %d threads, from each holder's own wait to its wake-up of the next waiter, lasted %s", w.cnt("holds"), w.i("holders"), w.sec("hold_s"))
+		t := fmt.Sprintf("%s logged holds by %d threads, each from the later of the waiter's sleep and the holder's own last sleep on the object to the holder's wake-up of the waiter, lasted %s", w.cnt("holds"), w.i("holders"), w.sec("hold_s"))
 		if w.n("holder") != "" {
 			t += fmt.Sprintf("; the wake-ups came from %s", w.n("holder"))
 		}

@@ -16,6 +16,9 @@ type Path struct {
 	locks []*LockGroup
 	// spinning holds the threads a spin finding accounts for, set by Spin.
 	spinning map[int]bool
+	// polled holds the program points of the sleeps a polled-lock finding
+	// accounts for, set by KernelLocks: Rows lists none of them as idle.
+	polled map[core.PointKey]bool
 }
 
 // New reads a live recording for the steps, with the Java thread dumps jd
@@ -49,6 +52,16 @@ func (p *Path) Latches(out *core.Output) {
 	}
 }
 
+// KernelLocks judges the locks the kernel holds (file locks, inode
+// locks, the mmap lock, pipes) and the locks whose waiters poll, and keeps
+// the polled sleeps for Rows.
+func (p *Path) KernelLocks(out *core.Output) {
+	if p != nil {
+		p.ld.kernelLocks(out, p.locks)
+		p.polled = p.ld.polled(out)
+	}
+}
+
 // Spin judges busy-waits, spin loops then yield loops, and keeps the
 // threads they claim for Saturation.
 func (p *Path) Spin(out *core.Output) {
@@ -69,7 +82,7 @@ func (p *Path) Saturation(out *core.Output) {
 // Rows fills the thread, point and lock rows the renderers list.
 func (p *Path) Rows(out *core.Output) {
 	if p != nil {
-		liveRows(out, p.ld, p.locks)
+		liveRows(out, p.ld, p.locks, p.polled)
 	}
 }
 
