@@ -389,9 +389,10 @@ func (ld *Data) wokenBy(tid, waker int, from, to int64) int64 {
 }
 
 // kernelLocks adds the finding of every significant lock the kernel
-// holds; futexWaitNS is the futex locks' waiting (for the share every
-// lock must take of all the waiting) and active the working population.
-func (ld *Data) kernelLocks(a *core.Output, locks []*LockGroup) {
+// holds, weighed against all the lock waiting (the futex locks' of locks
+// and the kernel objects'), and adds to waiting each thread's sleeps on
+// the objects it reports.
+func (ld *Data) kernelLocks(a *core.Output, locks []*LockGroup, waiting map[int]int64) {
 	kl := ld.kobjLocks()
 	if len(kl) == 0 {
 		return
@@ -419,6 +420,9 @@ func (ld *Data) kernelLocks(a *core.Output, locks []*LockGroup) {
 			continue
 		}
 		a.Res.Findings = append(a.Res.Findings, ld.kernelFinding(l))
+		for _, e := range l.sleeps {
+			waiting[e.TID] += e.Dur
+		}
 	}
 }
 
@@ -539,6 +543,8 @@ type polledLock struct {
 	// sleepKeys are the program points of those sleeps, as the idle rows
 	// key them.
 	sleepKeys map[core.PointKey]bool
+	// sleepBy is each thread's sleeping between tries.
+	sleepBy map[int]int64
 }
 
 // polledLocks groups the failed attempts by object and finds the sleeps
@@ -564,7 +570,7 @@ func (ld *Data) polledLocks() []*polledLock {
 		p := byKey[key]
 		if p == nil {
 			p = &polledLock{key: key, name: name, objKey: obj.Key(), call: strings.TrimSpace(e.Syscall + " " + cmdOf(obj)),
-				threads: map[int]bool{}, points: map[core.PointKey]int{}, sleepCall: map[string]int64{}, sleepKeys: map[core.PointKey]bool{}, pi: -1}
+				threads: map[int]bool{}, points: map[core.PointKey]int{}, sleepCall: map[string]int64{}, sleepKeys: map[core.PointKey]bool{}, sleepBy: map[int]int64{}, pi: -1}
 			if obj != nil {
 				p.err = obj.Err
 			}
@@ -629,6 +635,7 @@ func (ld *Data) polledSleeps(p *polledLock) {
 		p.sleeps++
 		p.sleepNS += e.Dur
 		p.sleepCall[e.Syscall] += e.Dur
+		p.sleepBy[e.TID] += e.Dur
 		// The idle rows key a sleep by its first frame outside the
 		// wrappers' machinery; the finding's point is the wrapper's caller.
 		p.sleepKeys[core.KeyOf(user, pi)] = true
@@ -704,7 +711,7 @@ func ioAt(te *threadEvents, t int64) []*recording.Event {
 // polled adds the finding of every polled lock and returns the program
 // points of the sleeps those findings account for, which the idle rows
 // then leave out: a wait between failed tries is never idle.
-func (ld *Data) polled(a *core.Output) map[core.PointKey]bool {
+func (ld *Data) polled(a *core.Output, waiting map[int]int64) map[core.PointKey]bool {
 	done := map[core.PointKey]bool{}
 	pl := ld.polledLocks()
 	var logged int
@@ -753,6 +760,9 @@ func (ld *Data) polled(a *core.Output) map[core.PointKey]bool {
 		a.Res.Findings = append(a.Res.Findings, core.Judge(v))
 		for k := range p.sleepKeys {
 			done[k] = true
+		}
+		for tid, ns := range p.sleepBy {
+			waiting[tid] += ns
 		}
 	}
 	return done

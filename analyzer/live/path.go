@@ -19,6 +19,10 @@ type Path struct {
 	// polled holds the program points of the sleeps a polled-lock finding
 	// accounts for, set by KernelLocks: Rows lists none of them as idle.
 	polled map[core.PointKey]bool
+	// kernelWaits holds each thread's waiting on the kernel objects and
+	// polled locks that got a finding, set by KernelLocks: Saturation
+	// weighs it as lock waiting.
+	kernelWaits map[int]int64
 }
 
 // New reads a live recording for the steps, with the Java thread dumps jd
@@ -57,8 +61,9 @@ func (p *Path) Latches(out *core.Output) {
 // the polled sleeps for Rows.
 func (p *Path) KernelLocks(out *core.Output) {
 	if p != nil {
-		p.ld.kernelLocks(out, p.locks)
-		p.polled = p.ld.polled(out)
+		p.kernelWaits = map[int]int64{}
+		p.ld.kernelLocks(out, p.locks, p.kernelWaits)
+		p.polled = p.ld.polled(out, p.kernelWaits)
 	}
 }
 
@@ -75,7 +80,7 @@ func (p *Path) Spin(out *core.Output) {
 // no lock taken in turns explains.
 func (p *Path) Saturation(out *core.Output) {
 	if p != nil {
-		liveSaturation(out, p.ld, p.locks, p.spinning)
+		liveSaturation(out, p.ld, p.locks, p.spinning, p.kernelWaits)
 	}
 }
 
