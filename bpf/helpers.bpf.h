@@ -470,6 +470,47 @@ static __always_inline __u64 ct_task_kernel_stack(struct task_struct *t, __u32 f
 	return ct_store_stack(s, h);
 }
 
+// Local views of the kernel's file structures, with only the fields read
+// (CO-RE flavors: "___ct" is dropped when they are matched against the
+// kernel's types). Using the kernel's own types would put their whole
+// graph into the objects' BTF, and clang orders some of the forward
+// declarations that graph brings differently from run to run, which
+// make check-generate would see as a change.
+struct super_block___ct {
+	dev_t s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode___ct {
+	unsigned long i_ino;
+	struct super_block___ct *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file___ct {
+	struct inode___ct *f_inode;
+} __attribute__((preserve_access_index));
+
+struct fdtable___ct {
+	unsigned int max_fds;
+	struct file___ct **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct___ct {
+	struct fdtable___ct *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct___ct {
+	struct files_struct___ct *files;
+} __attribute__((preserve_access_index));
+
+// ct_inode_id sets *dev and *ino to the device and inode of in (a
+// struct inode of the kernel).
+static __always_inline void ct_inode_id(void *in, __u32 *dev, __u64 *ino)
+{
+	struct inode___ct *i = in;
+	*ino = BPF_CORE_READ(i, i_ino);
+	*dev = BPF_CORE_READ(i, i_sb, s_dev);
+}
+
 // ct_fd_inode sets *dev and *ino to the device and inode of the file
 // behind descriptor fd of task t (left as they are when fd is not open):
 // four pointer reads through the task's file table, bounded by its size.
@@ -477,18 +518,16 @@ static __always_inline void ct_fd_inode(struct task_struct *t, int fd, __u32 *de
 {
 	if (fd < 0)
 		return;
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct fdtable___ct *fdt = BPF_CORE_READ((struct task_struct___ct *)t, files, fdt);
 	if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
 		return;
-	struct file **fds = BPF_CORE_READ(fdt, fd);
-	struct file *f = NULL;
+	struct file___ct **fds = BPF_CORE_READ(fdt, fd);
+	struct file___ct *f = NULL;
 	if (!fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
 		return;
-	struct inode *in = BPF_CORE_READ(f, f_inode);
-	if (!in)
-		return;
-	*ino = BPF_CORE_READ(in, i_ino);
-	*dev = BPF_CORE_READ(in, i_sb, s_dev);
+	struct inode___ct *in = BPF_CORE_READ(f, f_inode);
+	if (in)
+		ct_inode_id(in, dev, ino);
 }
 
 // ct_emit_sleep sends a CT_K_SLEEP or CT_K_TRYFAIL record if the event

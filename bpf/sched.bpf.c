@@ -505,13 +505,34 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 #define CT_FL_OFDLCK 1024   // an open file description lock (F_OFD_*)
 #define CT_OFFSET_MAX 0x7fffffffffffffffLL
 
+// struct file_lock as of Linux 6.9 (its common part in c, struct
+// file_lock_core) and before; only the fields read (CO-RE flavors, see
+// helpers.bpf.h).
+struct file_lock_core___ct {
+	unsigned int flc_flags;
+	unsigned char flc_type;
+} __attribute__((preserve_access_index));
+
+struct file_lock___new {
+	struct file_lock_core___ct c;
+	long long fl_start;
+	long long fl_end;
+} __attribute__((preserve_access_index));
+
+struct file_lock___old {
+	unsigned int fl_flags;
+	unsigned char fl_type;
+	long long fl_start;
+	long long fl_end;
+} __attribute__((preserve_access_index));
+
 // ct_try_fail records a failed non-blocking lock attempt of the current
 // task: fcntl(F_SETLK or F_OFD_SETLK) or flock(LOCK_NB) on inode in that
 // returned ret, EAGAIN or EACCES (fcntl's two answers for a lock held by
 // another), with the lock asked for (fl: its type and absolute range),
 // the call's descriptor and the user stack. Every such failure is
 // counted; the records are rate-limited as the other events.
-static __always_inline void ct_try_fail(struct inode *in, struct file_lock *fl, int ret, long nr)
+static __always_inline void ct_try_fail(void *in, void *fl, int ret, long nr)
 {
 	if ((ret != -CT_EAGAIN && ret != -CT_EACCES) || !in || !fl)
 		return;
@@ -519,7 +540,10 @@ static __always_inline void ct_try_fail(struct inode *in, struct file_lock *fl, 
 	__u32 pid = pt >> 32, tid = (__u32)pt;
 	if (!kstack_enabled || !ct_is_target(pid))
 		return;
-	unsigned int flags = BPF_CORE_READ(fl, c.flc_flags);
+	struct file_lock___new *fn = fl;
+	struct file_lock___old *fo = fl;
+	bool core = bpf_core_field_exists(fn->c);
+	unsigned int flags = core ? BPF_CORE_READ(fn, c.flc_flags) : BPF_CORE_READ(fo, fl_flags);
 	if (flags & CT_FL_SLEEP)
 		return;
 	ct_count(CT_EV_LOCK_TRY_FAIL);
@@ -531,7 +555,7 @@ static __always_inline void ct_try_fail(struct inode *in, struct file_lock *fl, 
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(cur);
 	struct ct_uregs u = ct_read_uregs(regs);
-	__u8 type = BPF_CORE_READ(fl, c.flc_type);
+	__u8 type = core ? BPF_CORE_READ(fn, c.flc_type) : BPF_CORE_READ(fo, fl_type);
 	struct ct_sleep e = {};
 	e.e.kind = CT_K_TRYFAIL;
 	e.e.sys = nr;
@@ -544,12 +568,12 @@ static __always_inline void ct_try_fail(struct inode *in, struct file_lock *fl, 
 	e.fd = -1;
 	if (regs && ct_syscall_nr(regs) == nr)
 		e.fd = (__s32)BPF_CORE_READ(regs, di);
-	e.ino = BPF_CORE_READ(in, i_ino);
-	e.dev = BPF_CORE_READ(in, i_sb, s_dev);
+	ct_inode_id(in, &e.dev, &e.ino);
 	e.l_type = -1;
 	if (nr == NR_fcntl) {
 		e.cmd = (flags & CT_FL_OFDLCK) ? CT_F_OFD_SETLK : CT_F_SETLK;
-		__s64 start = BPF_CORE_READ(fl, fl_start), end = BPF_CORE_READ(fl, fl_end);
+		__s64 start = core ? BPF_CORE_READ(fn, fl_start) : BPF_CORE_READ(fo, fl_start);
+		__s64 end = core ? BPF_CORE_READ(fn, fl_end) : BPF_CORE_READ(fo, fl_end);
 		e.l_type = type;
 		e.l_whence = 0; // the kernel's range is absolute: SEEK_SET
 		e.l_start = start;
@@ -572,14 +596,14 @@ static __always_inline void ct_try_fail(struct inode *in, struct file_lock *fl, 
 // neither). Optional: a kernel without them records the rest, with a
 // note.
 SEC("tp_btf/fcntl_setlk")
-int BPF_PROG(ct_fcntl_setlk, struct inode *inode, struct file_lock *fl, int ret)
+int BPF_PROG(ct_fcntl_setlk, void *inode, void *fl, int ret)
 {
 	ct_try_fail(inode, fl, ret, NR_fcntl);
 	return 0;
 }
 
 SEC("tp_btf/flock_lock_inode")
-int BPF_PROG(ct_flock_try, struct inode *inode, struct file_lock *fl, int ret)
+int BPF_PROG(ct_flock_try, void *inode, void *fl, int ret)
 {
 	ct_try_fail(inode, fl, ret, NR_flock);
 	return 0;

@@ -198,6 +198,17 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 	}
 	for _, name := range order {
 		coll, err := ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
+		if err != nil && hasOptional(specs[name]) {
+			// A kernel whose verifier refuses an optional program (a
+			// struct file_lock the probes cannot read) records the rest.
+			for p, what := range optionalPrograms {
+				if specs[name].Programs[p] != nil {
+					delete(specs[name].Programs, p)
+					t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
+				}
+			}
+			coll, err = ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
 		}
@@ -439,6 +450,26 @@ func dropMissingOptional(spec *ebpf.CollectionSpec) []string {
 		}
 	}
 	return notes
+}
+
+// hasOptional reports whether spec holds one of optionalPrograms.
+func hasOptional(spec *ebpf.CollectionSpec) bool {
+	for p := range optionalPrograms {
+		if spec.Programs[p] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// firstLine returns the first line of err's message (a verifier error
+// runs to hundreds of lines).
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
 }
 
 // haveTracepoint reports, as an error, why the kernel has no raw

@@ -90,14 +90,6 @@ func OnePoint(who, verb, what string) string {
 	return fmt.Sprintf("%s %s at ONE program point: %s", who, verb, what)
 }
 
-// Plural returns word or word+"s" for n.
-func Plural(n int64, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
 // stateMix renders a state count map, largest first: "48 sync.Mutex.Lock,
 // 2 runnable".
 func stateMix(states map[string]int) string {
