@@ -460,18 +460,18 @@ func (ld *Data) kernelFinding(l *kobjLock) core.Finding {
 	holderEv := core.Fact("events", core.EvKernelHolder, "holds", holds, "hold_s", time.Duration(holdNS),
 		"io_s", time.Duration(ioNS), "share", share, "holders", len(l.holders), "holder", holder, "calls", items)
 	id := core.LockID{Key: l.key, Name: l.name}
-	if holds > 0 && share >= core.IoMinExplained {
+	if holds > 0 && share >= core.IOMinExplained {
 		c := &core.LockCase{
-			Path: core.PathLive, Id: id, Unit: "threads", Population: ld.population, Cpus: ld.cpus(),
+			Path: core.PathLive, ID: id, Unit: "threads", Population: ld.population, CPUs: ld.cpus(),
 			What: l.name + " in " + core.ShortFunc(pt.Function), Point: pt, Points: len(l.points),
 			Participants: len(l.waiters), Counted: true, Known: true, Mean: mean,
 			WaitNS: l.waitNS, Contentions: int64(len(l.sleeps)), HandoffRate: rate,
 			Ev: []core.Evidence{waitsEv}, Sources: 2,
-			Io: core.IoFacts{Explains: true, Share: share, Calls: items, Holders: len(l.holders),
+			IO: core.IOFacts{Explains: true, Share: share, Calls: items, Holders: len(l.holders),
 				Ev: []core.Evidence{holderEv}},
 		}
 		if len(items) > 0 {
-			c.Io.Call = items[0].Name
+			c.IO.Call = items[0].Name
 		}
 		return core.JudgeLock(c, ld.dur)
 	}
@@ -485,7 +485,7 @@ func (ld *Data) kernelFinding(l *kobjLock) core.Finding {
 	who := core.Participants(len(l.waiters), ld.population, "threads", true, mean)
 	v := core.Verdict{
 		Kind: core.KindKernelObjectLock, Remedy: r,
-		Sugg:     core.Sugg{Whom: "thread", WaitS: core.Seconds(l.waitNS), Fn: core.ShortFunc(pt.Function), Object: l.name, Call: call, Cpus: ld.cpus()},
+		Sugg:     core.Sugg{Whom: "thread", WaitS: core.Seconds(l.waitNS), Fn: core.ShortFunc(pt.Function), Object: l.name, Call: call, CPUs: ld.cpus()},
 		Headline: fmt.Sprintf("%s sleep in the kernel at ONE program point: %s, held by the thread that wakes them", who, l.name),
 		Unit:     "threads", Population: ld.population, Participants: len(l.waiters), Counted: true,
 		WaitSeconds: core.Seconds(l.waitNS), Point: pt, Lock: &id,
@@ -744,7 +744,7 @@ func (ld *Data) polled(a *core.Output, waiting map[int]int64) map[core.PointKey]
 		who := core.Participants(len(p.threads), ld.population, "threads", true, 0)
 		v := core.Verdict{
 			Kind: core.KindPolledLock, Remedy: core.RemedyBlockingLock,
-			Sugg:     core.Sugg{Whom: "thread", WaitS: core.Seconds(p.sleepNS), Fn: core.ShortFunc(pt.Function), Object: p.name, Call: p.call, Tries: rate, Asleep: share, Cpus: ld.cpus()},
+			Sugg:     core.Sugg{Whom: "thread", WaitS: core.Seconds(p.sleepNS), Fn: core.ShortFunc(pt.Function), Object: p.name, Call: p.call, Tries: rate, Asleep: share, CPUs: ld.cpus()},
 			Headline: fmt.Sprintf("%s poll ONE lock at ONE program point: %s, %s failed tries a second", who, p.name, units.Rate(rate)),
 			Unit:     "threads", Population: ld.population, Participants: len(p.threads), Counted: true,
 			WaitSeconds: core.Seconds(p.sleepNS), Point: pt, Lock: &id,
