@@ -59,6 +59,7 @@ func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	lv.Target(out)
 	lv.Locks(out)
 	lv.Latches(out)
+	lv.KernelLocks(out)
 	gp.Locks(out)
 	java.Locks(out, jd)
 	lv.Spin(out)

@@ -97,6 +97,10 @@ const (
 	EvWriterGroups       = core.EvWriterGroups
 	EvWriterQueue        = core.EvWriterQueue
 	EvYieldLoop          = core.EvYieldLoop
+	EvKernelWaits        = core.EvKernelWaits
+	EvKernelHolder       = core.EvKernelHolder
+	EvPolledTries        = core.EvPolledTries
+	EvPolledHolder       = core.EvPolledHolder
 	KindCPUSaturation    = core.KindCPUSaturation
 	KindContention       = core.KindContention
 	KindHotStripe        = core.KindHotStripe
@@ -105,6 +109,8 @@ const (
 	KindRuntimeLock      = core.KindRuntimeLock
 	KindSerializedWriter = core.KindSerializedWriter
 	KindSpinConvoy       = core.KindSpinConvoy
+	KindKernelObjectLock = core.KindKernelObjectLock
+	KindPolledLock       = core.KindPolledLock
 	MaxAnalysisFrames    = core.MaxAnalysisFrames
 	MaxRecordingDuration = core.MaxRecordingDuration
 	MaxStackFrames       = core.MaxStackFrames

@@ -438,6 +438,47 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		return fmt.Sprintf("only %s of futex waits from %s against %s spinning: the waiters hardly ever park", w.sec("park_s"), w.n("function"), w.sec("spin_s"))
 	},
+	analyzer.EvKernelWaits: func(w words) string {
+		t := fmt.Sprintf("%d threads slept %s times in the kernel on %s, %s in total", w.i("threads"), w.cnt("sleeps"), w.n("object"), w.sec("wait_s"))
+		if w.n("frame") != "" {
+			t += fmt.Sprintf(" (in %s", w.n("frame"))
+			if w.n("call") != "" {
+				t += " under " + w.n("call")
+			}
+			t += ")"
+		}
+		if w.f("dur_s") > 0 {
+			t += fmt.Sprintf("; over %s that is %s threads asleep on it at any moment (Little's law)", w.sec("dur_s"), w.num("mean"))
+		}
+		return t + fmt.Sprintf("; %s of the sleeps were ended by another thread of the target (%s a second): its holder handing it on", w.cnt("woken"), units.Rate(w.f("rate")))
+	},
+	analyzer.EvKernelHolder: func(w words) string {
+		t := fmt.Sprintf("%s logged holds by %d threads, each from the later of the waiter's sleep and the holder's own last sleep on the object to the holder's wake-up of the waiter, lasted %s", w.cnt("holds"), w.i("holders"), w.sec("hold_s"))
+		if w.n("holder") != "" {
+			t += fmt.Sprintf("; the wake-ups came from %s", w.n("holder"))
+		}
+		if w.f("io_s") > 0 {
+			return t + fmt.Sprintf("; the holders spent %s of it (%s) in I/O: %s", w.sec("io_s"), w.pct("share"), w.items(units.Seconds))
+		}
+		return t + "; the holders did no I/O the probes saw while holding it"
+	},
+	analyzer.EvPolledTries: func(w words) string {
+		t := fmt.Sprintf("%d threads failed %s on %s %s times (%s a second", w.i("threads"), w.n("call"), w.n("object"), w.cnt("failures"), units.Rate(w.f("rate")))
+		if w.f("logged") > 0 && w.f("logged") != w.f("failures") {
+			t += fmt.Sprintf("; %s in the event log", w.cnt("logged"))
+		}
+		t += ")"
+		if w.n("err") != "" {
+			t += ", with " + w.n("err")
+		}
+		return t + fmt.Sprintf(", and slept %s times in %s between tries at the same point: %s, %s of their time: they were waiting for the lock, not idle", w.cnt("sleeps"), w.n("sleep"), w.sec("sleep_s"), w.pct("share"))
+	},
+	analyzer.EvPolledHolder: func(w words) string {
+		if w.f("holders") == 0 {
+			return "no other thread taking the object was seen in I/O when the tries failed: the holder's work is unknown"
+		}
+		return fmt.Sprintf("during %s of the failed tries another of the %d threads that take the object was in I/O (%s, %s logged): the holder does I/O while the others poll", w.pct("share"), w.i("holders"), w.n("call"), w.sec("io_s"))
+	},
 	analyzer.EvYieldLoop: func(w words) string {
 		return fmt.Sprintf("%d threads gave up the CPU %s times in %s (%s a second) and queued for it again at once: %s runnable after yielding and %s on the CPU in the loop, %s of the process's busy time",
 			w.i("threads"), w.cnt("yields"), w.n("function"), units.Rate(w.f("rate")), w.sec("runq_s"), w.sec("cpu_s"), w.pct("share"))

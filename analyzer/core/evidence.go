@@ -180,6 +180,32 @@ const (
 	EvGoSpinRunnable EvidenceKind = "go-spin-runnable"
 )
 
+// Evidence kinds of locks the kernel holds and of polled locks
+// (live/kobj.go).
+const (
+	// EvKernelWaits — F: sleeps, threads, wait_s, dur_s, mean (waiting
+	// at any moment), woken (sleeps a thread of the target ended), rate
+	// (those wakes a second). N: object (what is locked), frame (the
+	// kernel function the waiters slept in), call (their system call).
+	EvKernelWaits EvidenceKind = "kernel-waits"
+	// EvKernelHolder — F: holds (logged holds measured from the holder's
+	// own wait to its wake of the next waiter), hold_s, io_s (the
+	// holders' logged I/O inside them), share (io_s / hold_s), holders.
+	// N: holder (where the wakes came from), call (the heaviest I/O
+	// call). I: system call → seconds.
+	EvKernelHolder EvidenceKind = "kernel-holder"
+	// EvPolledTries — F: failures (counted), logged (failures in the
+	// log), rate (failures a second), threads, sleeps, sleep_s, share
+	// (of the threads' time asleep between tries), dur_s. N: object,
+	// call (the failing call and its command), err, sleep (the sleeping
+	// call).
+	EvPolledTries EvidenceKind = "polled-tries"
+	// EvPolledHolder — F: share (of the logged failures during which
+	// another thread that takes the object was in I/O), io_s, holders.
+	// N: call (that I/O, the heaviest).
+	EvPolledHolder EvidenceKind = "polled-holder"
+)
+
 // Evidence kinds of CPU saturation.
 const (
 	// EvRunQueue — F: runq_threads (waiting for a CPU on average), cpus
@@ -251,6 +277,10 @@ var EvidenceKinds = []EvidenceKind{
 	EvGoSpinYield,
 	EvGoSpinDump,
 	EvGoSpinRunnable,
+	EvKernelWaits,
+	EvKernelHolder,
+	EvPolledTries,
+	EvPolledHolder,
 	EvRunQueue,
 	EvRunnableShare,
 	EvRunQueuePoints,

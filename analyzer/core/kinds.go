@@ -61,4 +61,16 @@ var KindRules = map[Kind]KindRule{
 		Remedies: []Remedy{RemedyRuntimeLock},
 		Evidence: []EvidenceKind{EvRuntimeLock},
 	},
+	KindKernelObjectLock: {
+		Headline: "<who> sleep in the kernel at ONE program point: <object>, held by the thread that wakes them",
+		Remedies: []Remedy{RemedyFileLock, RemedyMmapLock, RemedyPipeWriter},
+		Evidence: []EvidenceKind{EvKernelWaits, EvKernelHolder},
+		Merged:   "each a lock the kernel holds",
+	},
+	KindPolledLock: {
+		Headline: "<who> poll ONE lock at ONE program point: <object>, <rate> failed tries a second",
+		Remedies: []Remedy{RemedyBlockingLock},
+		Evidence: []EvidenceKind{EvPolledTries, EvPolledHolder},
+		Merged:   "each polled",
+	},
 }

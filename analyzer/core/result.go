@@ -38,6 +38,16 @@ const (
 	// KindContention: contention that is real but fits none of the
 	// specific kinds above.
 	KindContention Kind = "contention"
+	// KindKernelObjectLock: threads asleep in the kernel on one object (a
+	// flock or record lock, a file's inode lock, the process's mmap lock,
+	// a pipe or socket whose reader is slower than its writers), woken by
+	// threads that were using it: a lock no futex shows.
+	KindKernelObjectLock Kind = "kernel-object-lock"
+	// KindPolledLock: threads fail a non-blocking acquire and sleep
+	// between tries at one point while another holds the object: a lock
+	// whose waiters poll, which reads as idle sleeping without the failed
+	// attempts.
+	KindPolledLock Kind = "polled-lock"
 )
 
 // Confidence is how sure the analyzer is of a verdict.

@@ -30,6 +30,10 @@ const (
 	RemedyPark                       // a busy-wait: park instead
 	RemedyFewerThreads               // CPU saturation
 	RemedyRuntimeLock                // a lock internal to the Go runtime
+	RemedyFileLock                   // a file lock or a file's inode lock
+	RemedyMmapLock                   // the process's mmap lock
+	RemedyPipeWriter                 // a pipe or socket slower than its writers
+	RemedyBlockingLock               // a lock taken by polling
 )
 
 // Sugg holds the figures a suggestion is worded from.
@@ -75,6 +79,13 @@ type Sugg struct {
 	Hint string
 	// Yield is set for a busy-wait that yields the CPU between polls.
 	Yield bool
+	// Object names what a kernel-object or polled lock locks ("flock on
+	// /var/log/app.log"); Call the call that waits or fails on it
+	// ("flock LOCK_EX", "fcntl F_SETLK"); Tries the failed attempts a
+	// second and Asleep the share of the waiters' time asleep between
+	// them (polled locks).
+	Object, Call  string
+	Tries, Asleep float64
 }
 
 // suggestions is the table: one entry per remedy.
@@ -92,6 +103,56 @@ var suggestions = map[Remedy]func(s Sugg) Suggestion{
 	RemedyPark:         park,
 	RemedyFewerThreads: fewerThreads,
 	RemedyRuntimeLock:  runtimeLockSuggestion,
+	RemedyFileLock:     fileLock,
+	RemedyMmapLock:     mmapLock,
+	RemedyPipeWriter:   pipeWriter,
+	RemedyBlockingLock: blockingLock,
+}
+
+// kernelGain is what removing a kernel-object lock gains: the time its
+// waiters slept on it.
+func kernelGain(s Sugg) string {
+	if s.WaitS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("up to %s of sleeping in the kernel removed from the %ss' critical path", units.Seconds(s.WaitS), s.Whom)
+}
+
+func fileLock(s Sugg) Suggestion {
+	return Suggestion{
+		Action:       fmt.Sprintf("Take %s less often and for less time in %s: format and compute outside it and hold it only for the write, batch several records per acquisition, or give the file one writer thread that the others hand records to (a queue), or one file per writer.", s.Object, s.Fn),
+		Reasoning:    "The kernel serializes the threads on the file: each sleeps until the holder releases it and wakes it, so the file admits one writer at a time however many threads or CPUs there are. Only less work under it, fewer acquisitions, or one writer shortens the queue.",
+		ExpectedGain: kernelGain(s),
+	}
+}
+
+func mmapLock(s Sugg) Suggestion {
+	return Suggestion{
+		Action:       fmt.Sprintf("Stop changing mappings in the hot path (%s): map buffers once and pool them instead of mmap/munmap per request, pre-fault them (MAP_POPULATE) instead of faulting pages in under load, and leave protections alone (no mprotect per phase); an allocator that returns memory to the kernel (madvise) on every free can keep it instead.", s.Fn),
+		Reasoning:    "Every mmap, munmap, mprotect and brk takes the process's mmap lock for writing, and every page fault takes it for reading: while one thread changes a mapping, every thread that faults sleeps in the kernel behind it, whatever lock the program itself uses. The lock is one per process, so more threads only lengthen the queue.",
+		ExpectedGain: kernelGain(s),
+	}
+}
+
+func pipeWriter(s Sugg) Suggestion {
+	return Suggestion{
+		Action:       fmt.Sprintf("Do not write %s synchronously from %s: hand the data to a bounded buffer drained by one writer thread, and when the buffer is full drop the record and count the drops rather than wait; or make the reader faster.", s.Object, s.Fn),
+		Reasoning:    "The reader drains the pipe or socket slower than the writers fill it: once its buffer is full every write sleeps in the kernel until the reader makes room, so the writers run at the reader's pace, and a lock held across the write makes everyone else wait too.",
+		ExpectedGain: kernelGain(s),
+	}
+}
+
+func blockingLock(s Sugg) Suggestion {
+	what := "the blocking form of the call (fcntl F_SETLKW or F_OFD_SETLKW instead of F_SETLK, flock without LOCK_NB, pthread_mutex_lock instead of a trylock loop)"
+	gain := ""
+	if s.Tries > 0 {
+		gain = fmt.Sprintf("%s failed tries a second gone, and each waiter woken when the lock is released instead of at its next retry", units.Rate(s.Tries))
+	}
+	return Suggestion{
+		Action:       fmt.Sprintf("Wait for %s in %s with %s, or queue the work for the holder; keep the work done under it short (I/O such as fsync after the release when the data allows).", s.Object, s.Fn, what),
+		Reasoning:    fmt.Sprintf("The %ss fail %s, sleep and try again: they spend %s of their time asleep between tries, so they do not run while they wait, but the lock is free for a whole backoff before anyone notices, the first to retry wins rather than the first to come, and every failed try costs a system call. A blocking wait hands the lock over as it is released, in order.", s.Whom, s.Call, units.Percent(s.Asleep)),
+		ExpectedGain: gain,
+	}
 }
 
 // SuggestFor words remedy r from s.

@@ -16,6 +16,13 @@ type Path struct {
 	locks []*LockGroup
 	// spinning holds the threads a spin finding accounts for, set by Spin.
 	spinning map[int]bool
+	// polled holds the program points of the sleeps a polled-lock finding
+	// accounts for, set by KernelLocks: Rows lists none of them as idle.
+	polled map[core.PointKey]bool
+	// kernelWaits holds each thread's waiting on the kernel objects and
+	// polled locks that got a finding, set by KernelLocks: Saturation
+	// weighs it as lock waiting.
+	kernelWaits map[int]int64
 }
 
 // New reads a live recording for the steps, with the Java thread dumps jd
@@ -49,6 +56,17 @@ func (p *Path) Latches(out *core.Output) {
 	}
 }
 
+// KernelLocks judges the locks the kernel holds (file locks, inode
+// locks, the mmap lock, pipes) and the locks whose waiters poll, and keeps
+// the polled sleeps for Rows.
+func (p *Path) KernelLocks(out *core.Output) {
+	if p != nil {
+		p.kernelWaits = map[int]int64{}
+		p.ld.kernelLocks(out, p.locks, p.kernelWaits)
+		p.polled = p.ld.polled(out, p.kernelWaits)
+	}
+}
+
 // Spin judges busy-waits, spin loops then yield loops, and keeps the
 // threads they claim for Saturation.
 func (p *Path) Spin(out *core.Output) {
@@ -62,14 +80,14 @@ func (p *Path) Spin(out *core.Output) {
 // no lock taken in turns explains.
 func (p *Path) Saturation(out *core.Output) {
 	if p != nil {
-		liveSaturation(out, p.ld, p.locks, p.spinning)
+		liveSaturation(out, p.ld, p.locks, p.spinning, p.kernelWaits)
 	}
 }
 
 // Rows fills the thread, point and lock rows the renderers list.
 func (p *Path) Rows(out *core.Output) {
 	if p != nil {
-		liveRows(out, p.ld, p.locks)
+		liveRows(out, p.ld, p.locks, p.polled)
 	}
 }
 

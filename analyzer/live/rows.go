@@ -1,6 +1,7 @@
 package live
 
 import (
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -30,7 +31,9 @@ func liveTarget(a *core.Output, ld *Data) {
 	}
 }
 
-func liveRows(a *core.Output, ld *Data, locks []*LockGroup) {
+// liveRows fills the rows; polled holds the program points of sleeps a
+// polled-lock finding accounts for, which are not idle.
+func liveRows(a *core.Output, ld *Data, locks []*LockGroup, polled map[core.PointKey]bool) {
 	idlePoints := map[core.PointKey]bool{}
 	for _, g := range locks {
 		if g.waits == 0 && g.woken == 0 {
@@ -70,7 +73,9 @@ func liveRows(a *core.Output, ld *Data, locks []*LockGroup) {
 			})
 		}
 	}
-	a.Res.Idle = append(a.Res.Idle, ld.idleSleeps(idlePoints)...)
+	done := maps.Clone(idlePoints)
+	maps.Copy(done, polled)
+	a.Res.Idle = append(a.Res.Idle, ld.idleSleeps(done)...)
 	a.Res.Points = append(a.Res.Points, ld.pointRows(idlePoints)...)
 	a.Res.Threads = append(a.Res.Threads, ld.threadRows()...)
 }

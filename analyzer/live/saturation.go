@@ -59,7 +59,10 @@ const (
 
 // liveSaturation reports CPU saturation; spinning holds the threads a spin
 // finding already accounts for.
-func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[int]bool) {
+//
+// kernelWaits holds each thread's waiting on the kernel objects and
+// polled locks that got a finding: lock waiting like a futex lock's.
+func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[int]bool, kernelWaits map[int]int64) {
 	cpus := ld.cpus()
 	if ld.dur <= 0 || cpus <= 0 {
 		return
@@ -121,6 +124,11 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 					lockRunqNS += g.runqNS / n
 				}
 			}
+		}
+	}
+	for t, ns := range kernelWaits {
+		if busy[t] {
+			lockNS += ns
 		}
 	}
 	if lockNS >= runqNS-min(lockRunqNS, runqNS) {
