@@ -11,11 +11,3 @@ func SortBy[T any](s []T, less func(a, b T) bool) {
 
 // Seconds converts nanoseconds to seconds.
 func Seconds(ns int64) float64 { return float64(ns) / 1e9 }
-
-// Plural returns word or word+"s" for n.
-func Plural(n int64, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}

@@ -411,7 +411,7 @@ func (c *LockCase) whyNotConvoy() []string {
 		if c.Participants == 1 {
 			verb = "waits"
 		}
-		why = append(why, fmt.Sprintf("only %d %s %s for it, fewer than the %d that make a convoy", c.Participants, Plural(int64(c.Participants), strings.TrimSuffix(c.Unit, "s")), verb, MinConvoyParticipants))
+		why = append(why, fmt.Sprintf("only %d %s %s for it, fewer than the %d that make a convoy", c.Participants, units.Plural(int64(c.Participants), strings.TrimSuffix(c.Unit, "s")), verb, MinConvoyParticipants))
 	case !c.DumpOnly && c.Mean < ConvoyMeanWaiting:
 		why = append(why, fmt.Sprintf("on average only %s wait at once, so no queue persists", units.Float(c.Mean)))
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // MinIOSleeps is how many I/O calls the probes must see sleep inside a
@@ -31,7 +32,7 @@ func (l *goLock) name() string {
 	if w := l.topWait(); w != nil {
 		fmt.Fprintf(&b, " locked at %s", w.key)
 		if len(l.waits) > 1 {
-			fmt.Fprintf(&b, " (+%d more %s)", len(l.waits)-1, core.Plural(int64(len(l.waits)-1), "site"))
+			fmt.Fprintf(&b, " (+%d more %s)", len(l.waits)-1, units.Plural(int64(len(l.waits)-1), "site"))
 		}
 	}
 	if r := l.topRelease(); r != nil {
@@ -40,7 +41,7 @@ func (l *goLock) name() string {
 		}
 		fmt.Fprintf(&b, " released at %s", r.key)
 		if len(l.releases) > 1 {
-			fmt.Fprintf(&b, " (+%d more %s)", len(l.releases)-1, core.Plural(int64(len(l.releases)-1), "site"))
+			fmt.Fprintf(&b, " (+%d more %s)", len(l.releases)-1, units.Plural(int64(len(l.releases)-1), "site"))
 		}
 	}
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // This file fills lock cases from Java thread dumps alone (`contend
@@ -39,10 +40,10 @@ func Locks(a *core.Output, jd *core.JavaData) {
 		deadlocks = max(deadlocks, d.Deadlocks)
 	}
 	if deadlocks > 0 {
-		a.Note(fmt.Sprintf("the JVM reported %s: threads that each hold a lock the other waits for never proceed; take the locks in one global order", fmt.Sprintf("%d %s", deadlocks, core.Plural(int64(deadlocks), "Java-level deadlock"))))
+		a.Note(fmt.Sprintf("the JVM reported %s: threads that each hold a lock the other waits for never proceed; take the locks in one global order", fmt.Sprintf("%d %s", deadlocks, units.Plural(int64(deadlocks), "Java-level deadlock"))))
 	}
 	if len(jd.Order) == 0 {
-		a.Note(fmt.Sprintf("%d %s: no thread waits for a monitor or a java.util.concurrent lock", len(jd.Dumps), core.Plural(int64(len(jd.Dumps)), "Java thread dump")))
+		a.Note(fmt.Sprintf("%d %s: no thread waits for a monitor or a java.util.concurrent lock", len(jd.Dumps), units.Plural(int64(len(jd.Dumps)), "Java thread dump")))
 	}
 	if !jd.Ownable {
 		a.Note("the Java thread dumps do not list ownable synchronizers (take them with jcmd PID Thread.print -l, or jstack -l): the holders of java.util.concurrent locks are not named")
