@@ -51,14 +51,40 @@ var condFields = map[string]int64{
 	"pthread_cond_wait_common":      40, // __g_signals[2], the wait itself
 }
 
-// liveLockKey returns the key of a live lock group.
-func (ld *Data) liveLockKey(g *LockGroup) string {
-	if k := sharedKey(g); k != "" {
-		return k
+// structBase is where a lock structure starts, named from the data
+// symbol of one of its futex words: the word's offset less its place in
+// the structure.
+type structBase struct {
+	sym, module string
+	// off is the structure's offset from sym; addr its address in the
+	// recorded process.
+	off  int64
+	addr uint64
+}
+
+// name is the structure's name as the words are named: "sym+0xOFF
+// (module)", or "sym (module)" at the symbol itself.
+func (b structBase) name() string {
+	if b.off == 0 {
+		return b.sym + " (" + b.module + ")"
 	}
-	var best string
-	bestOff := int64(-1)
-	bestCond := false
+	return fmt.Sprintf("%s+0x%x (%s)", b.sym, b.off, b.module)
+}
+
+// key is the structure's lock key: "module:sym+0xOFF".
+func (b structBase) key() string {
+	if b.off == 0 {
+		return b.module + ":" + b.sym
+	}
+	return fmt.Sprintf("%s:%s+0x%x", b.module, b.sym, b.off)
+}
+
+// lockBase returns the base of g's lock structure from the words whose
+// place in it is known, preferring a condition variable's (the structure
+// that holds the others' meaning), then the lowest base, then the name.
+func lockBase(g *LockGroup) (structBase, bool) {
+	var best structBase
+	found, bestCond := false, false
 	for _, w := range g.words {
 		sym, off, module, ok := parseDataName(w.name)
 		if !ok {
@@ -69,17 +95,23 @@ func (ld *Data) liveLockKey(g *LockGroup) string {
 			continue
 		}
 		cond := w.role == roleCond
-		better := bestOff < 0 || cond && !bestCond ||
-			cond == bestCond && (base < bestOff || base == bestOff && module+":"+sym < best)
+		c := structBase{sym: sym, module: module, off: base, addr: w.addr - uint64(off-base)}
+		better := !found || cond && !bestCond ||
+			cond == bestCond && (base < best.off || base == best.off && c.key() < best.key())
 		if better {
-			best, bestOff, bestCond = module+":"+sym, base, cond
+			best, found, bestCond = c, true, cond
 		}
 	}
-	if bestOff > 0 {
-		return fmt.Sprintf("%s+0x%x", best, bestOff)
+	return best, found
+}
+
+// liveLockKey returns the key of a live lock group.
+func (ld *Data) liveLockKey(g *LockGroup) string {
+	if k := sharedKey(g); k != "" {
+		return k
 	}
-	if bestOff == 0 {
-		return best
+	if b, ok := lockBase(g); ok {
+		return b.key()
 	}
 	lf := ld.factsOf(g)
 	if len(lf.waitPoints) > 0 {

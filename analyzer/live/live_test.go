@@ -103,8 +103,10 @@ func TestFoldCondvarWithItsMutex(t *testing.T) {
 	if got := g.name(); got != "pool_cv + pool_mu (app)" {
 		t.Errorf("name %q", got)
 	}
-	if id := g.id(f.ld); len(id.Words) != 3 || id.Address != "0x1028" {
-		t.Errorf("lock id %+v, want three words from 0x1028", id)
+	// The address is the condition variable's base, where its key
+	// places the lock, not its first waited word.
+	if id := g.id(f.ld); len(id.Words) != 3 || id.Words[0] != "0x1028" || id.Address != "0x1000" || id.Key != "app:pool_cv" {
+		t.Errorf("lock id %+v, want three words from 0x1028, at pool_cv (0x1000)", id)
 	}
 	if !g.idle || g.turns || !strings.Contains(g.idleReason, "producer") {
 		t.Errorf("idle %v turns %v (%q): want an idle pool", g.idle, g.turns, g.idleReason)

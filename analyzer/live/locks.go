@@ -327,9 +327,11 @@ func (g *LockGroup) addrs() []uint64 {
 	return out
 }
 
-// name names the lock: the data symbol of its lowest word, or of each
-// symbol its words span ("pool_cv + pool_mu (idle)"), or its address; a
-// hand-rolled queue by its words.
+// name names the lock: the base of its structure when the words' places
+// in it are known (as its key does, so the name and the key agree), else
+// the data symbol of its lowest word, or of each symbol its words span
+// ("pool_cv + pool_mu (idle)"), or its address; a hand-rolled queue by
+// its words.
 func (g *LockGroup) name() string {
 	if g.queue {
 		return fmt.Sprintf("a queue of %d per-thread wait words", len(g.words))
@@ -352,6 +354,9 @@ func (g *LockGroup) name() string {
 	case len(syms) == 0:
 		return fmt.Sprintf("0x%x", g.words[0].addr)
 	case len(syms) == 1:
+		if b, ok := lockBase(g); ok && b.sym == syms[0] {
+			return b.name()
+		}
 		for _, w := range g.words {
 			if w.name != "" {
 				return w.name
@@ -369,7 +374,11 @@ func (g *LockGroup) id(ld *Data) core.LockID {
 	if g.jvm != nil {
 		return g.jvm.id()
 	}
-	id := core.LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", g.words[0].addr), Name: g.name()}
+	addr := g.words[0].addr
+	if b, ok := lockBase(g); ok && sharedKey(g) == "" {
+		addr = b.addr
+	}
+	id := core.LockID{Key: ld.liveLockKey(g), Address: fmt.Sprintf("0x%x", addr), Name: g.name()}
 	if id.Name == id.Address {
 		id.Name = ""
 	}
