@@ -214,11 +214,11 @@ capture-live: build fixtures
 # ground truth (perf, gdb, schedstat, the programs' own views). REPEAT=N
 # runs each scenario N times and LOAD=K keeps K CPU-bound processes beside
 # each run; either adds a table of how many runs agreed with the ground
-# truth.
+# truth. A run of the whole corpus writes its table into docs/realworld.md.
 REALWORLD_OUT ?= realworld-out
 REALWORLD_FLAGS := -contend $(BIN)/contend -scenarios realworld -out $(REALWORLD_OUT) $(if $(NAME),-only $(NAME))
 realworld: build
-	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -repeat $(REPEAT) -load $(LOAD)
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -repeat $(REPEAT) -load $(LOAD) $(if $(NAME),,-docs docs/realworld.md)
 
 realworld-ci: build
 	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -ci

@@ -20,11 +20,23 @@
 #define NR_fsync 74
 #define NR_fdatasync 75
 #define NR_rename 82
+#define NR_readv 19
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_fcntl 72
+#define NR_flock 73
+#define NR_ftruncate 77
 #define NR_futex 202
 #define NR_openat 257
 #define NR_renameat 264
 #define NR_sync_file_range 277
+#define NR_fallocate 285
+#define NR_preadv 295
+#define NR_pwritev 296
 #define NR_renameat2 316
+#define NR_copy_file_range 326
 #define NR_futex_waitv 449
 #define NR_futex_wake 454
 #define NR_futex_wait 455
@@ -178,6 +190,59 @@ static __always_inline bool ct_is_io(long nr)
 	}
 	return false;
 }
+
+// fcntl(2) record lock commands.
+#define CT_F_SETLK 6
+#define CT_F_SETLKW 7
+#define CT_F_OFD_SETLK 37
+#define CT_F_OFD_SETLKW 38
+
+// ct_fd_call reports whether syscall nr takes a file descriptor as its
+// first argument and can sleep on the file: the calls whose sleeps are
+// named by their file (a lock, a pipe, an inode's lock, a device).
+static __always_inline bool ct_fd_call(long nr)
+{
+	switch (nr) {
+	case NR_read:
+	case NR_write:
+	case NR_pread64:
+	case NR_pwrite64:
+	case NR_readv:
+	case NR_writev:
+	case NR_preadv:
+	case NR_pwritev:
+	case NR_sendto:
+	case NR_recvfrom:
+	case NR_sendmsg:
+	case NR_recvmsg:
+	case NR_fcntl:
+	case NR_flock:
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_ftruncate:
+	case NR_fallocate:
+	case NR_sync_file_range:
+	case NR_copy_file_range:
+		return true;
+	}
+	return false;
+}
+
+// ct_fcntl_lock_cmd reports whether an fcntl command sets a record lock
+// (its third argument a struct flock).
+static __always_inline bool ct_fcntl_lock_cmd(__u32 cmd)
+{
+	return cmd == CT_F_SETLK || cmd == CT_F_SETLKW || cmd == CT_F_OFD_SETLK || cmd == CT_F_OFD_SETLKW;
+}
+
+// ct_user_flock is the x86_64 struct flock (fcntl(2)).
+struct ct_user_flock {
+	__s16 l_type;
+	__s16 l_whence;
+	__s64 l_start;
+	__s64 l_len;
+	__s32 l_pid;
+};
 
 // ct_call_resumed ends thread t's call in progress at its switch-in: it
 // copies the call's entry to *s, marks the entry done, sets *now and

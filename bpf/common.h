@@ -17,6 +17,8 @@ enum ct_kind {
 	CT_K_WAKEUP = 6,  // struct ct_event: sched_waking of a target thread
 	CT_K_WINDOW = 7,  // struct ct_window: user registers and stack window
 	CT_K_TASK = 8,    // struct ct_event: a target thread or process came or went (op: enum ct_task_op)
+	CT_K_SLEEP = 9,   // struct ct_sleep: a sleep in the kernel (D, or in a non-futex syscall) at least the stack threshold
+	CT_K_TRYFAIL = 10, // struct ct_sleep: a non-blocking lock attempt that failed (fcntl F_SETLK, flock LOCK_NB)
 };
 
 // What a CT_K_TASK record reports (ct_event.op). These records are never
@@ -70,6 +72,8 @@ enum ct_counter {
 	CT_INFO_WAKE_SCHED_FUTEX,  // futex wait ended with no wake seen: a timeout, its run-queue time the scheduler's (ct_queued_ns)
 	CT_INFO_WAKE_SCHED_OFFCPU, // sleep ended with no wake seen: its run-queue time the scheduler's (ct_queued_ns)
 	CT_DROP_SWITCH_IN_UNSEEN,  // switch-out of a thread whose last switch-in was not seen: that time off CPU is lost
+	CT_EV_KSLEEP,              // sleep in the kernel at least the stack threshold: its kernel stack taken (CT_K_SLEEP)
+	CT_EV_LOCK_TRY_FAIL,       // non-blocking fcntl/flock lock attempt that failed with EAGAIN or EACCES
 	CT_NR_COUNTERS,
 };
 
@@ -116,6 +120,7 @@ enum ct_family {
 	CT_FAM_ONCPU = 2,
 	CT_FAM_SCHED = 3,
 	CT_FAM_GOSYNC = 4,
+	CT_FAM_TRY = 5,     // the fexit probes of fcntl and flock (process context, can nest under nothing of theirs)
 	CT_NR_FAMILIES,
 };
 
@@ -165,6 +170,43 @@ struct ct_event {
 	__u64 dur;      // length of the interval in ns
 	__u64 addr;     // futex address (WAIT, WAKE), the wakee's process (WAKEUP)
 };
+
+// ct_sleep is one sleep of a target thread in the kernel (CT_K_SLEEP):
+// uninterruptible, or inside a system call other than a futex, at least
+// the stack threshold long; or one failed non-blocking lock attempt
+// (CT_K_TRYFAIL, dur 0, no kernel stack). It starts with a struct ct_event
+// so the collector's event log reads its common part: op is enum
+// ct_state, sys the syscall (CT_SYS_NONE outside one), peer the waker's
+// tid (0: not woken by a task, or the wake not seen), stack the user
+// stack at the switch-out, addr the kernel stack's hash (ct_stacks) or
+// CT_STACK_*. The rest names the object of the call: the file behind
+// argument fd (its device and inode, read through the thread's file
+// table) and, for record locks, the range the call asked for.
+struct ct_sleep {
+	struct ct_event e;
+	__u64 ino;        // inode of fd's file, 0 when none
+	__s64 l_start;    // struct flock of fcntl lock commands
+	__s64 l_len;
+	__u32 dev;        // kernel dev_t of fd's file: major << 20 | minor
+	__s32 fd;         // first argument of the call, -1 when it takes no fd
+	__u32 waker_pid;  // process of peer
+	__u32 cmd;        // second argument: fcntl command, flock operation
+	__s16 l_type;     // F_RDLCK, F_WRLCK, F_UNLCK; -1 when no struct flock was read
+	__s16 l_whence;
+	__s32 err;        // CT_K_TRYFAIL: the error returned (positive errno)
+	__u32 nspcs;      // frames in spcs
+	__u32 _pad;
+	// An uninterruptible sleep's innermost kernel frames at its
+	// switch-out, the tracepoint's and the scheduler's own first: they
+	// hold the functions that waited (rwsem_down_read_slowpath,
+	// mutex_lock, ...), which the kernel's walk of a sleeping task (the
+	// stack in e.addr) skips as scheduler code.
+	__u64 spcs[12];
+};
+
+// CT_SYS_NONE is ct_event.sys of a sleep outside any system call (a page
+// fault).
+#define CT_SYS_NONE 0xffff
 
 // ct_window_hdr heads a CT_K_WINDOW record; len bytes of stack copied from
 // address sp follow it.

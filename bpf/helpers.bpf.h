@@ -442,6 +442,106 @@ static __always_inline __u64 ct_kernel_stack(void *ctx, __u32 family, __u32 pid)
 	return ct_store_stack(s, h);
 }
 
+// ct_task_kernel_stack stores the kernel stack of task t, which is not
+// running (a sleeping thread at its switch-in: the stack it slept on,
+// unwound from its saved registers, as /proc/PID/stack shows it), in
+// ct_stacks and returns its hash, or CT_STACK_LOST.
+static __always_inline __u64 ct_task_kernel_stack(struct task_struct *t, __u32 family)
+{
+	struct ct_stack *s = bpf_map_lookup_elem(&ct_stackbuf, &family);
+	if (!s) {
+		ct_count(CT_DROP_STACK_KERNEL);
+		return CT_STACK_LOST;
+	}
+	long len = bpf_get_task_stack(t, s->pcs, sizeof(s->pcs), 0);
+	if (len <= 0) {
+		ct_count(CT_DROP_STACK_KERNEL);
+		return CT_STACK_LOST;
+	}
+	__u32 n = (__u32)len / 8;
+	s->pid = 0;
+	s->n = n;
+	__u64 h = 0x6b65726e656cULL; // "kernel", as ct_kernel_stack: the same stack hashes the same
+	for (__u32 i = 0; i < CT_STACK_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h = ct_mix(h, s->pcs[i & (CT_STACK_DEPTH - 1)]);
+	}
+	return ct_store_stack(s, h);
+}
+
+// Local views of the kernel's file structures, with only the fields read
+// (CO-RE flavors: "___ct" is dropped when they are matched against the
+// kernel's types). Using the kernel's own types would put their whole
+// graph into the objects' BTF, and clang orders some of the forward
+// declarations that graph brings differently from run to run, which
+// make check-generate would see as a change.
+struct super_block___ct {
+	dev_t s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode___ct {
+	unsigned long i_ino;
+	struct super_block___ct *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file___ct {
+	struct inode___ct *f_inode;
+} __attribute__((preserve_access_index));
+
+struct fdtable___ct {
+	unsigned int max_fds;
+	struct file___ct **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct___ct {
+	struct fdtable___ct *fdt;
+} __attribute__((preserve_access_index));
+
+struct task_struct___ct {
+	struct files_struct___ct *files;
+} __attribute__((preserve_access_index));
+
+// ct_inode_id sets *dev and *ino to the device and inode of in (a
+// struct inode of the kernel).
+static __always_inline void ct_inode_id(void *in, __u32 *dev, __u64 *ino)
+{
+	struct inode___ct *i = in;
+	*ino = BPF_CORE_READ(i, i_ino);
+	*dev = BPF_CORE_READ(i, i_sb, s_dev);
+}
+
+// ct_fd_inode sets *dev and *ino to the device and inode of the file
+// behind descriptor fd of task t (left as they are when fd is not open):
+// four pointer reads through the task's file table, bounded by its size.
+static __always_inline void ct_fd_inode(struct task_struct *t, int fd, __u32 *dev, __u64 *ino)
+{
+	if (fd < 0)
+		return;
+	struct fdtable___ct *fdt = BPF_CORE_READ((struct task_struct___ct *)t, files, fdt);
+	if (!fdt || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return;
+	struct file___ct **fds = BPF_CORE_READ(fdt, fd);
+	struct file___ct *f = NULL;
+	if (!fds || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return;
+	struct inode___ct *in = BPF_CORE_READ(f, f_inode);
+	if (in)
+		ct_inode_id(in, dev, ino);
+}
+
+// ct_emit_sleep sends a CT_K_SLEEP or CT_K_TRYFAIL record if the event
+// bucket has a token.
+static __always_inline void ct_emit_sleep(struct ct_sleep *e, __u64 now)
+{
+	if (!ct_take(CT_BUCKET_EVENT, now)) {
+		ct_count(CT_SAMPLED_EVENT);
+		return;
+	}
+	if (bpf_ringbuf_output(&ct_events, e, sizeof(*e), BPF_RB_NO_WAKEUP))
+		ct_count(CT_DROP_RINGBUF_EVENT);
+}
+
 // ct_start_done and ct_start_set end and begin a reused start entry (see
 // ct_call_start): the entry is marked done (ts 0) before its other fields
 // are rewritten and gets its new ts last, with volatile stores the
@@ -565,6 +665,7 @@ static __always_inline void ct_max(__u64 *dst, __u64 v)
 const volatile struct {
 	struct ct_event event;
 	struct ct_window_hdr window;
+	struct ct_sleep sleep;
 } ct_btf_types = {};
 
 // ct_zero is the initial value of every aggregate entry (large enough for

@@ -7,7 +7,11 @@
 // scheduler: the switch-out probe times the traced syscalls (futex waits,
 // I/O calls) that leave the CPU, and the lifecycle probes keep the target
 // set and the per-thread state current as threads and processes come and
-// go. The collector attaches only the programs the selected families need.
+// go. It also records each sleep of a target thread in the kernel
+// (uninterruptible, or in a syscall other than a futex) of at least the
+// stack threshold, with its kernel stack, file and waker (CT_K_SLEEP),
+// and the failed non-blocking file lock attempts (CT_K_TRYFAIL). The
+// collector attaches only the programs the selected families need.
 #include "helpers.bpf.h"
 #include "calls.bpf.h"
 #include "sched.h"
@@ -29,6 +33,14 @@ const volatile bool io_enabled = true;
 // (runq) and uninterruptible sleep (dsleep). Set by the collector.
 const volatile __u64 runq_event_ns = 100000;
 const volatile __u64 dsleep_event_ns = 10000;
+
+// Sleeps in the kernel (uninterruptible, or inside a system call other
+// than a futex) at least this long carry a kernel stack and a CT_K_SLEEP
+// record: the futex family's stack threshold, so that one setting says
+// which waits pay for a stack. kstack_enabled turns the records off.
+// Set by the collector.
+const volatile __u64 stack_threshold_ns = 10000;
+const volatile bool kstack_enabled = true;
 
 // Target selection (enum ct_target_mode) and, in CT_TARGET_COMM mode, the
 // name matched against a task's comm after exec. Set by the collector.
@@ -57,6 +69,17 @@ struct {
 	__type(key, int);
 	__type(value, struct ct_sched_start);
 } ct_sched_start SEC(".maps");
+
+// ct_sched_pcs_st: key a target thread (task storage), value struct
+// ct_sched_pcs: written at an uninterruptible sleep's switch-out, read at
+// its switch-in when the sleep gets a CT_K_SLEEP record. Reader: these
+// programs only.
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ct_sched_pcs);
+} ct_sched_pcs_st SEC(".maps");
 
 // ct_offcpu: key struct ct_offcpu_key, value struct ct_offcpu_val (two
 // generations, see ct_gen).
@@ -92,9 +115,8 @@ static __always_inline __u8 ct_state_of(bool preempt, unsigned int prev_state)
 // entry: the switch-in that ends the call runs in another task. *stack
 // receives it (0 when no call started), for the off-CPU view to reuse.
 static __always_inline void ct_call_switch_out(struct task_struct *prev, struct pt_regs *ur,
-					       struct ct_uregs u, __u64 now, __u64 *stack)
+					       struct ct_uregs u, long nr, __u64 now, __u64 *stack)
 {
-	long nr = ct_syscall_nr(ur);
 	bool fut = futex_enabled && ct_is_futex(nr);
 	if (!fut && !(io_enabled && ct_is_io(nr)))
 		return;
@@ -175,10 +197,33 @@ static __always_inline void ct_call_switch_out(struct task_struct *prev, struct 
 	ct_start_set(&cur->ts, now);
 }
 
+// ct_sleep_object fills in s the object of the call nr that prev (the
+// current task, whose user registers are ur) goes to sleep in: its first
+// two arguments and, for an fcntl record lock, the struct flock it points
+// to, which only the current task can read. Calls that take no fd leave
+// s->fd -1.
+static __always_inline void ct_sleep_object(struct ct_sched_start *s, struct pt_regs *ur, long nr)
+{
+	if (!ct_fd_call(nr))
+		return;
+	s->fd = (__s32)BPF_CORE_READ(ur, di);
+	s->cmd = (__u32)BPF_CORE_READ(ur, si);
+	if (nr != NR_fcntl || !ct_fcntl_lock_cmd(s->cmd))
+		return;
+	struct ct_user_flock fl;
+	if (bpf_probe_read_user(&fl, sizeof(fl), (void *)BPF_CORE_READ(ur, dx)))
+		return;
+	s->l_type = fl.l_type;
+	s->l_whence = fl.l_whence;
+	s->l_start = fl.l_start;
+	s->l_len = fl.l_len;
+}
+
 // ct_offcpu_out records prev's switch-out for the off-CPU view. stack is
-// prev's user stack when ct_call_switch_out walked it, else 0.
+// prev's user stack when ct_call_switch_out walked it, else 0; nr the
+// syscall prev sleeps in (-1: none, or prev was preempted).
 static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, struct pt_regs *ur,
-					  struct ct_uregs u, __u64 stack, bool preempt,
+					  struct ct_uregs u, __u64 stack, long nr, bool preempt,
 					  unsigned int prev_state, __u64 now)
 {
 	ct_count(CT_EV_SWITCH);
@@ -188,6 +233,11 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	s.state = ct_state_of(preempt, prev_state);
 	if (s.state == CT_ST_RUNNABLE)
 		s.runnable_ts = now;
+	s.nr = nr;
+	s.fd = -1;
+	s.l_type = -1;
+	if (kstack_enabled && nr >= 0 && ur)
+		ct_sleep_object(&s, ur, nr);
 	// prev is the current task: its user stack is at hand.
 	s.stack = stack ? stack : ct_user_stack(CT_FAM_SCHED, pid, u);
 	struct ct_sched_start *st = bpf_task_storage_get(&ct_sched_start, prev, 0,
@@ -206,6 +256,63 @@ static __always_inline void ct_offcpu_out(void *ctx, struct task_struct *prev, s
 	}
 	if (ur && !stack)
 		ct_send_window(CT_FAM_SCHED, pid, tid, s.stack, now, now, u);
+	// An uninterruptible sleep: its innermost kernel frames now, while
+	// the scheduler's functions and the one that waited are on the
+	// stack (a walk at the switch-in skips them). Bounded to
+	// CT_SCHED_PCS frames; interruptible sleeps (a futex, a pipe, a file
+	// lock) wait in functions the switch-in walk shows.
+	if (kstack_enabled && s.state == CT_ST_UNINTERRUPTIBLE) {
+		struct ct_sched_pcs *p = bpf_task_storage_get(&ct_sched_pcs_st, prev, 0,
+							      BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (p) {
+			long len = bpf_get_stack(ctx, p->pcs, sizeof(p->pcs), 0);
+			p->n = len > 0 ? (__u32)len / 8 : 0;
+		}
+	}
+}
+
+// ct_sleep_emit sends the CT_K_SLEEP record of next's sleep s, which
+// ended (next was woken) at end, with next's kernel stack: next has not
+// run since it went to sleep, so its stack is the one it slept on. The
+// record's token is taken first: a sleep the rate limit leaves out costs
+// no stack walk.
+static __always_inline void ct_sleep_emit(struct task_struct *next, struct ct_sched_start *s, __u64 end,
+					  __u64 now)
+{
+	ct_count(CT_EV_KSLEEP);
+	if (!ct_take(CT_BUCKET_EVENT, now)) {
+		ct_count(CT_SAMPLED_EVENT);
+		return;
+	}
+	struct ct_sleep e = {};
+	e.e.kind = CT_K_SLEEP;
+	e.e.op = s->state;
+	e.e.sys = s->nr >= 0 ? (__u16)s->nr : CT_SYS_NONE;
+	e.e.pid = next->tgid;
+	e.e.tid = next->pid;
+	e.e.peer = s->waker;
+	e.e.stack = s->stack;
+	e.e.ts = s->off_ts;
+	e.e.dur = end - s->off_ts;
+	e.e.addr = ct_task_kernel_stack(next, CT_FAM_SCHED);
+	e.waker_pid = s->waker_pid;
+	e.fd = s->fd;
+	e.cmd = s->cmd;
+	e.l_type = s->l_type;
+	e.l_whence = s->l_whence;
+	e.l_start = s->l_start;
+	e.l_len = s->l_len;
+	ct_fd_inode(next, s->fd, &e.dev, &e.ino);
+	if (s->state == CT_ST_UNINTERRUPTIBLE) {
+		struct ct_sched_pcs *p = bpf_task_storage_get(&ct_sched_pcs_st, next, 0, 0);
+		if (p && p->n <= CT_SCHED_PCS) {
+			e.nspcs = p->n;
+			__builtin_memcpy(e.spcs, p->pcs, sizeof(e.spcs));
+			p->n = 0;
+		}
+	}
+	if (bpf_ringbuf_output(&ct_events, &e, sizeof(e), BPF_RB_NO_WAKEUP))
+		ct_count(CT_DROP_RINGBUF_EVENT);
 }
 
 // ct_offcpu_in accounts next's time off CPU at its switch-in at now.
@@ -279,6 +386,17 @@ static __always_inline void ct_offcpu_in(struct task_struct *next, __u64 now)
 			ct_emit(&e, now);
 		}
 	}
+	// A sleep in the kernel: uninterruptible (a lock the kernel holds: an
+	// rwsem, an inode's mutex, a page being read), or inside a system
+	// call that is not a futex (a file lock, a pipe, a socket). A futex
+	// sleep is interruptible and the futex family names it; short
+	// sleeps carry nothing, as short futex waits carry no stack.
+	if (kstack_enabled && (s.state == CT_ST_UNINTERRUPTIBLE ||
+			       (s.state == CT_ST_SLEEPING && s.nr >= 0 && !ct_is_futex(s.nr)))) {
+		__u64 end = s.runnable_ts ? s.runnable_ts : now;
+		if (end >= s.off_ts && end - s.off_ts >= stack_threshold_ns)
+			ct_sleep_emit(next, &s, end, now);
+	}
 }
 
 SEC("tp_btf/sched_switch")
@@ -295,10 +413,11 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		// inside one is runnable, waiting for a CPU and not for the
 		// call (the off-CPU view counts that time as run-queue time).
 		bool asleep = !preempt && (prev_state & CT_TASK_REPORT) != CT_TASK_RUNNING;
+		long nr = asleep ? ct_syscall_nr(ur) : -1;
 		if (ur && asleep && (futex_enabled || io_enabled))
-			ct_call_switch_out(prev, ur, u, now, &stack);
+			ct_call_switch_out(prev, ur, u, nr, now, &stack);
 		if (sched_enabled)
-			ct_offcpu_out(ctx, prev, ur, u, stack, preempt, prev_state, now);
+			ct_offcpu_out(ctx, prev, ur, u, stack, nr, preempt, prev_state, now);
 	}
 	if (!sched_enabled || !ct_is_target(next->tgid))
 		return 0;
@@ -331,15 +450,23 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	ct_count(CT_EV_WAKEUP);
-	struct ct_sched_start *sp = bpf_task_storage_get(&ct_sched_start, p, 0, 0);
-	if (sp && sp->off_ts && !sp->runnable_ts)
-		sp->runnable_ts = now;
-
 	struct task_struct *cur = bpf_get_current_task_btf();
 	struct ct_wakes_key k = {};
 	k.wakee_pid = p->tgid;
 	k.wakee = p->pid;
 	k.ctx = ct_wake_context(cur);
+	struct ct_sched_start *sp = bpf_task_storage_get(&ct_sched_start, p, 0, 0);
+	if (sp && sp->off_ts && !sp->runnable_ts) {
+		sp->runnable_ts = now;
+		// The sleep's waker, kept for its CT_K_SLEEP record: the
+		// thread whose release (an unlock, a write into a pipe) ended
+		// the sleep.
+		if (k.ctx == CT_CTX_TASK) {
+			sp->waker = cur->pid;
+			sp->waker_pid = cur->tgid;
+		}
+	}
+
 	k.stack = CT_STACK_NONE;
 	if (k.ctx == CT_CTX_TASK) {
 		k.waker_pid = cur->tgid;
@@ -365,6 +492,120 @@ int BPF_PROG(ct_sched_waking, struct task_struct *p)
 	e.ts = now;
 	e.addr = p->tgid;
 	ct_emit(&e, now);
+	return 0;
+}
+
+#define CT_EAGAIN 11
+#define CT_EACCES 13
+#define CT_LOCK_SH 1
+#define CT_LOCK_EX 2
+#define CT_LOCK_NB 4
+#define CT_F_WRLCK 1
+#define CT_FL_SLEEP 128     // a blocking request (F_SETLKW, flock without LOCK_NB)
+#define CT_FL_OFDLCK 1024   // an open file description lock (F_OFD_*)
+#define CT_OFFSET_MAX 0x7fffffffffffffffLL
+
+// struct file_lock as of Linux 6.9 (its common part in c, struct
+// file_lock_core) and before; only the fields read (CO-RE flavors, see
+// helpers.bpf.h).
+struct file_lock_core___ct {
+	unsigned int flc_flags;
+	unsigned char flc_type;
+} __attribute__((preserve_access_index));
+
+struct file_lock___new {
+	struct file_lock_core___ct c;
+	long long fl_start;
+	long long fl_end;
+} __attribute__((preserve_access_index));
+
+struct file_lock___old {
+	unsigned int fl_flags;
+	unsigned char fl_type;
+	long long fl_start;
+	long long fl_end;
+} __attribute__((preserve_access_index));
+
+// ct_try_fail records a failed non-blocking lock attempt of the current
+// task: fcntl(F_SETLK or F_OFD_SETLK) or flock(LOCK_NB) on inode in that
+// returned ret, EAGAIN or EACCES (fcntl's two answers for a lock held by
+// another), with the lock asked for (fl: its type and absolute range),
+// the call's descriptor and the user stack. Every such failure is
+// counted; the records are rate-limited as the other events.
+static __always_inline void ct_try_fail(void *in, void *fl, int ret, long nr)
+{
+	if ((ret != -CT_EAGAIN && ret != -CT_EACCES) || !in || !fl)
+		return;
+	__u64 pt = bpf_get_current_pid_tgid();
+	__u32 pid = pt >> 32, tid = (__u32)pt;
+	if (!kstack_enabled || !ct_is_target(pid))
+		return;
+	struct file_lock___new *fn = fl;
+	struct file_lock___old *fo = fl;
+	bool core = bpf_core_field_exists(fn->c);
+	unsigned int flags = core ? BPF_CORE_READ(fn, c.flc_flags) : BPF_CORE_READ(fo, fl_flags);
+	if (flags & CT_FL_SLEEP)
+		return;
+	ct_count(CT_EV_LOCK_TRY_FAIL);
+	__u64 now = bpf_ktime_get_ns();
+	if (!ct_take(CT_BUCKET_EVENT, now)) {
+		ct_count(CT_SAMPLED_EVENT);
+		return;
+	}
+	struct task_struct *cur = bpf_get_current_task_btf();
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(cur);
+	struct ct_uregs u = ct_read_uregs(regs);
+	__u8 type = core ? BPF_CORE_READ(fn, c.flc_type) : BPF_CORE_READ(fo, fl_type);
+	struct ct_sleep e = {};
+	e.e.kind = CT_K_TRYFAIL;
+	e.e.sys = nr;
+	e.e.pid = pid;
+	e.e.tid = tid;
+	e.e.ts = now;
+	e.e.stack = ct_user_stack(CT_FAM_TRY, pid, u);
+	e.e.addr = CT_STACK_NONE;
+	e.err = -ret;
+	e.fd = -1;
+	if (regs && ct_syscall_nr(regs) == nr)
+		e.fd = (__s32)BPF_CORE_READ(regs, di);
+	ct_inode_id(in, &e.dev, &e.ino);
+	e.l_type = -1;
+	if (nr == NR_fcntl) {
+		e.cmd = (flags & CT_FL_OFDLCK) ? CT_F_OFD_SETLK : CT_F_SETLK;
+		__s64 start = core ? BPF_CORE_READ(fn, fl_start) : BPF_CORE_READ(fo, fl_start);
+		__s64 end = core ? BPF_CORE_READ(fn, fl_end) : BPF_CORE_READ(fo, fl_end);
+		e.l_type = type;
+		e.l_whence = 0; // the kernel's range is absolute: SEEK_SET
+		e.l_start = start;
+		e.l_len = end == CT_OFFSET_MAX ? 0 : end - start + 1;
+	} else {
+		e.cmd = (type == CT_F_WRLCK ? CT_LOCK_EX : CT_LOCK_SH) | CT_LOCK_NB;
+	}
+	ct_send_window(CT_FAM_TRY, pid, tid, e.e.stack, now, now, u);
+	if (bpf_ringbuf_output(&ct_events, &e, sizeof(e), BPF_RB_NO_WAKEUP))
+		ct_count(CT_DROP_RINGBUF_EVENT);
+}
+
+// ct_fcntl_setlk and ct_flock_try see the results of the file locking
+// code's requests: a failed non-blocking attempt never sleeps, so the
+// scheduler probes cannot see it. Tracepoints of fs/locks.c rather than a
+// hook on the syscalls: only lock requests pass through them (those of
+// other processes for the target test), while a syscall tracepoint slows
+// every syscall of every process, and return probes need kprobe events
+// or BPF trampolines that some kernels lack (the test machine's has
+// neither). Optional: a kernel without them records the rest, with a
+// note.
+SEC("tp_btf/fcntl_setlk")
+int BPF_PROG(ct_fcntl_setlk, void *inode, void *fl, int ret)
+{
+	ct_try_fail(inode, fl, ret, NR_fcntl);
+	return 0;
+}
+
+SEC("tp_btf/flock_lock_inode")
+int BPF_PROG(ct_flock_try, void *inode, void *fl, int ret)
+{
+	ct_try_fail(inode, fl, ret, NR_flock);
 	return 0;
 }
 

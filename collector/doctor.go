@@ -763,3 +763,12 @@ func (r *DoctorReport) Count(status CheckStatus) int {
 	}
 	return n
 }
+
+// firstLineOf returns the first line of a message, trimmed.
+func firstLineOf(b []byte) string {
+	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

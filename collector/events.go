@@ -30,6 +30,37 @@ type eventLog struct {
 	chunks  [][]rawEvent
 	n       int
 	evicted uint64
+	// objs holds the objects of the sleeps and failed lock attempts in
+	// the log (kindSleep, kindTryFail), which a rawEvent has no room for;
+	// an entry goes with its event.
+	objs map[objKey]sleepInfo
+}
+
+// sleepInfo is what a kindSleep or kindTryFail event holds beyond a
+// rawEvent: the call's object (nil when none) and the waker's process.
+type sleepInfo struct {
+	obj      *recording.Object
+	wakerPID int
+	// sched are the frames below the scheduler at an uninterruptible
+	// sleep's switch-out (schedFrames).
+	sched []recording.Frame
+}
+
+// objKey identifies an event of the log: its thread and start.
+type objKey struct {
+	tid uint32
+	ts  uint64
+}
+
+// addObj logs e with the object of its call.
+func (l *eventLog) addObj(e rawEvent, si sleepInfo) {
+	if si.obj != nil || si.wakerPID != 0 || si.sched != nil {
+		if l.objs == nil {
+			l.objs = map[objKey]sleepInfo{}
+		}
+		l.objs[objKey{e.TID, e.TS}] = si
+	}
+	l.add(e)
 }
 
 func (l *eventLog) add(e rawEvent) {
@@ -42,6 +73,13 @@ func (l *eventLog) add(e rawEvent) {
 			// into it (readers copy), and a full log then allocates
 			// nothing.
 			next = l.chunks[0][:0]
+			if len(l.objs) > 0 {
+				for i := range l.chunks[0] {
+					if e := &l.chunks[0][i]; e.Kind == kindSleep || e.Kind == kindTryFail {
+						delete(l.objs, objKey{e.TID, e.TS})
+					}
+				}
+			}
 			l.evicted += uint64(len(l.chunks[0]))
 			l.n -= len(l.chunks[0])
 			l.chunks[0] = nil
@@ -99,6 +137,7 @@ func (l *eventLog) consume(fn func(*rawEvent)) {
 		l.n -= len(c)
 	}
 	l.chunks = nil
+	l.objs = nil
 }
 
 // clock converts the kernel's bpf_ktime_get_ns (CLOCK_MONOTONIC) to times
@@ -129,7 +168,9 @@ func (c clock) wallAt(d time.Duration) time.Time {
 // n is how many events each passes in [from, to) at most: the slice is
 // allocated once, not grown by doubling (which would hold the old and new
 // arrays at once).
-func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource) ([]recording.Event, []recording.Stack) {
+//
+// objs holds the objects of sleeps and failed lock attempts (eventLog.objs).
+func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource, objs map[objKey]sleepInfo) ([]recording.Event, []recording.Stack) {
 	t := newStackTable()
 	out := make([]recording.Event, 0, n)
 	each(func(r *rawEvent) {
@@ -159,6 +200,29 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 			e.Kind = recording.EventDSleep
 		case kindWakeup:
 			e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
+		case kindSleep, kindTryFail:
+			e.Kind, e.Syscall, e.State = recording.EventSleep, sleepSyscallName(r.Sys), stateName(r.Op)
+			if r.Kind == kindTryFail {
+				e.Kind, e.State = recording.EventTryFail, ""
+			}
+			e.Peer = int(r.Peer)
+			si := objs[objKey{r.TID, r.TS}]
+			e.Obj, e.PeerPID = si.obj, si.wakerPID
+			// Kernel frames first (leaf), then the user frames.
+			st := recording.Stack{}
+			if r.Addr >= stackFirst {
+				st = src.kernelStack(r.Addr)
+			}
+			st.Frames = joinKernel(si.sched, st.Frames)
+			if u := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(u.Frames) > 0 {
+				st.Frames = append(st.Frames[:len(st.Frames):len(st.Frames)], u.Frames...)
+				st.Truncated = u.Truncated
+			}
+			if len(st.Frames) > 0 {
+				e.Stack = t.add(st)
+			}
+			out = append(out, e)
+			return
 		default:
 			return
 		}

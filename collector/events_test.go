@@ -48,7 +48,7 @@ func TestBuildEvents(t *testing.T) {
 			fn(&raw[i])
 		}
 	}
-	evs, stacks := buildEvents(each, len(raw), 1000, 2000, src)
+	evs, stacks := buildEvents(each, len(raw), 1000, 2000, src, nil)
 	want := []recording.Event{
 		{Kind: recording.EventDSleep, T: 0, Dur: 100, PID: 9, TID: 14, Stack: -1},
 		{Kind: recording.EventRunq, T: 100, Dur: 900, PID: 9, TID: 14, Stack: 1},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/javadump"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/symbolize"
@@ -254,10 +255,10 @@ func (j *jvmTarget) run(ctx context.Context, args ...string) (string, error) {
 		// could not set its groups.
 		cmd.SysProcAttr.Credential = nil
 	}
-	out := cappedBuffer{limit: jcmdOutputCap, stop: cancel}
+	out := boundedio.CappedBuffer{Limit: jcmdOutputCap, Stop: cancel}
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
-	if out.over {
+	if out.Over() {
 		return "", fmt.Errorf("jcmd %d %s: %w", j.pid, strings.Join(args, " "), errJcmdOutput)
 	}
 	text := strings.TrimPrefix(out.String(), strconv.Itoa(j.pid)+":\n")

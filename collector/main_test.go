@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -12,11 +11,9 @@ import (
 // (testbin.HelperCmd), then the tests.
 func TestMain(m *testing.M) {
 	testbin.RunHelper(map[string]func() int{
-		"gofetch-target":   goFetchTarget,
 		"procsample-child": procSampleChild,
 		"target-access":    targetAccess,
 		"start-degraded":   startDegraded,
-		"gofetch-child":    func() int { return ServeGoFetch(context.Background(), os.Args[1:], os.Stdout, os.Stderr) },
 	})
 	os.Exit(m.Run())
 }

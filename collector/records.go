@@ -38,6 +38,11 @@ const (
 	kindWakeup = 6
 	kindWindow = 7
 	kindTask   = 8
+	// kindSleep and kindTryFail are struct ct_sleep records: a sleep in
+	// the kernel with its kernel stack and object, and a failed
+	// non-blocking lock attempt.
+	kindSleep   = 9
+	kindTryFail = 10
 )
 
 // What a kindTask record reports (enum ct_task_op).
@@ -62,6 +67,7 @@ const (
 	famOnCPU  = 2
 	famSched  = 3
 	famGoSync = 4
+	famTry    = 5
 )
 
 // What a Go lock probe waits for (enum ct_gosync_kind), the attach cookie
@@ -156,6 +162,55 @@ var syscallNames = map[uint32]string{
 	264: "renameat",
 	277: "sync_file_range",
 	316: "renameat2",
+}
+
+// sleepSyscallNames names the syscalls a sleep in the kernel is most often
+// in (kindSleep, kindTryFail), beyond syscallNames; others are
+// "syscallN".
+var sleepSyscallNames = map[uint32]string{
+	7:   "poll",
+	19:  "readv",
+	23:  "select",
+	34:  "pause",
+	35:  "nanosleep",
+	43:  "accept",
+	44:  "sendto",
+	45:  "recvfrom",
+	46:  "sendmsg",
+	47:  "recvmsg",
+	61:  "wait4",
+	72:  "fcntl",
+	73:  "flock",
+	77:  "ftruncate",
+	9:   "mmap",
+	10:  "mprotect",
+	11:  "munmap",
+	12:  "brk",
+	25:  "mremap",
+	28:  "madvise",
+	230: "clock_nanosleep",
+	232: "epoll_wait",
+	270: "pselect6",
+	271: "ppoll",
+	281: "epoll_pwait",
+	285: "fallocate",
+	288: "accept4",
+	295: "preadv",
+	296: "pwritev",
+	326: "copy_file_range",
+	441: "epoll_pwait2",
+}
+
+// sleepSyscallName names the syscall of a kindSleep or kindTryFail
+// record, "" for sysNone.
+func sleepSyscallName(nr uint16) string {
+	if nr == sysNone {
+		return ""
+	}
+	if n, ok := sleepSyscallNames[uint32(nr)]; ok {
+		return n
+	}
+	return syscallName(uint32(nr))
 }
 
 func syscallName(nr uint32) string {
@@ -332,6 +387,65 @@ type rawEvent struct {
 
 // rawEventSize is sizeof(struct ct_event).
 const rawEventSize = 48
+
+// sleepRec mirrors struct ct_sleep: a struct ct_event (Addr the kernel
+// stack's hash, Peer the waker, Op the state, Sys the syscall or sysNone)
+// and the call's object.
+type sleepRec struct {
+	Ev       rawEvent
+	Ino      uint64
+	LStart   int64
+	LLen     int64
+	Dev      uint32
+	FD       int32
+	WakerPID uint32
+	Cmd      uint32
+	LType    int16
+	LWhence  int16
+	Err      int32
+	NSPCs    uint32
+	_        uint32
+	SPCs     [schedPCs]uint64
+}
+
+// schedPCs is the size of ct_sleep.spcs (CT_SCHED_PCS).
+const schedPCs = 12
+
+// sleepRecSize is sizeof(struct ct_sleep).
+const sleepRecSize = 200
+
+// sysNone is CT_SYS_NONE: a sleep outside any system call.
+const sysNone = 0xffff
+
+// decodeSleep decodes a struct ct_sleep record.
+func decodeSleep(b []byte) (sleepRec, error) {
+	if len(b) < sleepRecSize {
+		return sleepRec{}, fmt.Errorf("%w: sleep of %d bytes", errBadRecord, len(b))
+	}
+	ev, err := decodeEvent(b)
+	if err != nil {
+		return sleepRec{}, err
+	}
+	le := binary.LittleEndian
+	r := sleepRec{
+		Ev:       ev,
+		Ino:      le.Uint64(b[48:]),
+		LStart:   int64(le.Uint64(b[56:])),
+		LLen:     int64(le.Uint64(b[64:])),
+		Dev:      le.Uint32(b[72:]),
+		FD:       int32(le.Uint32(b[76:])),
+		WakerPID: le.Uint32(b[80:]),
+		Cmd:      le.Uint32(b[84:]),
+		LType:    int16(le.Uint16(b[88:])),
+		LWhence:  int16(le.Uint16(b[90:])),
+		Err:      int32(le.Uint32(b[92:])),
+		NSPCs:    le.Uint32(b[96:]),
+	}
+	for i := range r.SPCs {
+		r.SPCs[i] = le.Uint64(b[104+8*i:])
+	}
+	return r, nil
+}
 
 // windowHdr mirrors struct ct_window_hdr.
 type windowHdr struct {

@@ -54,6 +54,7 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_gosync_key", goSyncKey{}},
 		{"ct_window_hdr", windowHdr{}},
 		{"ct_event", rawEvent{}},
+		{"ct_sleep", sleepRec{}},
 		{"ct_call_start", callStart{}},
 		{"ct_stack", stackVal{}},
 		{"ct_target_arg", targetArg{}},

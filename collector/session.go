@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/contend-dev/contend/collector/goendpoint"
 	"github.com/contend-dev/contend/recording"
 	"github.com/contend-dev/contend/symbolize"
 )
@@ -82,19 +83,22 @@ const (
 // whole run or of its last window. All methods are safe for concurrent
 // use.
 type Session struct {
-	opts   Options
-	target Target
-	cfg    tracerConfig
-	tr     tracer
-	res    *resolver
-	ksym   kernelSymbols
+	opts Options
+	// sleepObjs names the objects of sleeps and failed lock attempts
+	// (onRecord, the ring buffer reader alone).
+	sleepObjs objCache
+	target    Target
+	cfg       tracerConfig
+	tr        tracer
+	res       *resolver
+	ksym      kernelSymbols
 	// objs shares the target processes' mapped objects and their tables
 	// (a server's processes map the same files).
 	objs *symbolize.ObjectCache
 	clk  clock
 	meta recording.Meta
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
-	gofetch *GoFetch
+	gofetch *goendpoint.Fetcher
 	// goSrc says where a Go target's runtime profiles come from.
 	goSrc goSource
 	// goUp is the state of the Go lock probes (used when goSrc has no
@@ -259,7 +263,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most %d Hz", o.OnCPUHz, MaxOnCPUHz)
 	}
 	if o.PprofURL != "" {
-		if _, err := pprofBase(o.PprofURL); err != nil {
+		if _, err := goendpoint.BaseURL(o.PprofURL); err != nil {
 			return nil, fmt.Errorf("pprof URL: %w", err)
 		}
 	}
@@ -325,7 +329,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 			// left of it, at least the endpoint's one-second unit.
 			dur = max(dur-s.elapsed(), time.Second)
 		}
-		g, err := StartGoFetch(s.inner, GoFetchOptions{URL: s.goSrc.endpoint, Duration: dur, Command: o.GoFetchCommand})
+		g, err := goendpoint.Start(s.inner, goendpoint.Options{URL: s.goSrc.endpoint, Duration: dur, Command: o.GoFetchCommand})
 		if err != nil {
 			s.end(endError, nil)
 			s.Stop()
@@ -360,12 +364,12 @@ func (s *Session) findGoSource(ctx context.Context, pids []int) goSource {
 	case !o.DiscoverPprof:
 		return goSource{why: "no --pprof was given"}
 	}
-	d := discoverPprof(ctx, o.ProcRoot, pids[0], indexProbe(o.GoFetchCommand))
-	s.addWarning(d.note())
+	d := goendpoint.Discover(ctx, o.ProcRoot, pids[0], goendpoint.IndexProbe(o.GoFetchCommand))
+	s.addWarning(d.Note())
 	if o.OnNote != nil {
-		o.OnNote(d.note())
+		o.OnNote(d.Note())
 	}
-	return goSource{endpoint: d.url, discovered: d.url != "", why: d.short}
+	return goSource{endpoint: d.URL, discovered: d.URL != "", why: d.Short}
 }
 
 // goData says, for a Go target, where rec's Go runtime data came from and
@@ -377,7 +381,7 @@ func (s *Session) goData(rec *recording.Recording) *recording.GoData {
 	}
 	var failed map[string]string
 	if s.gofetch != nil {
-		failed = s.gofetch.failures()
+		failed = s.gofetch.Failures()
 	}
 	gd := goDataOf(rec, s.goSrc, failed)
 	gd.Uprobes = s.goUp.uprobes()
@@ -394,7 +398,7 @@ func goDataOf(rec *recording.Recording, src goSource, failed map[string]string) 
 	}
 	gd := &recording.GoData{Discovered: src.discovered}
 	if src.endpoint != "" {
-		if base, err := pprofBase(src.endpoint); err == nil {
+		if base, err := goendpoint.BaseURL(src.endpoint); err == nil {
 			gd.Endpoint = base
 		}
 	}
@@ -459,6 +463,9 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := tr.(interface{ kernelNotes() []string }); ok {
+		s.meta.Warnings = append(s.meta.Warnings, n.kernelNotes()...)
+	}
 	// The recording starts once every probe is attached: attaching takes
 	// a noticeable time on a busy machine, and the on-CPU probes attach
 	// last.
@@ -501,6 +508,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		readerDone: make(chan struct{}),
 		cum:        newAggregates(),
 		log:        eventLog{max: o.MaxEvents},
+		sleepObjs:  objCache{paths: fdPaths{root: o.ProcRoot}},
 		counters:   map[string]uint64{},
 		gone:       map[threadKey]bool{},
 		folded:     map[threadKey]bool{},
@@ -750,6 +758,18 @@ func (s *Session) onRecord(b []byte) {
 			return
 		}
 		s.res.addWindow(h, data)
+		return
+	}
+	if b[0] == kindSleep || b[0] == kindTryFail {
+		r, err := decodeSleep(b)
+		if err != nil {
+			s.countBad()
+			return
+		}
+		si := sleepInfo{obj: s.sleepObjs.object(r), wakerPID: int(r.WakerPID), sched: s.sleepObjs.schedFrames(r, s.ksym)}
+		s.mu.Lock()
+		s.log.addObj(r.Ev, si)
+		s.mu.Unlock()
 		return
 	}
 	e, err := decodeEvent(b)
@@ -1193,7 +1213,7 @@ func (s *Session) EventsSince(seq uint64, limit int) EventBatch {
 			left = 0
 		}
 	}
-	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res)
+	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res, s.log.objs)
 	return b
 }
 
@@ -1245,7 +1265,7 @@ func (s *Session) snapshot(window time.Duration, events bool) *recording.Recordi
 // when the mutex and block deltas cover a span that differs from the
 // window by more than a quarter (they are resolved to the live fetch
 // period): the analyzer reads rates over the window's duration.
-func applyGoWindow(rec *recording.Recording, gp *GoProfiles) {
+func applyGoWindow(rec *recording.Recording, gp *goendpoint.Profiles) {
 	gp.Apply(rec)
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
 		p := rec.Profile(v)
@@ -1256,7 +1276,7 @@ func applyGoWindow(rec *recording.Recording, gp *GoProfiles) {
 		if want <= 0 || (cover >= want*3/4 && cover <= want*5/4) {
 			return
 		}
-		rec.Meta.Warnings = append(rec.Meta.Warnings, fmt.Sprintf("the Go mutex and block profiles cover %s, not the window's %s: they are fetched every %s", cover.Round(100*time.Millisecond), want.Round(100*time.Millisecond), goLiveEvery))
+		rec.Meta.Warnings = append(rec.Meta.Warnings, fmt.Sprintf("the Go mutex and block profiles cover %s, not the window's %s: they are fetched every %s", cover.Round(100*time.Millisecond), want.Round(100*time.Millisecond), goendpoint.LiveEvery))
 		return
 	}
 }
@@ -1298,7 +1318,7 @@ func (s *Session) stop(whole bool) {
 			}
 		}
 	}
-	var gp *GoProfiles
+	var gp *goendpoint.Profiles
 	if s.gofetch != nil {
 		gp = s.gofetch.Stop()
 	}
@@ -1471,7 +1491,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 				n++
 			}
 		})
-		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res)
+		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res, s.log.objs)
 		s.mu.Unlock()
 	}
 	if rec.Stacks == nil {

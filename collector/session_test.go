@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -211,14 +212,7 @@ func encodeEvent(e rawEvent) []byte {
 // they assert to have happened, never for a fixed time.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	const within = 30 * time.Second
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testbin.WaitUntil(t, what, cond)
 }
 
 // drainCount returns how many times the session drained the fake tracer.

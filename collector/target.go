@@ -6,30 +6,21 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/contend-dev/contend/internal/procroot"
 	"golang.org/x/sys/unix"
 )
 
 // procPath joins a path under the proc mount root ("" means /proc).
-func procPath(root string, parts ...string) string {
-	if root == "" {
-		root = "/proc"
-	}
-	return filepath.Join(append([]string{root}, parts...)...)
-}
+func procPath(root string, parts ...string) string { return procroot.Path(root, parts...) }
 
 // procFS opens the proc mount at root ("" means /proc).
-func procFS(root string) (procfs.FS, error) {
-	if root == "" {
-		root = procfs.DefaultMountPoint
-	}
-	return procfs.NewFS(root)
-}
+func procFS(root string) (procfs.FS, error) { return procroot.FS(root) }
 
 // checkTarget verifies that pid is a live process (a thread group leader,
 // not another thread's id).

@@ -62,7 +62,7 @@ var objects = []probeObject{
 		needs:        func(string, tracerConfig) bool { return true },
 	},
 	{
-		doctorFamily: doctorFamily{"sched", "off-CPU time by state, wake edges, blocking-call starts, thread and process lifecycle", probes.LoadSched},
+		doctorFamily: doctorFamily{"sched", "off-CPU time by state, wake edges, blocking-call starts, sleeps in the kernel with their kernel stack and file, failed non-blocking file lock attempts, thread and process lifecycle", probes.LoadSched},
 		families:     []string{ProbeSched},
 		lifecycle:    true,
 		aggregates:   map[string]string{"ct_offcpu": ProbeSched, "ct_offcpu_spill": ProbeSched, "ct_wakes": ProbeSched},
@@ -76,7 +76,7 @@ var objects = []probeObject{
 				return true
 			case "ct_proc_fork", "ct_proc_exec":
 				return cfg.mode != targetModePIDs
-			case "ct_sched_waking":
+			case "ct_sched_waking", "ct_fcntl_setlk", "ct_flock_try":
 				return cfg.probes[ProbeSched]
 			}
 			// The rest keep the interrupt depth (ct_irq), by which the
@@ -132,6 +132,16 @@ type bpfTracer struct {
 	// them off alone (goProbeBudget).
 	goLinks []link.Link
 	perfFDs []int
+	// notes says what the probes could not record on this kernel while
+	// the rest records (an optional program that did not load).
+	notes []string
+}
+
+// optionalPrograms are programs a recording does without when the kernel
+// lacks their tracepoint, with what is then missing.
+var optionalPrograms = map[string]string{
+	"ct_fcntl_setlk": "failed non-blocking fcntl lock attempts (F_SETLK, F_OFD_SETLK) are not recorded",
+	"ct_flock_try":   "failed non-blocking flock attempts (LOCK_NB) are not recorded",
 }
 
 // newTracer loads the families in cfg.probes, configured for cfg, and
@@ -165,6 +175,7 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 				delete(spec.Programs, name)
 			}
 		}
+		t.notes = append(t.notes, dropMissingOptional(spec)...)
 		spec.Maps["ct_events"].MaxEntries = ringBufferSize
 		specs[obj.name] = spec
 		order = append(order, obj.name)
@@ -187,6 +198,17 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 	}
 	for _, name := range order {
 		coll, err := ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
+		if err != nil && hasOptional(specs[name]) {
+			// A kernel whose verifier refuses an optional program (a
+			// struct file_lock the probes cannot read) records the rest.
+			for p, what := range optionalPrograms {
+				if specs[name].Programs[p] != nil {
+					delete(specs[name].Programs, p)
+					t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
+				}
+			}
+			coll, err = ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
+		}
 		if err != nil {
 			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
 		}
@@ -300,6 +322,10 @@ func (t *bpfTracer) attach(family string, cfg tracerConfig) error {
 		case ebpf.Tracing:
 			l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 			if err != nil {
+				if what, ok := optionalPrograms[name]; ok {
+					t.notes = append(t.notes, fmt.Sprintf("%s: attach %s: %v", what, name, classify(err)))
+					continue
+				}
 				return fmt.Errorf("%s: %w", name, classify(err))
 			}
 			t.addLink(l)
@@ -402,6 +428,62 @@ func (t *bpfTracer) detachGo() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("detach Go lock probes: %w", err)
+	}
+	return nil
+}
+
+// kernelNotes returns what the probes cannot record on this kernel.
+func (t *bpfTracer) kernelNotes() []string { return t.notes }
+
+// dropMissingOptional removes from spec the optional programs whose
+// tracepoint this kernel lacks, and says what is then not recorded.
+func dropMissingOptional(spec *ebpf.CollectionSpec) []string {
+	var notes []string
+	for _, name := range sortedKeys(spec.Programs) {
+		what, ok := optionalPrograms[name]
+		if !ok {
+			continue
+		}
+		if err := haveTracepoint(spec.Programs[name].AttachTo); err != nil {
+			delete(spec.Programs, name)
+			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
+		}
+	}
+	return notes
+}
+
+// hasOptional reports whether spec holds one of optionalPrograms.
+func hasOptional(spec *ebpf.CollectionSpec) bool {
+	for p := range optionalPrograms {
+		if spec.Programs[p] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// firstLine returns the first line of err's message (a verifier error
+// runs to hundreds of lines).
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// haveTracepoint reports, as an error, why the kernel has no raw
+// tracepoint tp (its btf_trace_ type is missing from the kernel's BTF),
+// nil when it has one: a tp_btf program for a missing tracepoint fails to
+// load, with the rest of its object.
+func haveTracepoint(tp string) error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("no kernel BTF: %w", err)
+	}
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_"+tp, &td); err != nil {
+		return fmt.Errorf("no tracepoint %s in this kernel: %w", tp, err)
 	}
 	return nil
 }

@@ -508,7 +508,72 @@ const (
 	EventDSleep EventKind = "dsleep"
 	// EventWakeup: TID (the waker) woke Peer (sched_waking).
 	EventWakeup EventKind = "wakeup"
+	// EventSleep: TID slept in the kernel for Dur from T, at least the
+	// stack threshold: uninterruptibly (a lock the kernel holds: the mmap
+	// lock, an inode's lock, a page being read), or inside a system call
+	// that is not a futex (a file lock, a pipe, a socket, a sleep).
+	// State is uninterruptible or sleeping; Syscall the call ("" outside
+	// one: a page fault); Obj the file the call named (nil when it takes
+	// none); Peer and PeerPID the thread and process whose wake ended
+	// the sleep (0 when the wake came from an interrupt or was not seen).
+	// Stack holds the kernel frames the thread slept on (Frame.Kernel,
+	// named from /proc/kallsyms when recorded), leaf first, then its
+	// user frames. Absent from recordings made before it existed.
+	EventSleep EventKind = "sleep"
+	// EventTryFail: TID's non-blocking lock attempt failed at T because
+	// another held the lock: fcntl F_SETLK or F_OFD_SETLK, or flock with
+	// LOCK_NB, returning EAGAIN or EACCES (Obj.Err). Syscall names the
+	// call, Obj its file and range, Stack the user stack of the attempt.
+	// Meta.Counters' ev_lock_try_fail counts every such failure, the log
+	// holds them as the rate limit allows.
+	EventTryFail EventKind = "tryfail"
 )
+
+// Object is the object of a system call a thread slept in or failed on:
+// the file behind its file descriptor, and for a record lock the range
+// asked for.
+type Object struct {
+	// FD is the call's descriptor in process PID.
+	FD int `json:"fd"`
+	// Dev and Inode identify the file: Dev "MAJOR:MINOR" in hex, as in
+	// /proc/PID/maps and /proc/locks ("08:01"; "00:0e" for a pipe, whose
+	// Inode is the pipe's). Both zero when the descriptor was not open.
+	Dev   string `json:"dev,omitempty"`
+	Inode uint64 `json:"inode,omitempty"`
+	// Path is the file's path as /proc/PID/fd named it while recording
+	// ("pipe:[1234]" for a pipe), "" when it could not be read (the
+	// descriptor closed, the process gone): Dev and Inode still name it.
+	Path string `json:"path,omitempty"`
+	// Cmd is the call's command: an fcntl lock command (F_SETLK,
+	// F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW) or a flock operation
+	// ("LOCK_EX", "LOCK_EX|LOCK_NB"); "" for other calls.
+	Cmd string `json:"cmd,omitempty"`
+	// Range is the byte range of an fcntl record lock.
+	Range *LockRange `json:"range,omitempty"`
+	// Err is the error a failed attempt returned (EventTryFail):
+	// "EAGAIN" or "EACCES".
+	Err string `json:"err,omitempty"`
+}
+
+// Key identifies the file across a recording and across runs on one
+// machine: "file:DEV:INODE", "" when the inode is unknown.
+func (o *Object) Key() string {
+	if o == nil || o.Inode == 0 {
+		return ""
+	}
+	return "file:" + o.Dev + ":" + strconv.FormatUint(o.Inode, 10)
+}
+
+// LockRange is the struct flock of an fcntl record lock command.
+type LockRange struct {
+	// Type is F_RDLCK, F_WRLCK or F_UNLCK.
+	Type string `json:"type"`
+	// Whence is SEEK_SET, SEEK_CUR or SEEK_END: what Start counts from.
+	Whence string `json:"whence"`
+	Start  int64  `json:"start"`
+	// Len is the range's length, 0 for "to the end of the file".
+	Len int64 `json:"len"`
+}
 
 // Event is one entry of the event log. Times are nanoseconds since
 // Meta.Start.
@@ -527,6 +592,11 @@ type Event struct {
 	Syscall string `json:"sys,omitempty"`
 	// Stack is an index into Recording.Stacks, or -1 when none was taken.
 	Stack int `json:"stack"`
+	// State is the state an EventSleep left the CPU in (StateSleeping,
+	// StateUninterruptible).
+	State string `json:"state,omitempty"`
+	// Obj is the object of an EventSleep's or EventTryFail's call.
+	Obj *Object `json:"obj,omitempty"`
 }
 
 // End returns the time the event's interval ends.

@@ -76,13 +76,6 @@ func (w words) raw() string {
 	return string(w.e.Kind) + ": " + strings.Join(parts, ", ")
 }
 
-func plural(n int64, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
 func countItems(v float64) string { return units.Count(int64(v + 0.5)) }
 
 // evidenceWords holds one sentence builder per kind.
@@ -95,7 +88,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		case w.i("words") > 1:
 			lock = fmt.Sprintf("%s (%d futex words of one lock structure)", lock, w.i("words"))
 		}
-		t := fmt.Sprintf("%s futex %s by %d threads on %s waited %s in total", w.cnt("waits"), plural(w.i("waits"), "wait"), w.i("threads"), lock, w.sec("wait_s"))
+		t := fmt.Sprintf("%s futex %s by %d threads on %s waited %s in total", w.cnt("waits"), units.Plural(w.i("waits"), "wait"), w.i("threads"), lock, w.sec("wait_s"))
 		if w.f("waits") > w.f("blocked") {
 			t += fmt.Sprintf(" (%s of them slept; the rest returned at once because the lock word had already changed)", w.cnt("blocked"))
 		}
@@ -155,7 +148,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 	},
 	analyzer.EvIOSite: func(w words) string {
 		return fmt.Sprintf("the I/O is issued at %s, inside the critical section, by %d %s; %d of the %d waiters do no I/O under the lock and only stall behind it",
-			w.n("site"), w.i("holders"), plural(w.i("holders"), "thread"), w.i("victims"), w.i("waiters"))
+			w.n("site"), w.i("holders"), units.Plural(w.i("holders"), "thread"), w.i("victims"), w.i("waiters"))
 	},
 	analyzer.EvWaitersDoIO: func(w words) string {
 		t := fmt.Sprintf("%s of the logged waiting coincides with the holder's I/O (%s)", w.pct("share"), w.n("calls"))
@@ -276,7 +269,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("each of the %d threads parks on a futex word of its own (the JVM's per-thread park event); the thread dumps name the object they wait for, %s", w.i("threads"), w.n("lock"))
 	},
 	analyzer.EvJavaDumpWaiters: func(w words) string {
-		t := fmt.Sprintf("%d %s %s %s at %s in %d Java thread %s", w.i("waiters"), plural(w.i("waiters"), "thread"), w.n("how"), w.n("lock"), w.n("point"), w.i("dumps"), plural(w.i("dumps"), "dump"))
+		t := fmt.Sprintf("%d %s %s %s at %s in %d Java thread %s", w.i("waiters"), units.Plural(w.i("waiters"), "thread"), w.n("how"), w.n("lock"), w.n("point"), w.i("dumps"), units.Plural(w.i("dumps"), "dump"))
 		if w.i("dumps") > 1 {
 			t += fmt.Sprintf(": %s waiting on average, at most %d", w.num("mean"), w.i("max"))
 		}
@@ -312,7 +305,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return fmt.Sprintf("%d of %d goroutines were waiting for this lock when the %s was taken: %s", w.i("waiters"), w.i("population"), w.n("source"), w.states())
 	},
 	analyzer.EvBlockWaits: func(w words) string {
-		t := fmt.Sprintf("%s contended %s at the Lock %s waited %s in total (%s each on average)", w.cnt("contentions"), plural(w.i("contentions"), "acquisition"), plural(w.i("sites"), "site"), w.sec("wait_s"), w.sec("each_s"))
+		t := fmt.Sprintf("%s contended %s at the Lock %s waited %s in total (%s each on average)", w.cnt("contentions"), units.Plural(w.i("contentions"), "acquisition"), units.Plural(w.i("sites"), "site"), w.sec("wait_s"), w.sec("each_s"))
 		if w.f("mean") > 0 {
 			t += fmt.Sprintf("; over %s that is %s goroutines waiting at any moment (Little's law)", w.sec("dur_s"), w.num("mean"))
 		}
@@ -322,7 +315,7 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		return t
 	},
 	analyzer.EvMutexRelease: func(w words) string {
-		t := fmt.Sprintf("the mutex profile charges %s of waiters' delay over %s %s to the Unlock at %s", w.sec("delay_s"), w.cnt("contentions"), plural(w.i("contentions"), "contention"), w.n("site"))
+		t := fmt.Sprintf("the mutex profile charges %s of waiters' delay over %s %s to the Unlock at %s", w.sec("delay_s"), w.cnt("contentions"), units.Plural(w.i("contentions"), "contention"), w.n("site"))
 		switch {
 		case !w.on("paired"):
 		case w.on("guess"):
@@ -380,9 +373,9 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		how := w.n("how")
 		if how == "" || how == "inside the critical section" {
-			return fmt.Sprintf("%d %s inside the critical section %s in %s (state %s), called from %s", n, plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"))
+			return fmt.Sprintf("%d %s inside the critical section %s in %s (state %s), called from %s", n, units.Plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"))
 		}
-		return fmt.Sprintf("%d %s %s in %s (state %s), called from %s: %s, so it is taken to hold the lock", n, plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"), how)
+		return fmt.Sprintf("%d %s %s in %s (state %s), called from %s: %s, so it is taken to hold the lock", n, units.Plural(n, "goroutine"), verb, w.n("call"), w.n("state"), w.n("at"), how)
 	},
 	analyzer.EvSectionIOCPU: func(w words) string {
 		names := make([]string, 0, 3)
@@ -396,10 +389,10 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		for _, it := range w.e.Items[:min(len(w.e.Items), 3)] {
 			names = append(names, it.Name)
 		}
-		return fmt.Sprintf("the probes saw %s I/O %s (%s) sleep inside the critical section, %s asleep in all, holding the lock", w.cnt("calls"), plural(w.i("calls"), "call"), strings.Join(names, ", "), w.sec("io_s"))
+		return fmt.Sprintf("the probes saw %s I/O %s (%s) sleep inside the critical section, %s asleep in all, holding the lock", w.cnt("calls"), units.Plural(w.i("calls"), "call"), strings.Join(names, ", "), w.sec("io_s"))
 	},
 	analyzer.EvRuntimeLock: func(w words) string {
-		t := fmt.Sprintf("the mutex profile records %s %s and %s of delay on a runtime lock released in %s", w.cnt("contentions"), plural(w.i("contentions"), "contention"), w.sec("delay_s"), w.n("where"))
+		t := fmt.Sprintf("the mutex profile records %s %s and %s of delay on a runtime lock released in %s", w.cnt("contentions"), units.Plural(w.i("contentions"), "contention"), w.sec("delay_s"), w.n("where"))
 		if w.f("mean") > 0 {
 			t += fmt.Sprintf(" (%s goroutines waiting on average)", w.num("mean"))
 		}

@@ -238,22 +238,15 @@ func nameSymbol(name, module string) string {
 func checked(r *analyzer.Result) string {
 	var parts []string
 	if n := len(r.Locks); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s below the thresholds", n, pluralize(n, "lock")))
+		parts = append(parts, fmt.Sprintf("%d %s below the thresholds", n, units.Plural(n, "lock")))
 	}
 	if n := len(r.Points); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d program %s", n, pluralize(n, "point")))
+		parts = append(parts, fmt.Sprintf("%d program %s", n, units.Plural(n, "point")))
 	}
 	if len(parts) == 0 {
 		return "Nothing in the input shows goroutines or threads waiting on a lock."
 	}
 	return "Looked at " + strings.Join(parts, " and ") + "."
-}
-
-func pluralize(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 func kindColor(k analyzer.Kind) string {
@@ -365,7 +358,7 @@ func renderStack(t *textWriter, p analyzer.ProgramPoint, maxFrames int) {
 	}
 	for i, fr := range p.Stack {
 		if i >= limit {
-			t.line(t.style(ansiDim, fmt.Sprintf("      … %d more %s", n-i, pluralize(n-i, "frame"))))
+			t.line(t.style(ansiDim, fmt.Sprintf("      … %d more %s", n-i, units.Plural(n-i, "frame"))))
 			break
 		}
 		mark := "  "
@@ -436,7 +429,7 @@ func renderIdle(t *textWriter, r *analyzer.Result, show bool) {
 			if text != "" {
 				text += "; "
 			}
-			text += fmt.Sprintf("%d idle %s in the block profile (%s)", blockOnly, pluralize(blockOnly, "wait"), units.Seconds(secs))
+			text += fmt.Sprintf("%d idle %s in the block profile (%s)", blockOnly, units.Plural(blockOnly, "wait"), units.Seconds(secs))
 		}
 		text += ". --show-idle lists them."
 		t.para(t.style(ansiBold, "Not contention: "), "  ", text)
@@ -484,9 +477,9 @@ func unitOf(r *analyzer.Result) string {
 
 // summary is the closing line: what was analyzed.
 func summary(r *analyzer.Result) string {
-	parts := []string{fmt.Sprintf("%d %s", len(r.Findings), pluralize(len(r.Findings), "finding"))}
+	parts := []string{fmt.Sprintf("%d %s", len(r.Findings), units.Plural(len(r.Findings), "finding"))}
 	if n := len(r.Target.Inputs); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d %s", n, pluralize(n, "input")))
+		parts = append(parts, fmt.Sprintf("%d %s", n, units.Plural(n, "input")))
 	}
 	if r.Target.PID != 0 {
 		parts = append(parts, fmt.Sprintf("pid %d %s", r.Target.PID, r.Target.Comm))

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -213,7 +214,7 @@ func TestEndToEndTUI(t *testing.T) {
 // starts the fixture's bad variant for secs seconds: eight relay threads
 // busy-waiting on one flag on a 2-core machine, the design's spin convoy.
 // It is killed when the test ends.
-func liveFixture(t *testing.T, secs int) (bin string, pid int) {
+func liveFixture(t *testing.T, secs int) (bin string, target *exec.Cmd) {
 	t.Helper()
 	testbin.Integration(t)
 	needEnv(t, os.Geteuid() == 0, "contend top needs root for its BPF probes")
@@ -229,7 +230,7 @@ func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 	if b, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("gcc spin.c: %v\n%s", err, b)
 	}
-	target := exec.Command(fix, "-variant", "bad", "-duration", strconv.Itoa(secs))
+	target = exec.Command(fix, "-variant", "bad", "-duration", strconv.Itoa(secs))
 	stdout, err := target.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 		_ = target.Wait()
 	})
 	go func() { _, _ = bufio.NewReader(stdout).WriteTo(devNull{}) }()
-	return bin, target.Process.Pid
+	return bin, target
 }
 
 // startTop starts the spin fixture for secs seconds and `contend top` on
@@ -250,7 +251,16 @@ func liveFixture(t *testing.T, secs int) (bin string, pid int) {
 // header.
 func startTop(t *testing.T, secs int, flags string) (*tmuxPane, int) {
 	t.Helper()
-	bin, pid := liveFixture(t, secs)
+	p, target := startTopOn(t, secs, flags)
+	return p, target.Process.Pid
+}
+
+// startTopOn is startTop returning the fixture's process, for a test
+// that ends it.
+func startTopOn(t *testing.T, secs int, flags string) (*tmuxPane, *exec.Cmd) {
+	t.Helper()
+	bin, target := liveFixture(t, secs)
+	pid := target.Process.Pid
 	// A top that outlives its pane (the tmux server gone, top slow to
 	// exit on the hang-up) would hold its probes and a CPU into the next
 	// test and starve that test's fixture: it is killed when the test
@@ -258,7 +268,7 @@ func startTop(t *testing.T, secs int, flags string) (*tmuxPane, int) {
 	t.Cleanup(func() { _ = exec.Command("pkill", "-KILL", "-f", bin+" top -p "+strconv.Itoa(pid)).Run() })
 	p := newTmux(t, 80, 24, fmt.Sprintf("%s top -p %d %s; echo EXIT=$?", bin, pid, flags))
 	p.waitFor("contend top", fmt.Sprintf("pid %d spin", pid), "LIVE")
-	return p, pid
+	return p, target
 }
 
 // TestEndToEndTopScreen runs `contend top` on the spin fixture in tmux and
@@ -303,13 +313,19 @@ func TestEndToEndTop(t *testing.T) {
 	walkViews(t, p, "spin-convoy", "spin_acquire", false)
 }
 
-// TestEndToEndTopTargetExit watches a fixture that ends by itself: the
+// TestEndToEndTopTargetExit watches a fixture that ends: the
 // screen says the target exited, keeps its data and still answers keys.
 func TestEndToEndTopTargetExit(t *testing.T) {
-	p, pid := startTop(t, 4, "")
+	// The fixture is ended once top shows it live (SIGTERM: it stops its
+	// workers and exits), so the exit comes after top attached however
+	// slow the machine is.
+	p, target := startTopOn(t, 300, "")
+	if err := target.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
 	p.waitFor("EXITED", "target exited after")
 	p.keys("3")
-	p.waitFor("[3 Locks", fmt.Sprintf("pid %d spin", pid), "EXITED")
+	p.waitFor("[3 Locks", fmt.Sprintf("pid %d spin", target.Process.Pid), "EXITED")
 	p.quit()
 }
 

@@ -278,8 +278,5 @@ func log2Label(i int) string {
 // plural returns "1 thread" / "3 threads" style counts for unit names
 // given in the plural.
 func plural(n int, unit string) string {
-	if n == 1 {
-		unit = strings.TrimSuffix(unit, "s")
-	}
-	return fmt.Sprintf("%d %s", n, unit)
+	return fmt.Sprintf("%d %s", n, units.Plural(n, strings.TrimSuffix(unit, "s")))
 }

@@ -102,3 +102,20 @@ func TestGoldenFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestHeaderDropsOnlyWhenTheyMatter: the header names the drops when
+// they reach 1 % of the probes' events, and says nothing of 3 in 183k.
+func TestHeaderDropsOnlyWhenTheyMatter(t *testing.T) {
+	for _, tc := range []struct {
+		drops uint64
+		shown bool
+	}{{0, false}, {3, false}, {1800, false}, {1900, true}, {50000, true}} {
+		src := liveSource()
+		src.stats.Drops = tc.drops
+		h := newHarness(t, src, hmResult(), 100, 24)
+		header := strings.Join(strings.Split(h.view(), "\n")[:2], "\n")
+		if got := strings.Contains(header, "drops "); got != tc.shown {
+			t.Errorf("%d drops of %d events: drops shown %v, want %v\n%s", tc.drops, src.stats.Events, got, tc.shown, header)
+		}
+	}
+}

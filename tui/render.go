@@ -204,9 +204,11 @@ func (m *Model) probeLine(w int) string {
 	if m.stats.Events > 0 {
 		parts = append(parts, "events "+units.CompactCount(m.stats.Events))
 	}
-	drops := fmt.Sprintf("drops %s", units.CompactCount(m.stats.Drops))
-	if m.stats.Drops > 0 {
-		drops = m.st.warn.Render(drops)
+	// Drops are shown only when they could move a figure on the screen
+	// by 1 % (the analyzer's rule for its loss note): a few lost events in
+	// a million are noise in the header, and stay in meta.json.
+	if dropsMatter(m.stats.Events, m.stats.Drops) {
+		drops := m.st.warn.Render(fmt.Sprintf("drops %s", units.CompactCount(m.stats.Drops)))
 		var names []string
 		for k, v := range meta.Counters {
 			if v > 0 && strings.HasPrefix(k, recording.CounterDropPrefix) {
@@ -218,8 +220,6 @@ func (m *Model) probeLine(w int) string {
 		if len(names) > 0 {
 			drops += " (" + strings.Join(names, ", ") + ")"
 		}
-	}
-	if len(meta.Probes) > 0 || m.stats.Drops > 0 {
 		parts = append(parts, drops)
 	}
 	if meta.Partial {
@@ -598,4 +598,15 @@ func (m *Model) overlayView(w, h int) []string {
 	box := m.st.overlay.Width(min(w-2, 78) + 2).Render(strings.Join(lines, "\n"))
 	placed := lipgloss.Place(w, h, lipgloss.Center, lipgloss.Center, box)
 	return strings.Split(placed, "\n")
+}
+
+// dropsWorthShowing is the share of the probes' events lost from which
+// the header shows the drops. A figure summed over events moves by at
+// most the share of events lost, so below 1 % none moves by 1 %.
+const dropsWorthShowing = 0.01
+
+// dropsMatter says whether drops out of events+drops reach
+// dropsWorthShowing.
+func dropsMatter(events, drops uint64) bool {
+	return drops > 0 && float64(drops) >= dropsWorthShowing*float64(events+drops)
 }

@@ -44,16 +44,10 @@ const defaultListen = "127.0.0.1:9464"
 // agentMemoryLimit is the soft limit of the agent's Go heap (GOMEMLIMIT,
 // when set, overrides it). Its live heap is about 40 MB between windows
 // (the session's symbol tables, event log and history) and peaks near
-// 80 MB while a window is built and analyzed (measured with
-// GODEBUG=gctrace=1 on the stripe convoy). Without giving the window's
-// memory back, a 64 MB limit lay under that peak and the collector ran
-// without a pause through every window (10% of a core against 5%), so
-// the limit was 80 MB and the agent held 105 MB. settleMemory now
-// collects and returns the pages after each window and raises the limit
-// when the live heap needs it: under 64 MB the agent takes 3.0% of a core
-// with at most 95 MB resident (VmHWM), against 3.7-3.9% and 115-116 MB
-// for the 80 MB limit without the settling (make bench-agent, the
-// earlier build beside it on the same target).
+// 80 MB while a window is built and analyzed; settleMemory gives that
+// memory back after each window and raises the limit when the live heap
+// needs it, so the floor can sit under the peak without the collector
+// running through every window. Measured: docs/cost.md (make bench-agent).
 const agentMemoryLimit = 64 << 20
 
 // shutdownGrace bounds how long a scrape in flight may take to finish once
@@ -116,9 +110,8 @@ detached. It needs root, or CAP_BPF and CAP_PERFMON.`,
 	return c
 }
 
-// runAgent checks the options, binds the metrics address and runs the
-// agent until ctx is done.
-func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
+// check refuses option values the agent cannot use, as usage errors.
+func (o agentOptions) check() error {
 	switch {
 	case o.window < agent.MinWindow || o.window > agent.MaxWindow:
 		return usageErrorf("agent: --window must be between %s and %s", agent.MinWindow, agent.MaxWindow)
@@ -129,14 +122,23 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 	case o.hz <= 0 || o.hz > collector.MaxOnCPUHz:
 		return usageErrorf("agent: --hz must be between 1 and %d", collector.MaxOnCPUHz)
 	}
-	target, err := o.targets.target("agent")
-	if err != nil {
-		return err
-	}
 	if o.pyroscope != "" {
 		if err := agent.CheckPyroscopeURL(o.pyroscope); err != nil {
 			return usageErrorf("agent: %v", err)
 		}
+	}
+	return nil
+}
+
+// runAgent checks the options, binds the metrics address and runs the
+// agent until ctx is done.
+func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
+	if err := o.check(); err != nil {
+		return err
+	}
+	target, err := o.targets.target("agent")
+	if err != nil {
+		return err
 	}
 	jcmd, err := o.targets.jcmdPath("agent")
 	if err != nil {

@@ -41,6 +41,9 @@ type analyzeOptions struct {
 	color bool
 	// width wraps the text output; 0 means 80 columns.
 	width int
+	// verbose says on stderr what the probes of a live recording lost,
+	// even when too little to move a figure.
+	verbose bool
 }
 
 func newAnalyzeCmd() *cobra.Command {
@@ -81,7 +84,7 @@ Output goes to stdout, or atomically to the file given with -o.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			o.paths = args
-			return runAnalyze(c.Context(), o, c.OutOrStdout())
+			return runAnalyze(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
@@ -91,11 +94,12 @@ Output goes to stdout, or atomically to the file given with -o.`,
 	f.BoolVar(&o.showIdle, "show-idle", false, "list idle waits (not contention) in the text output")
 	f.BoolVar(&o.color, "color", false, "colour the text output (ignored when NO_COLOR is set)")
 	f.IntVar(&o.width, "width", 0, "wrap the text output at this many columns (default 80)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say on stderr what the probes of a recording lost even when it is too little to move a figure (the report notes it from 1 %)")
 	return c
 }
 
 // runAnalyze loads the inputs, analyzes them and renders the result.
-func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
+func runAnalyze(_ context.Context, o analyzeOptions, stdout, stderr io.Writer) error {
 	switch o.format {
 	case formatText, formatJSON, formatPprof:
 	default:
@@ -116,27 +120,20 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	switch o.format {
-	case formatText:
-		err = report.Text(&buf, res, report.TextOptions{
-			Width:    o.width,
-			Color:    o.color && os.Getenv("NO_COLOR") == "",
-			ShowIdle: o.showIdle,
-		})
-	case formatJSON:
-		err = report.JSON(&buf, res)
-	case formatPprof:
-		err = report.Pprof(&buf, res)
-	}
+	printLoss(stderr, o.verbose, rec.Meta)
+	out, err := render(res, o.format, report.TextOptions{
+		Width:    o.width,
+		Color:    o.color && os.Getenv("NO_COLOR") == "",
+		ShowIdle: o.showIdle,
+	})
 	if err != nil {
-		return fmt.Errorf("render %s: %w", o.format, err)
+		return err
 	}
 	if o.output == "" || o.output == "-" {
-		if _, err := stdout.Write(buf.Bytes()); err != nil {
+		if _, err := stdout.Write(out); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
-	} else if err := atomicfile.WriteFile(o.output, buf.Bytes()); err != nil {
+	} else if err := atomicfile.WriteFile(o.output, out); err != nil {
 		return err
 	}
 	if o.failOnFindings && len(res.Findings) > 0 {
@@ -150,4 +147,25 @@ func runAnalyze(_ context.Context, o analyzeOptions, stdout io.Writer) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(f.Fd())
+}
+
+// render writes res in format (text with text's options, json or pprof):
+// the one place analyze and record turn a result into output.
+func render(res *analyzer.Result, format string, text report.TextOptions) ([]byte, error) {
+	var buf bytes.Buffer
+	var err error
+	switch format {
+	case formatText:
+		err = report.Text(&buf, res, text)
+	case formatJSON:
+		err = report.JSON(&buf, res)
+	case formatPprof:
+		err = report.Pprof(&buf, res)
+	default:
+		err = fmt.Errorf("unknown format")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", format, err)
+	}
+	return buf.Bytes(), nil
 }

@@ -291,3 +291,25 @@ func TestDevNullIsNoTerminal(t *testing.T) {
 		t.Error("isTerminal(/dev/null) = true")
 	}
 }
+
+// TestAnalyzeVerboseLoss: what the probes lost is one line on stderr
+// under --verbose and nothing without it; the report itself is the same.
+func TestAnalyzeVerboseLoss(t *testing.T) {
+	// A live recording whose probes lost events (its meta.json has
+	// drop_* counters above zero).
+	rec := filepath.Join("..", "..", "analyzer", "testdata", "live", "c-stripe-bad")
+	quiet, quietErr, code := runCLI(t, "analyze", rec)
+	if code != exitOK || quietErr != "" {
+		t.Fatalf("without --verbose: code %d, stderr %q", code, quietErr)
+	}
+	loud, loudErr, code := runCLI(t, "analyze", "--verbose", rec)
+	if code != exitOK {
+		t.Fatalf("--verbose: code %d, stderr %q", code, loudErr)
+	}
+	if !strings.HasPrefix(loudErr, "contend: the probes lost ") || strings.Count(loudErr, "\n") != 1 || !strings.Contains(loudErr, "drop_* counters in meta.json") {
+		t.Errorf("--verbose stderr %q: want one line on what the probes lost", loudErr)
+	}
+	if loud != quiet {
+		t.Errorf("--verbose changed the report")
+	}
+}

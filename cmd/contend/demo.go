@@ -187,24 +187,9 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		listDemo(stdout, dir)
 		return nil
 	}
-	if o.name == "" {
-		o.name = demoCases[0].name
-	}
-	var dc *demoCase
-	var names []string
-	for i := range demoCases {
-		names = append(names, demoCases[i].name)
-		if demoCases[i].name == o.name {
-			dc = &demoCases[i]
-		}
-	}
-	switch {
-	case dc == nil:
-		return usageErrorf("demo: unknown case %q (have %s)", o.name, strings.Join(names, ", "))
-	case o.duration <= 0:
-		return usageErrorf("demo: --duration must be positive")
-	case o.variant != "bad" && o.variant != "fixed":
-		return usageErrorf("demo: unknown --variant %q (want bad or fixed)", o.variant)
+	dc, err := o.pick()
+	if err != nil {
+		return err
 	}
 	if o.output != "" {
 		if err := checkOutput("demo", o.output, 0); err != nil {
@@ -270,6 +255,31 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "contend demo: now the fix: contend demo %s --variant fixed\n", dc.name)
 	}
 	return nil
+}
+
+// pick returns the demo case o names (the first when none), refusing a
+// bad case, duration or variant as a usage error.
+func (o *demoOptions) pick() (*demoCase, error) {
+	if o.name == "" {
+		o.name = demoCases[0].name
+	}
+	var dc *demoCase
+	var names []string
+	for i := range demoCases {
+		names = append(names, demoCases[i].name)
+		if demoCases[i].name == o.name {
+			dc = &demoCases[i]
+		}
+	}
+	switch {
+	case dc == nil:
+		return nil, usageErrorf("demo: unknown case %q (have %s)", o.name, strings.Join(names, ", "))
+	case o.duration <= 0:
+		return nil, usageErrorf("demo: --duration must be positive")
+	case o.variant != "bad" && o.variant != "fixed":
+		return nil, usageErrorf("demo: unknown --variant %q (want bad or fixed)", o.variant)
+	}
+	return dc, nil
 }
 
 // demoCommand builds the child's command line: the native fixture when it

@@ -7,45 +7,30 @@ import (
 )
 
 // memoryLimit is the soft limit of contend's Go heap while it records
-// (record; top has its own, topMemoryLimit). Every part of a live recording is bounded by design (the
-// event log, the aggregates and their history, the stacks, the thread
-// timeline; see package collector), and their sum with the symbol tables
-// stays well under it; Go's collector would otherwise let the heap grow to
-// twice the live data before collecting. With the limit it collects sooner
-// as the heap nears it, which keeps contend's resident memory under 100 MB
-// at the price of more collector CPU when a recording is near its bounds.
-// GOMEMLIMIT, when set, overrides it.
+// (record; top has topMemoryLimit). Every part of a live recording is
+// bounded by design (see package collector), and their sum with the
+// symbol tables stays well under it; without a limit Go's collector would
+// let the heap grow to twice the live data before collecting. The price
+// is more collector CPU near the bounds. GOMEMLIMIT, when set, overrides
+// it. Measured: docs/cost.md, "Memory and CPU of contend itself".
 const memoryLimit = 64 << 20
 
 // topMemoryLimit is memoryLimit for contend top, whose live heap is
-// larger than a recording's: the symbol tables and its converted event
-// cache between analyses, and at each analysis the window's events and
-// the analyzer's work on them for a moment. What bounds top's memory is
-// that the moment passes: settleMemory collects and gives the pages back
-// after each analysis, so the heap climbs back from the live data alone.
-// With top's shorter event log (topMaxEvents), views whose samples share
-// their label maps and glibc's DWARF dropped after each batch of
-// lookups, the live heap on the stripe fixture is 21-26 MB between
-// analyses and 40-44 MB at their peak (GODEBUG=gctrace=1): 64 MiB leaves
-// the collector room, a few cycles per analysis, where before those
-// changes the analyses' 57-63 MB ran into the limit. On the stripe fixture
-// top then kept a high-water mark of 95-96 MB (VmHWM over about 25 s, 3 runs
-// alternated with the build before: 105-127 MB at 72 MiB), of which
-// 30-32 MB is file-backed (the binary's text and data 21 MB, the ring
-// buffer 4 MB, glibc's debug file 3.5 MB), and took 8.9-9.5 % of a core
-// against 11.0-12.6 %. Over 10 minutes, since DWARF is read unit by unit
-// (symbolize) and the mapped objects' pages are given back after each
-// build, its VmHWM was 97.8 MB, the live heap at the analyses' peak
-// 49-54 MB.
+// larger than a recording's between analyses (the symbol tables and its
+// converted event cache) and larger again during one (the window's events
+// and the analyzer's work on them). What bounds top's memory is that an
+// analysis's peak passes: settleMemory collects and gives the pages back
+// after each, so 64 MiB leaves the collector room for a few cycles per
+// analysis over a live heap that peaks near 45-55 MB on the fixtures.
+// Measured: docs/cost.md.
 const topMemoryLimit = 64 << 20
 
 // settleHeadroom is the limit's least room over the live heap, as a
-// factor: an analysis's own memory came to 0.5-1 times the live heap
-// between analyses on the fixtures (20-40 MB over 20-42 MB: the window's
-// events copied, indexed and analysed), and the limit is soft, so a
-// larger analysis costs collections during it, not a stall. Twice the
-// live heap, Go's own pacing (GOGC=100), kept the agent's limit at 80 MB
-// for its 40 MB live heap: 100 MB resident at its peak instead of 95.
+// factor: an analysis's own memory is 0.5-1 times the live heap between
+// analyses (the window's events copied, indexed and analysed), and the
+// limit is soft, so a larger analysis costs collections during it, not a
+// stall. Go's own pacing (GOGC=100, a factor of 2) held about 5 MB more
+// at the agent's peak.
 const settleHeadroom = 1.5
 
 // settleMemory runs after each of top's analyses and each of the agent's

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/contend-dev/contend/collector"
+	"github.com/contend-dev/contend/collector/goendpoint"
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/internal/privdrop"
 	"github.com/contend-dev/contend/recording"
@@ -227,7 +227,7 @@ func newGofetchCmd() *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(c *cobra.Command, args []string) error {
-			if code := collector.ServeGoFetch(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr()); code != 0 {
+			if code := goendpoint.ServeChild(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr()); code != 0 {
 				os.Exit(code)
 			}
 			return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,24 +99,8 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	switch {
-	case o.duration < 0:
-		return usageErrorf("record: --duration must not be negative")
-	case o.stackThreshold <= 0:
-		return usageErrorf("record: --stack-threshold must be positive")
-	case o.ioThreshold <= 0:
-		return usageErrorf("record: --io-threshold must be positive")
-	case o.hz <= 0 || o.hz > collector.MaxOnCPUHz:
-		return usageErrorf("record: --hz must be between 1 and %d", collector.MaxOnCPUHz)
-	case o.format != formatText && o.format != formatJSON:
-		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
-	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
-		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
-	}
-	for _, p := range o.probes {
-		if !slices.Contains(collector.AllProbes, p) {
-			return usageErrorf("record: unknown probe family %q in --probes (have %s)", p, strings.Join(collector.AllProbes, ", "))
-		}
+	if err := o.check(); err != nil {
+		return err
 	}
 	jcmd, err := o.targets.jcmdPath("record")
 	if err != nil {
@@ -127,20 +110,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if err := checkOutput("record", o.output, firstPID(target)); err != nil {
 		return err
 	}
-	opts := collector.Options{
-		Target:         target,
-		Duration:       o.duration,
-		StackThreshold: o.stackThreshold,
-		IOThreshold:    o.ioThreshold,
-		OnCPUHz:        o.hz,
-		PprofURL:       o.pprofURL,
-		GoFetchCommand: fetchChildCommand(),
-		DiscoverPprof:  true,
-		OnNote:         stderrNote(stderr),
-		JVMDumps:       o.jvmDumps,
-		Jcmd:           jcmd,
-		Probes:         o.probes,
-	}
+	opts := o.collectorOptions(target, jcmd, stderr)
 	// Without the probes' capabilities, record what /proc and pprof allow
 	// and say so now, and again with the exit code at the end.
 	var missing *collector.PermissionError
@@ -173,21 +143,7 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 	if derr := dropForAnalysis("record"); derr != nil {
 		return derr
 	}
-	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
-	if rec.Meta.Partial {
-		summary += ", partial: " + rec.Meta.PartialReason
-	}
-	fmt.Fprintln(stderr, termsafe.String(summary+")"))
-	printLoss(stderr, o.verbose, rec.Meta)
-	for _, p := range rec.Meta.Processes {
-		if p.Left > 0 {
-			how := "left the target"
-			if p.Exited {
-				how = "exited"
-			}
-			fmt.Fprintf(stderr, "contend: pid %d (%s) %s after %s\n", p.PID, termsafe.String(p.Comm), how, p.Left.Round(time.Millisecond))
-		}
-	}
+	printWritten(stderr, dir, rec, o.verbose)
 	if err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
@@ -205,6 +161,68 @@ func runRecord(ctx context.Context, o recordOptions, stdout, stderr io.Writer) e
 		return errFindings
 	}
 	return nil
+}
+
+// collectorOptions are the collector's options for this record.
+func (o recordOptions) collectorOptions(target collector.Target, jcmd string, stderr io.Writer) collector.Options {
+	return collector.Options{
+		Target:         target,
+		Duration:       o.duration,
+		StackThreshold: o.stackThreshold,
+		IOThreshold:    o.ioThreshold,
+		OnCPUHz:        o.hz,
+		PprofURL:       o.pprofURL,
+		GoFetchCommand: fetchChildCommand(),
+		DiscoverPprof:  true,
+		OnNote:         stderrNote(stderr),
+		JVMDumps:       o.jvmDumps,
+		Jcmd:           jcmd,
+		Probes:         o.probes,
+	}
+}
+
+// check refuses option values record cannot use, as usage errors.
+func (o recordOptions) check() error {
+	switch {
+	case o.duration < 0:
+		return usageErrorf("record: --duration must not be negative")
+	case o.stackThreshold <= 0:
+		return usageErrorf("record: --stack-threshold must be positive")
+	case o.ioThreshold <= 0:
+		return usageErrorf("record: --io-threshold must be positive")
+	case o.hz <= 0 || o.hz > collector.MaxOnCPUHz:
+		return usageErrorf("record: --hz must be between 1 and %d", collector.MaxOnCPUHz)
+	case o.format != formatText && o.format != formatJSON:
+		return usageErrorf("record: unknown --format %q (want text or json)", o.format)
+	case o.jvmDumps < 0 || o.jvmDumps > maxJVMDumps:
+		return usageErrorf("record: --jvm-dumps must be between 0 and %d", maxJVMDumps)
+	}
+	for _, p := range o.probes {
+		if !slices.Contains(collector.AllProbes, p) {
+			return usageErrorf("record: unknown probe family %q in --probes (have %s)", p, strings.Join(collector.AllProbes, ", "))
+		}
+	}
+	return nil
+}
+
+// printWritten says on stderr where the recording went, over what time,
+// what the probes lost (under verbose) and which processes left early.
+func printWritten(stderr io.Writer, dir string, rec *recording.Recording, verbose bool) {
+	summary := fmt.Sprintf("contend: wrote %s (%s", dir, rec.Meta.Duration.Round(time.Millisecond))
+	if rec.Meta.Partial {
+		summary += ", partial: " + rec.Meta.PartialReason
+	}
+	fmt.Fprintln(stderr, termsafe.String(summary+")"))
+	printLoss(stderr, verbose, rec.Meta)
+	for _, p := range rec.Meta.Processes {
+		if p.Left > 0 {
+			how := "left the target"
+			if p.Exited {
+				how = "exited"
+			}
+			fmt.Fprintf(stderr, "contend: pid %d (%s) %s after %s\n", p.PID, termsafe.String(p.Comm), how, p.Left.Round(time.Millisecond))
+		}
+	}
 }
 
 // stderrNote returns a collector.Options.OnNote that prints each note on
@@ -277,16 +295,14 @@ func printFindings(stdout io.Writer, rec *recording.Recording, format string) (*
 	if err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
 	}
-	var buf bytes.Buffer
-	if format == formatJSON {
-		err = report.JSON(&buf, res)
-	} else {
-		err = report.Text(&buf, res, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
+	if format != formatJSON {
+		format = formatText
 	}
+	out, err := render(res, format, report.TextOptions{Color: isTerminal(stdout) && os.Getenv("NO_COLOR") == ""})
 	if err != nil {
-		return nil, fmt.Errorf("render %s: %w", format, err)
+		return nil, err
 	}
-	if _, err := stdout.Write(buf.Bytes()); err != nil {
+	if _, err := stdout.Write(out); err != nil {
 		return nil, fmt.Errorf("write output: %w", err)
 	}
 	return res, nil

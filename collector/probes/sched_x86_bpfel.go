@@ -28,6 +28,7 @@ const (
 	SchedMapCtOffcpu1                = "ct_offcpu_1"
 	SchedMapCtOffcpuSpill0           = "ct_offcpu_spill_0"
 	SchedMapCtOffcpuSpill1           = "ct_offcpu_spill_1"
+	SchedMapCtSchedPcsSt             = "ct_sched_pcs_st"
 	SchedMapCtSchedStart             = "ct_sched_start"
 	SchedMapCtScratch                = "ct_scratch"
 	SchedMapCtStackbuf               = "ct_stackbuf"
@@ -39,6 +40,8 @@ const (
 	SchedProgCtCallFunctionOut       = "ct_call_function_out"
 	SchedProgCtCallFunctionSingleIn  = "ct_call_function_single_in"
 	SchedProgCtCallFunctionSingleOut = "ct_call_function_single_out"
+	SchedProgCtFcntlSetlk            = "ct_fcntl_setlk"
+	SchedProgCtFlockTry              = "ct_flock_try"
 	SchedProgCtIrqHandlerIn          = "ct_irq_handler_in"
 	SchedProgCtIrqHandlerOut         = "ct_irq_handler_out"
 	SchedProgCtIrqWorkIn             = "ct_irq_work_in"
@@ -60,8 +63,10 @@ const (
 	SchedVarEventToleranceNs         = "event_tolerance_ns"
 	SchedVarFutexEnabled             = "futex_enabled"
 	SchedVarIoEnabled                = "io_enabled"
+	SchedVarKstackEnabled            = "kstack_enabled"
 	SchedVarRunqEventNs              = "runq_event_ns"
 	SchedVarSchedEnabled             = "sched_enabled"
+	SchedVarStackThresholdNs         = "stack_threshold_ns"
 	SchedVarTargetComm               = "target_comm"
 	SchedVarTargetMode               = "target_mode"
 	SchedVarWindowIntervalNs         = "window_interval_ns"
@@ -114,6 +119,8 @@ type SchedProgramSpecs struct {
 	CtCallFunctionOut       *ebpf.ProgramSpec `ebpf:"ct_call_function_out"`
 	CtCallFunctionSingleIn  *ebpf.ProgramSpec `ebpf:"ct_call_function_single_in"`
 	CtCallFunctionSingleOut *ebpf.ProgramSpec `ebpf:"ct_call_function_single_out"`
+	CtFcntlSetlk            *ebpf.ProgramSpec `ebpf:"ct_fcntl_setlk"`
+	CtFlockTry              *ebpf.ProgramSpec `ebpf:"ct_flock_try"`
 	CtIrqHandlerIn          *ebpf.ProgramSpec `ebpf:"ct_irq_handler_in"`
 	CtIrqHandlerOut         *ebpf.ProgramSpec `ebpf:"ct_irq_handler_out"`
 	CtIrqWorkIn             *ebpf.ProgramSpec `ebpf:"ct_irq_work_in"`
@@ -146,6 +153,7 @@ type SchedMapSpecs struct {
 	CtOffcpu1      *ebpf.MapSpec `ebpf:"ct_offcpu_1"`
 	CtOffcpuSpill0 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_0"`
 	CtOffcpuSpill1 *ebpf.MapSpec `ebpf:"ct_offcpu_spill_1"`
+	CtSchedPcsSt   *ebpf.MapSpec `ebpf:"ct_sched_pcs_st"`
 	CtSchedStart   *ebpf.MapSpec `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.MapSpec `ebpf:"ct_scratch"`
 	CtStackbuf     *ebpf.MapSpec `ebpf:"ct_stackbuf"`
@@ -166,8 +174,10 @@ type SchedVariableSpecs struct {
 	EventToleranceNs  *ebpf.VariableSpec `ebpf:"event_tolerance_ns"`
 	FutexEnabled      *ebpf.VariableSpec `ebpf:"futex_enabled"`
 	IoEnabled         *ebpf.VariableSpec `ebpf:"io_enabled"`
+	KstackEnabled     *ebpf.VariableSpec `ebpf:"kstack_enabled"`
 	RunqEventNs       *ebpf.VariableSpec `ebpf:"runq_event_ns"`
 	SchedEnabled      *ebpf.VariableSpec `ebpf:"sched_enabled"`
+	StackThresholdNs  *ebpf.VariableSpec `ebpf:"stack_threshold_ns"`
 	TargetComm        *ebpf.VariableSpec `ebpf:"target_comm"`
 	TargetMode        *ebpf.VariableSpec `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.VariableSpec `ebpf:"window_interval_ns"`
@@ -206,6 +216,7 @@ type SchedMaps struct {
 	CtOffcpu1      *ebpf.Map `ebpf:"ct_offcpu_1"`
 	CtOffcpuSpill0 *ebpf.Map `ebpf:"ct_offcpu_spill_0"`
 	CtOffcpuSpill1 *ebpf.Map `ebpf:"ct_offcpu_spill_1"`
+	CtSchedPcsSt   *ebpf.Map `ebpf:"ct_sched_pcs_st"`
 	CtSchedStart   *ebpf.Map `ebpf:"ct_sched_start"`
 	CtScratch      *ebpf.Map `ebpf:"ct_scratch"`
 	CtStackbuf     *ebpf.Map `ebpf:"ct_stackbuf"`
@@ -229,6 +240,7 @@ func (m *SchedMaps) Close() error {
 		m.CtOffcpu1,
 		m.CtOffcpuSpill0,
 		m.CtOffcpuSpill1,
+		m.CtSchedPcsSt,
 		m.CtSchedStart,
 		m.CtScratch,
 		m.CtStackbuf,
@@ -250,8 +262,10 @@ type SchedVariables struct {
 	EventToleranceNs  *ebpf.Variable `ebpf:"event_tolerance_ns"`
 	FutexEnabled      *ebpf.Variable `ebpf:"futex_enabled"`
 	IoEnabled         *ebpf.Variable `ebpf:"io_enabled"`
+	KstackEnabled     *ebpf.Variable `ebpf:"kstack_enabled"`
 	RunqEventNs       *ebpf.Variable `ebpf:"runq_event_ns"`
 	SchedEnabled      *ebpf.Variable `ebpf:"sched_enabled"`
+	StackThresholdNs  *ebpf.Variable `ebpf:"stack_threshold_ns"`
 	TargetComm        *ebpf.Variable `ebpf:"target_comm"`
 	TargetMode        *ebpf.Variable `ebpf:"target_mode"`
 	WindowIntervalNs  *ebpf.Variable `ebpf:"window_interval_ns"`
@@ -266,6 +280,8 @@ type SchedPrograms struct {
 	CtCallFunctionOut       *ebpf.Program `ebpf:"ct_call_function_out"`
 	CtCallFunctionSingleIn  *ebpf.Program `ebpf:"ct_call_function_single_in"`
 	CtCallFunctionSingleOut *ebpf.Program `ebpf:"ct_call_function_single_out"`
+	CtFcntlSetlk            *ebpf.Program `ebpf:"ct_fcntl_setlk"`
+	CtFlockTry              *ebpf.Program `ebpf:"ct_flock_try"`
 	CtIrqHandlerIn          *ebpf.Program `ebpf:"ct_irq_handler_in"`
 	CtIrqHandlerOut         *ebpf.Program `ebpf:"ct_irq_handler_out"`
 	CtIrqWorkIn             *ebpf.Program `ebpf:"ct_irq_work_in"`
@@ -288,6 +304,8 @@ func (p *SchedPrograms) Close() error {
 		p.CtCallFunctionOut,
 		p.CtCallFunctionSingleIn,
 		p.CtCallFunctionSingleOut,
+		p.CtFcntlSetlk,
+		p.CtFlockTry,
 		p.CtIrqHandlerIn,
 		p.CtIrqHandlerOut,
 		p.CtIrqWorkIn,

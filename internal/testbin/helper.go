@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // HelperEnv names the helper a test binary runs instead of its tests.
@@ -181,5 +182,20 @@ func RequireRoot(t testing.TB, what string) {
 	Integration(t)
 	if os.Geteuid() != 0 {
 		Skip(t, what+" needs root")
+	}
+}
+
+// WaitUntil polls cond until it holds, failing the test after a generous
+// deadline (30 s, far past any event a test waits for on a loaded
+// machine): a test waits for the event it needs, never for a fixed time.
+func WaitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	const within = 30 * time.Second
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -149,3 +149,12 @@ func CompactCount(n uint64) string {
 		return fmt.Sprintf("%.1fG", float64(n)/1e9)
 	}
 }
+
+// Plural returns word for a count of one and word+"s" for any other: the
+// English of every noun contend counts (thread, goroutine, lock, wait).
+func Plural[N ~int | ~int64 | ~uint64](n N, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

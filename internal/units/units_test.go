@@ -35,3 +35,14 @@ func TestCompactForms(t *testing.T) {
 		}
 	}
 }
+
+func TestPlural(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		want string
+	}{{0, "threads"}, {1, "thread"}, {2, "threads"}, {-1, "threads"}} {
+		if got := Plural(tc.n, "thread"); got != tc.want {
+			t.Errorf("Plural(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/contend-dev/contend/internal/procroot"
 )
 
 // Limits of reading a process's listening sockets, with the reasoning
@@ -172,15 +174,15 @@ var errOtherNetns = errors.New("the process is in another network namespace, who
 // /proc/PID/net/tcp and tcp6, IPv4 first. It refuses a process in
 // another network namespace than contend's (errOtherNetns).
 func listeningSockets(procRoot string, pid int) ([]netip.AddrPort, error) {
-	self, err1 := os.Readlink(procPath(procRoot, "self", "ns", "net"))
-	theirs, err2 := os.Readlink(procPath(procRoot, strconv.Itoa(pid), "ns", "net"))
+	self, err1 := os.Readlink(procroot.Path(procRoot, "self", "ns", "net"))
+	theirs, err2 := os.Readlink(procroot.Path(procRoot, strconv.Itoa(pid), "ns", "net"))
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("network namespace: %w", err)
 	}
 	if self != theirs {
 		return nil, errOtherNetns
 	}
-	fs, err := procFS(procRoot)
+	fs, err := procroot.FS(procRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +200,7 @@ func listeningSockets(procRoot string, pid int) ([]netip.AddrPort, error) {
 	}
 	var out []netip.AddrPort
 	for _, name := range []string{"tcp", "tcp6"} {
-		path := procPath(procRoot, strconv.Itoa(pid), "net", name)
+		path := procroot.Path(procRoot, strconv.Itoa(pid), "net", name)
 		f, err := os.Open(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue // no IPv6 in this kernel

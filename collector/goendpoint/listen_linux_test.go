@@ -1,6 +1,6 @@
 //go:build linux
 
-package collector
+package goendpoint
 
 import (
 	"context"
@@ -28,11 +28,11 @@ func TestDiscoverPprofOtherNetns(t *testing.T) {
 		t.Errorf("listening sockets of a process in another network namespace: %v, want %v", err, errOtherNetns)
 	}
 	probed := 0
-	d := discoverPprof(t.Context(), "", cmd.Process.Pid, func(context.Context, string) error {
+	d := Discover(t.Context(), "", cmd.Process.Pid, func(context.Context, string) error {
 		probed++
 		return nil
 	})
-	if d.url != "" || probed != 0 || !strings.Contains(d.why, errOtherNetns.Error()) {
-		t.Errorf("found %q after %d probes; why %q", d.url, probed, d.why)
+	if d.URL != "" || probed != 0 || !strings.Contains(d.why, errOtherNetns.Error()) {
+		t.Errorf("found %q after %d probes; why %q", d.URL, probed, d.why)
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/contend-dev/contend/collector/goendpoint/goendpointtest"
+	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
 )
 
@@ -64,11 +65,11 @@ func contendedWork(mu *sync.Mutex, shared *int) {
 // startGoTarget runs the helper target and returns its pprof URL.
 func startGoTarget(t *testing.T) string {
 	t.Helper()
-	c := startHelper(t, "gofetch-target")
-	if !c.out.Scan() || !strings.HasPrefix(c.out.Text(), "http://") {
-		t.Fatalf("helper target did not print its URL: %q", c.out.Text())
+	out := startHelper(t, "gofetch-target")
+	if !out.Scan() || !strings.HasPrefix(out.Text(), "http://") {
+		t.Fatalf("helper target did not print its URL: %q", out.Text())
 	}
-	return c.out.Text()
+	return out.Text()
 }
 
 // hasFunc reports whether a sample of p has a frame of a function whose
@@ -86,7 +87,7 @@ func hasFunc(p *profile.Profile, name string) bool {
 	return false
 }
 
-func checkGoProfiles(t *testing.T, res *GoProfiles, wantCPU bool) {
+func checkGoProfiles(t *testing.T, res *Profiles, wantCPU bool) {
 	t.Helper()
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
 		p := res.Profiles[v]
@@ -110,7 +111,7 @@ func checkGoProfiles(t *testing.T, res *GoProfiles, wantCPU bool) {
 
 func TestGoFetchKnownDuration(t *testing.T) {
 	url := startGoTarget(t)
-	g, err := StartGoFetch(t.Context(), GoFetchOptions{URL: url, Duration: time.Second})
+	g, err := Start(t.Context(), Options{URL: url, Duration: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestGoFetchKnownDuration(t *testing.T) {
 
 func TestGoFetchUntilStopped(t *testing.T) {
 	url := startGoTarget(t)
-	g, err := newGoFetch(t.Context(), GoFetchOptions{URL: url})
+	g, err := newGoFetch(t.Context(), Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestGoFetchUntilStopped(t *testing.T) {
 	}
 	g.run()
 	// Two 1s CPU parts completed, however late their fetches run.
-	waitUntil(t, "two CPU parts", func() bool {
+	testbin.WaitUntil(t, "two CPU parts", func() bool {
 		cpu := g.Window(g.start, time.Now()).Profiles[recording.ViewGoCPU]
 		return cpu != nil && cpu.DurationNanos >= int64(1500*time.Millisecond)
 	})
@@ -199,7 +200,7 @@ func totalValue(p *profile.Profile, i int) int64 {
 
 // fetchFor fetches from srvURL with small limits for a one-second
 // recording and returns the result.
-func fetchFor(t *testing.T, srvURL string) *GoProfiles {
+func fetchFor(t *testing.T, srvURL string) *Profiles {
 	t.Helper()
 	g := shortFetch(t, srvURL, time.Second)
 	time.Sleep(time.Second)
@@ -207,9 +208,9 @@ func fetchFor(t *testing.T, srvURL string) *GoProfiles {
 }
 
 // shortFetch starts a fetch against srv with small limits and timeouts.
-func shortFetch(t *testing.T, srvURL string, dur time.Duration) *GoFetch {
+func shortFetch(t *testing.T, srvURL string, dur time.Duration) *Fetcher {
 	t.Helper()
-	g, err := newGoFetch(t.Context(), GoFetchOptions{URL: srvURL, Duration: dur})
+	g, err := newGoFetch(t.Context(), Options{URL: srvURL, Duration: dur})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func shortFetch(t *testing.T, srvURL string, dur time.Duration) *GoFetch {
 
 func TestGoFetchErrors(t *testing.T) {
 	bigProfile := func() []byte {
-		p := testProfile(1, 5)
+		p := goendpointtest.Profile(1, 5)
 		for i := range 200 {
 			fn := &profile.Function{ID: uint64(i + 10), Name: fmt.Sprintf("pkg.function%d", i)}
 			p.Function = append(p.Function, fn)
@@ -290,21 +291,6 @@ func TestGoFetchUnreachable(t *testing.T) {
 	}
 }
 
-// testProfile is a cumulative contention profile with one sample of
-// (count, delay).
-func testProfile(count, delay int64) *profile.Profile {
-	fn := &profile.Function{ID: 1, Name: "main.hot"}
-	loc := &profile.Location{ID: 1, Line: []profile.Line{{Function: fn}}}
-	return &profile.Profile{
-		SampleType: []*profile.ValueType{{Type: "contentions", Unit: "count"}, {Type: "delay", Unit: "nanoseconds"}},
-		PeriodType: &profile.ValueType{Type: "contentions", Unit: "count"},
-		Period:     1,
-		Sample:     []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{count, delay}}},
-		Location:   []*profile.Location{loc},
-		Function:   []*profile.Function{fn},
-	}
-}
-
 func TestGoFetchOldGoCumulative(t *testing.T) {
 	// A target whose runtime ignores ?seconds= answers at once with the
 	// cumulative profile; the fetch must fall back to end minus start.
@@ -319,7 +305,7 @@ func TestGoFetchOldGoCumulative(t *testing.T) {
 		calls++
 		n := int64(calls)
 		mu.Unlock()
-		p := testProfile(10*n, 1000*n)
+		p := goendpointtest.Profile(10*n, 1000*n)
 		p.TimeNanos = time.Now().UnixNano()
 		p.Write(w)
 	}))
@@ -337,8 +323,8 @@ func TestGoFetchOldGoCumulative(t *testing.T) {
 }
 
 func TestSubtractProfile(t *testing.T) {
-	base, end := testProfile(3, 300), testProfile(10, 1000)
-	extra := testProfile(4, 40)
+	base, end := goendpointtest.Profile(3, 300), goendpointtest.Profile(10, 1000)
+	extra := goendpointtest.Profile(4, 40)
 	extra.Function[0].Name = "main.cold"
 	end, err := profile.Merge([]*profile.Profile{end, extra})
 	if err != nil {
@@ -371,24 +357,24 @@ func TestPprofBase(t *testing.T) {
 		"http://[::1]:6060/prefix/":           "http://[::1]:6060/prefix/debug/pprof",
 		"  http://localhost:6060/debug/pprof": "http://localhost:6060/debug/pprof",
 	} {
-		got, err := pprofBase(in)
+		got, err := BaseURL(in)
 		if err != nil || got != want {
-			t.Errorf("pprofBase(%q) = %q, %v; want %q", in, got, err, want)
+			t.Errorf("BaseURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "ftp://h/x", "http://", "http://h:bad port/"} {
-		if got, err := pprofBase(in); err == nil {
-			t.Errorf("pprofBase(%q) = %q, want an error", in, got)
+		if got, err := BaseURL(in); err == nil {
+			t.Errorf("BaseURL(%q) = %q, want an error", in, got)
 		}
 	}
-	if _, err := StartGoFetch(t.Context(), GoFetchOptions{URL: "ftp://x"}); err == nil {
-		t.Error("StartGoFetch accepted an ftp URL")
+	if _, err := Start(t.Context(), Options{URL: "ftp://x"}); err == nil {
+		t.Error("Start accepted an ftp URL")
 	}
 }
 
 func TestGoFetchStoppedEarly(t *testing.T) {
 	url := startGoTarget(t)
-	g, err := StartGoFetch(t.Context(), GoFetchOptions{URL: url, Duration: 30 * time.Second})
+	g, err := Start(t.Context(), Options{URL: url, Duration: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +401,7 @@ func TestGoFetchEmptyProfiles(t *testing.T) {
 	// A program that never enabled the mutex and block profiles serves
 	// them empty.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := testProfile(0, 0)
+		p := goendpointtest.Profile(0, 0)
 		p.Sample = nil
 		p.TimeNanos = time.Now().UnixNano()
 		p.Write(w)
@@ -445,15 +431,4 @@ func TestFetchChildOutputCapped(t *testing.T) {
 	if !errors.Is(err, errTooLarge) {
 		t.Fatalf("child writing 8 MiB with a 1 MiB limit: err %v, want errTooLarge", err)
 	}
-	b := cappedBuffer{limit: limit}
-	if _, err := io.Copy(&b, io.LimitReader(zeroReader{}, 4*limit)); err != nil {
-		t.Fatal(err)
-	}
-	if len(b.Bytes()) != limit || !b.over {
-		t.Errorf("io.Copy into the buffer kept %d bytes (over %v), want %d and over", len(b.Bytes()), b.over, limit)
-	}
 }
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ const (
 	// restarting the profiler every few seconds costs the target nothing
 	// measurable.
 	goCPUChunk = 5 * time.Second
-	// goLiveEvery is the period of the cumulative mutex and block
+	// LiveEvery is the period of the cumulative mutex and block
 	// profiles fetched once a session is watched live (Snapshot): a
 	// window's delta is the newest minus the one nearest the window's
 	// start, so a window is resolved to about this period. Each fetch
@@ -62,9 +62,9 @@ const (
 	// milliseconds for a service with thousands of contended stacks, so
 	// two profiles every two seconds cost the target well under 1% of a
 	// CPU; it stops no goroutine.
-	goLiveEvery = 2 * time.Second
+	LiveEvery = 2 * time.Second
 	// goLiveKeep bounds the cumulative profiles kept per view: two
-	// minutes at goLiveEvery, the session's own window history. Older
+	// minutes at LiveEvery, the session's own window history. Older
 	// windows start at the oldest kept (the profile's TimeNanos and
 	// DurationNanos say what a delta covers); the whole run starts at the
 	// profile fetched when the recording started, kept apart.
@@ -79,9 +79,9 @@ const (
 	goEndSlack = 2 * time.Second
 )
 
-// GoFetchOptions configure the fetching of a Go target's runtime profiles
+// Options configure the fetching of a Go target's runtime profiles
 // during one recording.
-type GoFetchOptions struct {
+type Options struct {
 	// URL is the target's net/http/pprof base: "http://127.0.0.1:6060",
 	// with or without the /debug/pprof path (a bare host:port means
 	// http).
@@ -93,18 +93,22 @@ type GoFetchOptions struct {
 	// another host are refused whatever the client.
 	Client *http.Client
 	// Command, when set, runs each fetch in a child process instead of
-	// in this one: it returns the command that runs ServeGoFetch with
+	// in this one: it returns the command that runs ServeChild with
 	// args (as the user who ran contend, when contend runs as root). The
 	// endpoint's answer is then fetched, decompressed and parsed by the
 	// child; this process reads back a profile it re-encoded or a dump
 	// as JSON.
 	Command func(ctx context.Context, args ...string) *exec.Cmd
+	// LiveEvery, CPUChunk and DumpEvery, when set, replace the periods of
+	// a live session's fetches (LiveEvery), of the CPU profile's parts
+	// and of the goroutine dumps; zero keeps the defaults.
+	LiveEvery, CPUChunk, DumpEvery time.Duration
 }
 
-// GoProfiles is what a GoFetch produced: delta mutex and block profiles
+// Profiles is what a Fetcher produced: delta mutex and block profiles
 // over the recording, a CPU profile, goroutine dumps, and a warning for
 // everything that could not be fetched.
-type GoProfiles struct {
+type Profiles struct {
 	// Profiles holds ViewGoMutex, ViewGoBlock and ViewGoCPU when fetched.
 	Profiles map[recording.View]*profile.Profile
 	// Goroutines holds debug=2 dumps, oldest first.
@@ -115,7 +119,7 @@ type GoProfiles struct {
 }
 
 // Apply stores the profiles, dumps and warnings into r.
-func (p *GoProfiles) Apply(r *recording.Recording) {
+func (p *Profiles) Apply(r *recording.Recording) {
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock, recording.ViewGoCPU} {
 		if prof := p.Profiles[v]; prof != nil {
 			r.SetProfile(v, prof)
@@ -125,13 +129,13 @@ func (p *GoProfiles) Apply(r *recording.Recording) {
 	r.Meta.Warnings = append(r.Meta.Warnings, p.Warnings...)
 }
 
-// GoFetch fetches a Go target's runtime profiles from its net/http/pprof
+// Fetcher fetches a Go target's runtime profiles from its net/http/pprof
 // endpoint over one recording. With a known duration D it asks the
 // endpoint for ?seconds=D deltas of the mutex and block profiles and a
 // D-second CPU profile; without one (or when stopped early) it subtracts a
 // snapshot taken at the start from one taken at the end. Failures never
 // end the recording: they become warnings.
-type GoFetch struct {
+type Fetcher struct {
 	base   string // ".../debug/pprof"
 	client *http.Client
 	child  func(ctx context.Context, args ...string) *exec.Cmd
@@ -182,7 +186,7 @@ type GoFetch struct {
 	cpuChunks []*profile.Profile
 	cpuAll    *profile.Profile
 	dumps     []*goprof.Dump
-	result    *GoProfiles
+	result    *Profiles
 }
 
 // cumProfile is a cumulative profile and when it was fetched.
@@ -198,10 +202,10 @@ var goProfileNames = map[recording.View][2]string{
 	recording.ViewGoCPU:   {"profile", "cpu profile"},
 }
 
-// StartGoFetch starts fetching in the background and returns at once. The
+// Start starts fetching in the background and returns at once. The
 // only error is a malformed URL; an endpoint that does not answer yields
 // warnings from Stop. Cancelling ctx abandons every fetch.
-func StartGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
+func Start(ctx context.Context, opts Options) (*Fetcher, error) {
 	g, err := newGoFetch(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -211,12 +215,12 @@ func StartGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 }
 
 // newGoFetch prepares a fetch with the default limits without starting it.
-func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
-	base, err := pprofBase(opts.URL)
+func newGoFetch(ctx context.Context, opts Options) (*Fetcher, error) {
+	base, err := BaseURL(opts.URL)
 	if err != nil {
 		return nil, err
 	}
-	g := &GoFetch{
+	g := &Fetcher{
 		base:            base,
 		client:          fetchClient(opts.Client),
 		child:           opts.Command,
@@ -229,7 +233,7 @@ func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 		dumpLimit:       maxGoDumpBytes,
 		cpuChunk:        goCPUChunk,
 		dumpEvery:       goDumpEvery,
-		liveEvery:       goLiveEvery,
+		liveEvery:       LiveEvery,
 		liveOn:          make(chan struct{}),
 		baseProf:        map[recording.View]*profile.Profile{},
 		delta:           map[recording.View]*profile.Profile{},
@@ -237,11 +241,20 @@ func newGoFetch(ctx context.Context, opts GoFetchOptions) (*GoFetch, error) {
 		liveWarned:      map[recording.View]bool{},
 		why:             map[string]string{},
 	}
+	if opts.LiveEvery > 0 {
+		g.liveEvery = opts.LiveEvery
+	}
+	if opts.CPUChunk > 0 {
+		g.cpuChunk = opts.CPUChunk
+	}
+	if opts.DumpEvery > 0 {
+		g.dumpEvery = opts.DumpEvery
+	}
 	return g, nil
 }
 
 // run starts the background fetches.
-func (g *GoFetch) run() {
+func (g *Fetcher) run() {
 	g.start = time.Now()
 	g.ctx, g.cancel = context.WithCancel(g.parent)
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
@@ -254,7 +267,7 @@ func (g *GoFetch) run() {
 	g.spawn(g.fetchDumps)
 }
 
-func (g *GoFetch) spawn(f func()) {
+func (g *Fetcher) spawn(f func()) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -262,8 +275,8 @@ func (g *GoFetch) spawn(f func()) {
 	}()
 }
 
-// pprofBase turns the user's URL into the /debug/pprof base.
-func pprofBase(raw string) (string, error) {
+// BaseURL turns the user's URL into the /debug/pprof base.
+func BaseURL(raw string) (string, error) {
 	s := strings.TrimSpace(raw)
 	if s == "" {
 		return "", errors.New("pprof URL is empty")
@@ -295,7 +308,7 @@ func pprofBase(raw string) (string, error) {
 // a duration, it abandons them and computes deltas from snapshots. It
 // waits at most the fetch timeouts. Calling it again returns the same
 // result.
-func (g *GoFetch) Stop() *GoProfiles {
+func (g *Fetcher) Stop() *Profiles {
 	g.once.Do(func() {
 		elapsed := time.Since(g.start)
 		if g.dur == 0 || elapsed < g.dur-goEndSlack {
@@ -313,8 +326,8 @@ func (g *GoFetch) Stop() *GoProfiles {
 }
 
 // finish builds the result once every background fetch has returned.
-func (g *GoFetch) finish(elapsed time.Duration) {
-	res := &GoProfiles{Profiles: map[recording.View]*profile.Profile{}}
+func (g *Fetcher) finish(elapsed time.Duration) {
+	res := &Profiles{Profiles: map[recording.View]*profile.Profile{}}
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
 		if p := g.delta[v]; p != nil {
 			res.Profiles[v] = p
@@ -355,7 +368,7 @@ func (g *GoFetch) finish(elapsed time.Duration) {
 
 // warnEmpty notes a mutex or block profile without samples: either
 // nothing contended, or the program never turned the profile on.
-func (g *GoFetch) warnEmpty(v recording.View, p *profile.Profile) {
+func (g *Fetcher) warnEmpty(v recording.View, p *profile.Profile) {
 	if len(p.Sample) > 0 {
 		return
 	}
@@ -374,7 +387,7 @@ func wholeSeconds(d time.Duration) int {
 }
 
 // fetchBase snapshots the cumulative profile of v at the start.
-func (g *GoFetch) fetchBase(v recording.View) {
+func (g *Fetcher) fetchBase(v recording.View) {
 	p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], g.snapshotTimeout, "")
 	if err != nil {
 		g.warn(goProfileNames[v][1], err)
@@ -386,14 +399,14 @@ func (g *GoFetch) fetchBase(v recording.View) {
 }
 
 // firstChunk is the length of the first CPU profile part.
-func (g *GoFetch) firstChunk() time.Duration {
+func (g *Fetcher) firstChunk() time.Duration {
 	return time.Duration(g.chunkSeconds(0)) * time.Second
 }
 
 // chunkSeconds returns the length in whole seconds of the CPU profile part
 // that starts elapsed into the recording, 0 when none should start: parts
 // of cpuChunk, the last one of a known duration cut to end with it.
-func (g *GoFetch) chunkSeconds(elapsed time.Duration) int {
+func (g *Fetcher) chunkSeconds(elapsed time.Duration) int {
 	n := wholeSeconds(g.cpuChunk)
 	if g.dur <= 0 {
 		return n
@@ -406,7 +419,7 @@ func (g *GoFetch) chunkSeconds(elapsed time.Duration) int {
 }
 
 // fetchDelta asks the endpoint for the delta of v over the duration.
-func (g *GoFetch) fetchDelta(v recording.View) {
+func (g *Fetcher) fetchDelta(v recording.View) {
 	n := wholeSeconds(g.dur)
 	t0 := time.Now()
 	p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], time.Duration(n)*time.Second+g.deltaGrace, "seconds="+strconv.Itoa(n))
@@ -429,7 +442,7 @@ func (g *GoFetch) fetchDelta(v recording.View) {
 // Stop or the end of a known duration (the last part cut to end with
 // it), so that a live snapshot has the parts completed so far and an
 // early stop loses at most one part.
-func (g *GoFetch) fetchCPU() {
+func (g *Fetcher) fetchCPU() {
 	for {
 		select {
 		case <-g.stop:
@@ -453,7 +466,7 @@ func (g *GoFetch) fetchCPU() {
 // whole run's profile: merging as parts arrive keeps both the work of a
 // whole-run snapshot and the memory held constant however long the
 // recording runs.
-func (g *GoFetch) addCPUPart(p *profile.Profile) {
+func (g *Fetcher) addCPUPart(p *profile.Profile) {
 	g.mu.Lock()
 	all := g.cpuAll
 	g.mu.Unlock()
@@ -477,7 +490,7 @@ func (g *GoFetch) addCPUPart(p *profile.Profile) {
 
 // cpuFailed reports a failed CPU profile fetch, unless an early stop
 // abandoned it (finish says so then).
-func (g *GoFetch) cpuFailed(err error) {
+func (g *Fetcher) cpuFailed(err error) {
 	if g.ctx.Err() != nil {
 		return
 	}
@@ -491,7 +504,7 @@ func (g *GoFetch) cpuFailed(err error) {
 // known duration, or every dumpEvery keeping the latest goMaxDumps; once
 // the session is watched live (Live), one at once and then every
 // dumpEvery, so that snapshots have a recent one.
-func (g *GoFetch) fetchDumps() {
+func (g *Fetcher) fetchDumps() {
 	var at []time.Duration
 	if g.dur > 0 {
 		at = []time.Duration{g.dur / 3, 2 * g.dur / 3}
@@ -561,7 +574,7 @@ func (g *GoFetch) fetchDumps() {
 // snapshots are read while it runs: cumulative mutex and block profiles
 // every liveEvery (kept for windows) and a goroutine dump at once, then
 // every dumpEvery. Calling it again, or after Stop, does nothing.
-func (g *GoFetch) Live() {
+func (g *Fetcher) Live() {
 	g.liveOnce.Do(func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
@@ -575,7 +588,7 @@ func (g *GoFetch) Live() {
 
 // fetchLive fetches the cumulative mutex and block profiles every
 // liveEvery until Stop.
-func (g *GoFetch) fetchLive() {
+func (g *Fetcher) fetchLive() {
 	t := time.NewTicker(g.liveEvery)
 	defer t.Stop()
 	for {
@@ -614,9 +627,9 @@ func (g *GoFetch) fetchLive() {
 // merged, the latest goroutine dump and the warnings so far. A delta or a
 // merged CPU profile covers its own span, recorded in its TimeNanos and
 // DurationNanos, which may differ from [from, to) by up to the fetch
-// periods (goLiveEvery, goCPUChunk). Profiles not fetched yet are
+// periods (LiveEvery, goCPUChunk). Profiles not fetched yet are
 // absent. Window may be called at any time, also after Stop.
-func (g *GoFetch) Window(from, to time.Time) *GoProfiles {
+func (g *Fetcher) Window(from, to time.Time) *Profiles {
 	g.mu.Lock()
 	hist := map[recording.View][]cumProfile{}
 	for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
@@ -632,7 +645,7 @@ func (g *GoFetch) Window(from, to time.Time) *GoProfiles {
 	if len(g.dumps) > 0 {
 		dump = g.dumps[len(g.dumps)-1]
 	}
-	res := &GoProfiles{Profiles: map[recording.View]*profile.Profile{}, Warnings: append([]string(nil), g.warnings...)}
+	res := &Profiles{Profiles: map[recording.View]*profile.Profile{}, Warnings: append([]string(nil), g.warnings...)}
 	g.mu.Unlock()
 
 	for v, h := range hist {
@@ -706,7 +719,7 @@ func windowEnds(h []cumProfile, from, to, start time.Time) (base, end cumProfile
 
 // fetchDump fetches and parses one debug=2 goroutine dump. A dump the
 // parser cannot read is kept as text (Raw) with a warning.
-func (g *GoFetch) fetchDump() (*goprof.Dump, error) {
+func (g *Fetcher) fetchDump() (*goprof.Dump, error) {
 	ctx, cancel := context.WithTimeout(g.ctx, g.snapshotTimeout)
 	defer cancel()
 	taken := time.Now()
@@ -760,7 +773,7 @@ func getDump(ctx context.Context, client *http.Client, u string, limit int64) (*
 
 // fetchProfile fetches and parses the protobuf profile at path?query
 // within timeout.
-func (g *GoFetch) fetchProfile(ctx context.Context, path string, timeout time.Duration, query string) (*profile.Profile, error) {
+func (g *Fetcher) fetchProfile(ctx context.Context, path string, timeout time.Duration, query string) (*profile.Profile, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	u := g.base + "/" + path
@@ -893,7 +906,7 @@ func timeoutOr(ctx context.Context, err error) error {
 
 // warn records a failed fetch. A failure to reach the endpoint is
 // reported once, not once per profile.
-func (g *GoFetch) warn(what string, err error) {
+func (g *Fetcher) warn(what string, err error) {
 	g.mu.Lock()
 	if k := goKindOf(what); k != "" && g.why[k] == "" {
 		g.why[k] = err.Error()
@@ -931,13 +944,13 @@ func goKindOf(what string) string {
 
 // failures returns why each kind of Go data failed to be fetched so far,
 // by recording.GoKind.
-func (g *GoFetch) failures() map[string]string {
+func (g *Fetcher) Failures() map[string]string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return maps.Clone(g.why)
 }
 
-func (g *GoFetch) warnf(format string, args ...any) {
+func (g *Fetcher) warnf(format string, args ...any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.warnings = append(g.warnings, fmt.Sprintf(format, args...))
@@ -965,13 +978,4 @@ func sizeString(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// firstLineOf returns the first line of a message, trimmed.
-func firstLineOf(b []byte) string {
-	s, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/contend-dev/contend/collector/goendpoint/goendpointtest"
 	"github.com/contend-dev/contend/goprof"
 	"github.com/contend-dev/contend/internal/testbin"
 	"github.com/contend-dev/contend/recording"
@@ -29,9 +30,9 @@ func childCommand(ctx context.Context, args ...string) *exec.Cmd {
 
 // fetchWith runs a one-second fetch against url, in process or in child
 // processes.
-func fetchWith(t *testing.T, url string, child bool, profileLimit int64) *GoProfiles {
+func fetchWith(t *testing.T, url string, child bool, profileLimit int64) *Profiles {
 	t.Helper()
-	opts := GoFetchOptions{URL: url, Duration: time.Second}
+	opts := Options{URL: url, Duration: time.Second}
 	if child {
 		opts.Command = childCommand
 	}
@@ -74,7 +75,7 @@ func TestGoFetchRedirects(t *testing.T) {
 	var elsewhere atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		elsewhere.Add(1)
-		w.Write(profileBytes(testProfile(1, 5)))
+		w.Write(profileBytes(goendpointtest.Profile(1, 5)))
 	}))
 	defer other.Close()
 	away := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,7 +89,7 @@ func TestGoFetchRedirects(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) { w.Write(profileBytes(testProfile(1, 5))) })
+	mux.HandleFunc("/moved/", func(w http.ResponseWriter, r *http.Request) { w.Write(profileBytes(goendpointtest.Profile(1, 5))) })
 	mux.HandleFunc("/debug/pprof/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/moved"+r.URL.Path, http.StatusFound)
 	})

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/contend-dev/contend/recording"
 )
 
 // tcpFile is a /proc/net/tcp as the kernel writes it: a listener on
@@ -151,10 +149,10 @@ func TestProbeListeners(t *testing.T) {
 	}
 	ls := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:1"), netip.MustParseAddrPort("127.0.0.1:2"), netip.MustParseAddrPort("0.0.0.0:3"), netip.MustParseAddrPort("127.0.0.1:4")}
 	d := probeListeners(t.Context(), ls, probe)
-	if d.url != "http://127.0.0.1:3/debug/pprof" || strings.Join(probed, " ") != "http://127.0.0.1:2/debug/pprof/ http://127.0.0.1:3/debug/pprof/" {
-		t.Errorf("found %q after probing %q", d.url, probed)
+	if d.URL != "http://127.0.0.1:3/debug/pprof" || strings.Join(probed, " ") != "http://127.0.0.1:2/debug/pprof/ http://127.0.0.1:3/debug/pprof/" {
+		t.Errorf("found %q after probing %q", d.URL, probed)
 	}
-	if n := d.note(); n != "Go runtime profiles fetched from http://127.0.0.1:3/debug/pprof/, found among the process's listening sockets" {
+	if n := d.Note(); n != "Go runtime profiles fetched from http://127.0.0.1:3/debug/pprof/, found among the process's listening sockets" {
 		t.Errorf("note %q", n)
 	}
 
@@ -164,23 +162,23 @@ func TestProbeListeners(t *testing.T) {
 		many = append(many, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 100+p))
 	}
 	d = probeListeners(t.Context(), append(many, netip.MustParseAddrPort("192.168.1.5:6060")), probe)
-	if d.url != "" || len(probed) != maxProbes {
-		t.Errorf("found %q after %d probes, want none after %d", d.url, len(probed), maxProbes)
+	if d.URL != "" || len(probed) != maxProbes {
+		t.Errorf("found %q after %d probes, want none after %d", d.URL, len(probed), maxProbes)
 	}
 	for _, want := range []string{"none of the process's listening sockets serves /debug/pprof/", "127.0.0.1:100", errNotIndex.Error(), "not probed: 127.0.0.1:108", "192.168.1.5:6060", "; give --pprof http://HOST:PORT"} {
-		if !strings.Contains(d.note(), want) {
-			t.Errorf("note %q lacks %q", d.note(), want)
+		if !strings.Contains(d.Note(), want) {
+			t.Errorf("note %q lacks %q", d.Note(), want)
 		}
 	}
 
-	if d.short != "none of the process's listening sockets serves /debug/pprof/" {
-		t.Errorf("short %q", d.short)
+	if d.Short != "none of the process's listening sockets serves /debug/pprof/" {
+		t.Errorf("short %q", d.Short)
 	}
 	probed = nil
-	if d := probeListeners(t.Context(), ls[:1], probe); d.url != "" || len(probed) != 0 || !strings.Contains(d.why, "loopback and wildcard listeners only") || d.short != "the process listens on no loopback or wildcard address" {
+	if d := probeListeners(t.Context(), ls[:1], probe); d.URL != "" || len(probed) != 0 || !strings.Contains(d.why, "loopback and wildcard listeners only") || d.Short != "the process listens on no loopback or wildcard address" {
 		t.Errorf("a non-loopback listener alone: %+v, probed %q", d, probed)
 	}
-	if d := probeListeners(t.Context(), nil, probe); !strings.Contains(d.why, "listens on no TCP socket") || d.short != "the process listens on no TCP socket" {
+	if d := probeListeners(t.Context(), nil, probe); !strings.Contains(d.why, "listens on no TCP socket") || d.Short != "the process listens on no TCP socket" {
 		t.Errorf("no listener: %q", d.why)
 	}
 }
@@ -201,17 +199,17 @@ func TestDiscoverPprofSelf(t *testing.T) {
 	srv := httptest.NewServer(http.DefaultServeMux) // net/http/pprof's index
 	defer srv.Close()
 
-	d := discoverPprof(t.Context(), "", os.Getpid(), indexProbe(nil))
-	if d.url != srv.URL+"/debug/pprof" {
-		t.Fatalf("found %q, want %s/debug/pprof; why: %s", d.url, srv.URL, d.why)
+	d := Discover(t.Context(), "", os.Getpid(), IndexProbe(nil))
+	if d.URL != srv.URL+"/debug/pprof" {
+		t.Fatalf("found %q, want %s/debug/pprof; why: %s", d.URL, srv.URL, d.why)
 	}
 	// The fetch child answers the same.
 	var out, errb strings.Builder
-	if code := ServeGoFetch(t.Context(), []string{childKindIndex, srv.URL + "/debug/pprof/", "65536"}, &out, &errb); code != 0 {
+	if code := ServeChild(t.Context(), []string{childKindIndex, srv.URL + "/debug/pprof/", "65536"}, &out, &errb); code != 0 {
 		t.Errorf("fetch child: exit %d: %s", code, errb.String())
 	}
 	errb.Reset()
-	if code := ServeGoFetch(t.Context(), []string{childKindIndex, other.URL + "/debug/pprof/", "65536"}, &out, &errb); code != childExitFailed || !strings.Contains(errb.String(), errNotIndex.Error()) {
+	if code := ServeChild(t.Context(), []string{childKindIndex, other.URL + "/debug/pprof/", "65536"}, &out, &errb); code != childExitFailed || !strings.Contains(errb.String(), errNotIndex.Error()) {
 		t.Errorf("fetch child on a port without pprof: exit %d: %s", code, errb.String())
 	}
 	if out.Len() != 0 {
@@ -220,40 +218,8 @@ func TestDiscoverPprofSelf(t *testing.T) {
 }
 
 func TestDiscoverPprofNoProcess(t *testing.T) {
-	d := discoverPprof(t.Context(), t.TempDir(), 1, indexProbe(nil))
-	if d.url != "" || !strings.Contains(d.why, "could not be read") {
+	d := Discover(t.Context(), t.TempDir(), 1, IndexProbe(nil))
+	if d.URL != "" || !strings.Contains(d.why, "could not be read") {
 		t.Errorf("an empty /proc: %+v", d)
-	}
-}
-
-// TestGoDataOf checks what the recording says of each kind of Go data:
-// without an endpoint every kind absent, with the reason; with one, the
-// failed fetches' errors.
-func TestGoDataOf(t *testing.T) {
-	r := &recording.Recording{Meta: recording.Meta{GoVersion: "go1.24.0"}}
-	gd := goDataOf(r, goSource{why: "no --pprof was given"}, nil)
-	if gd.Endpoint != "" || len(gd.Absent()) != len(recording.GoKinds) {
-		t.Fatalf("no endpoint: %+v", gd)
-	}
-	for _, k := range gd.Kinds {
-		if k.Why != "no pprof endpoint: no --pprof was given" {
-			t.Errorf("%s: why %q", k.Kind, k.Why)
-		}
-	}
-	r.SetProfile(recording.ViewGoMutex, testProfile(1, 1))
-	gd = goDataOf(r, goSource{endpoint: "127.0.0.1:6060", discovered: true}, map[string]string{recording.GoKindBlock: "404 Not Found"})
-	want := map[string]string{
-		recording.GoKindMutex:     "",
-		recording.GoKindBlock:     "the fetch from http://127.0.0.1:6060/debug/pprof failed: 404 Not Found",
-		recording.GoKindGoroutine: "not fetched from http://127.0.0.1:6060/debug/pprof before the recording ended",
-		recording.GoKindCPU:       "not fetched from http://127.0.0.1:6060/debug/pprof before the recording ended",
-	}
-	if !gd.Discovered || gd.Endpoint != "http://127.0.0.1:6060/debug/pprof" || len(gd.Kinds) != 4 {
-		t.Fatalf("%+v", gd)
-	}
-	for _, k := range gd.Kinds {
-		if k.Why != want[k.Kind] || k.Have != (want[k.Kind] == "") {
-			t.Errorf("%s: have %v why %q, want %q", k.Kind, k.Have, k.Why, want[k.Kind])
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package collector
+package goendpoint
 
 import (
 	"bytes"
@@ -30,22 +30,23 @@ const (
 	maxProbes = 8
 )
 
-// pprofDiscovery is what looking for a pprof endpoint found.
-type pprofDiscovery struct {
-	// url is the endpoint's /debug/pprof base, "" when none was found.
-	url string
-	// why says, when url is "", why none was found; short says it in
-	// a few words, for each kind of data Meta.GoData lists absent.
-	why, short string
+// Discovery is what looking for a pprof endpoint found.
+type Discovery struct {
+	// URL is the endpoint's /debug/pprof base, "" when none was found.
+	URL string
+	// Short says, when URL is "", in a few words why none was found, for
+	// each kind of data Meta.GoData lists absent; why says it in full.
+	Short string
+	why   string
 	// skipped lists listening addresses not probed (not loopback or
 	// wildcard, or past maxProbes), for the note.
 	skipped []string
 }
 
-// note is the sentence for Meta.Warnings and stderr.
-func (d pprofDiscovery) note() string {
-	if d.url != "" {
-		return fmt.Sprintf("Go runtime profiles fetched from %s/, found among the process's listening sockets", d.url)
+// Note is the sentence for Meta.Warnings and stderr.
+func (d Discovery) Note() string {
+	if d.URL != "" {
+		return fmt.Sprintf("Go runtime profiles fetched from %s/, found among the process's listening sockets", d.URL)
 	}
 	return "no Go runtime profiles: " + d.why + "; give --pprof http://HOST:PORT where the program serves net/http/pprof"
 }
@@ -53,9 +54,9 @@ func (d pprofDiscovery) note() string {
 // probeFunc checks that u answers as net/http/pprof's index page.
 type probeFunc func(ctx context.Context, u string) error
 
-// indexProbe returns the probe of the endpoints: in a fetch child made by
+// IndexProbe returns the probe of the endpoints: in a fetch child made by
 // child when set (as the user who ran contend), else in this process.
-func indexProbe(child func(ctx context.Context, args ...string) *exec.Cmd) probeFunc {
+func IndexProbe(child func(ctx context.Context, args ...string) *exec.Cmd) probeFunc {
 	if child != nil {
 		return func(ctx context.Context, u string) error {
 			_, err := runFetchChild(ctx, child, childKindIndex, u, maxProbeBody, maxChildError)
@@ -68,17 +69,17 @@ func indexProbe(child func(ctx context.Context, args ...string) *exec.Cmd) probe
 	}
 }
 
-// discoverPprof looks for a net/http/pprof endpoint that process pid
+// Discover looks for a net/http/pprof endpoint that process pid
 // serves itself: it probes `GET /debug/pprof/` on each TCP port the
 // process listens on at a loopback or wildcard address (never another
 // host, never another address of this one), in the order /proc lists
 // them, and returns the first that answers with the index page.
-func discoverPprof(ctx context.Context, procRoot string, pid int, probe probeFunc) pprofDiscovery {
+func Discover(ctx context.Context, procRoot string, pid int, probe probeFunc) Discovery {
 	addrs, err := listeningSockets(procRoot, pid)
 	if err != nil {
-		return pprofDiscovery{
+		return Discovery{
 			why:   fmt.Sprintf("no --pprof was given, and the listening sockets of pid %d could not be read: %v", pid, err),
-			short: "its listening sockets could not be read",
+			Short: "its listening sockets could not be read",
 		}
 	}
 	return probeListeners(ctx, addrs, probe)
@@ -86,11 +87,11 @@ func discoverPprof(ctx context.Context, procRoot string, pid int, probe probeFun
 
 // probeListeners probes the listening addresses addrs in order and
 // returns the first pprof endpoint that answers.
-func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc) pprofDiscovery {
-	var d pprofDiscovery
+func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc) Discovery {
+	var d Discovery
 	if len(addrs) == 0 {
 		d.why = "no --pprof was given, and the process listens on no TCP socket that could serve net/http/pprof"
-		d.short = "the process listens on no TCP socket"
+		d.Short = "the process listens on no TCP socket"
 		return d
 	}
 	var tried []string
@@ -106,7 +107,7 @@ func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc
 		err := probe(pctx, u+"/")
 		cancel()
 		if err == nil {
-			d.url = u
+			d.URL = u
 			return d
 		}
 		tried = append(tried, to.String())
@@ -115,9 +116,9 @@ func probeListeners(ctx context.Context, addrs []netip.AddrPort, probe probeFunc
 	switch {
 	case len(tried) == 0:
 		d.why = fmt.Sprintf("no --pprof was given, and the process listens only on addresses contend does not connect to (%s): it probes loopback and wildcard listeners only", strings.Join(d.skipped, ", "))
-		d.short = "the process listens on no loopback or wildcard address"
+		d.Short = "the process listens on no loopback or wildcard address"
 	default:
-		d.short = "none of the process's listening sockets serves /debug/pprof/"
+		d.Short = "none of the process's listening sockets serves /debug/pprof/"
 		d.why = fmt.Sprintf("no --pprof was given, and none of the process's listening sockets serves /debug/pprof/ (probed %s; last: %v)", strings.Join(tried, ", "), lastErr)
 		if len(d.skipped) > 0 {
 			d.why += fmt.Sprintf("; not probed: %s", strings.Join(d.skipped, ", "))

@@ -1,7 +1,6 @@
-package collector
+package goendpoint
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,10 +14,11 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/contend-dev/contend/goprof"
+	"github.com/contend-dev/contend/internal/boundedio"
 	"github.com/contend-dev/contend/internal/termsafe"
 )
 
-// A fetch child (GoFetchOptions.Command) runs one fetch and exits. It is
+// A fetch child (Options.Command) runs one fetch and exits. It is
 // how contend running as root fetches and parses what a target's pprof
 // endpoint sends as the user who ran it: the HTTP client, the
 // decompression and the parsers of the answer run in a process without
@@ -47,13 +47,13 @@ const (
 // maxChildError bounds the error message read from a child.
 const maxChildError = 4 << 10
 
-// ServeGoFetch is the body of a fetch child: args are -budget=N (the
+// ServeChild is the body of a fetch child: args are -budget=N (the
 // parent's goprof budget, in bytes), then the kind of answer ("profile"
 // "dump" or "index"), the URL and the largest body to read, in bytes. It writes
 // the result to stdout (a profile in uncompressed protobuf, a dump as
 // JSON, nothing for an index that is one) and returns the process exit code; a failure is one line on
 // stderr.
-func ServeGoFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func ServeChild(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gofetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	budget := fs.Int64("budget", goprof.DefaultMaxDecoded, "goprof budget in bytes")
@@ -113,7 +113,7 @@ func oneLineMsg(s string) string {
 
 // runChild runs one fetch in a child, which reads at most bodyLimit bytes
 // of the answer, and returns what the child wrote, at most limit bytes.
-func (g *GoFetch) runChild(ctx context.Context, kind, u string, bodyLimit, limit int64) ([]byte, error) {
+func (g *Fetcher) runChild(ctx context.Context, kind, u string, bodyLimit, limit int64) ([]byte, error) {
 	return runFetchChild(ctx, g.child, kind, u, bodyLimit, limit)
 }
 
@@ -122,8 +122,8 @@ func (g *GoFetch) runChild(ctx context.Context, kind, u string, bodyLimit, limit
 // wrote, at most limit bytes.
 func runFetchChild(ctx context.Context, child func(ctx context.Context, args ...string) *exec.Cmd, kind, u string, bodyLimit, limit int64) ([]byte, error) {
 	cmd := child(ctx, "-budget="+strconv.FormatInt(goprof.MaxDecoded(), 10), kind, u, strconv.FormatInt(bodyLimit, 10))
-	out := &cappedBuffer{limit: limit}
-	errb := &cappedBuffer{limit: maxChildError}
+	out := &boundedio.CappedBuffer{Limit: limit}
+	errb := &boundedio.CappedBuffer{Limit: maxChildError}
 	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
@@ -132,7 +132,7 @@ func runFetchChild(ctx context.Context, child func(ctx context.Context, args ...
 	msg := oneLineMsg(strings.TrimSpace(errb.String()))
 	var ee *exec.ExitError
 	switch {
-	case err == nil && out.over:
+	case err == nil && out.Over():
 		return nil, fmt.Errorf("%w: the fetch child wrote more than %s", errTooLarge, sizeString(limit))
 	case err == nil:
 		return out.Bytes(), nil
@@ -145,7 +145,7 @@ func runFetchChild(ctx context.Context, child func(ctx context.Context, args ...
 }
 
 // childProfile fetches the profile at u in a child.
-func (g *GoFetch) childProfile(ctx context.Context, u string) (*profile.Profile, error) {
+func (g *Fetcher) childProfile(ctx context.Context, u string) (*profile.Profile, error) {
 	data, err := g.runChild(ctx, childKindProfile, u, g.profileLimit, goprof.MaxDecoded())
 	if err != nil {
 		return nil, err
@@ -160,7 +160,7 @@ func (g *GoFetch) childProfile(ctx context.Context, u string) (*profile.Profile,
 // childDump fetches the goroutine dump at u in a child. The JSON of a
 // parsed dump holds its text and its goroutines, about three times the
 // text.
-func (g *GoFetch) childDump(ctx context.Context, u string) (*dumpAnswer, error) {
+func (g *Fetcher) childDump(ctx context.Context, u string) (*dumpAnswer, error) {
 	data, err := g.runChild(ctx, childKindDump, u, g.dumpLimit, 4*g.dumpLimit+1<<20)
 	if err != nil {
 		return nil, err
@@ -171,35 +171,3 @@ func (g *GoFetch) childDump(ctx context.Context, u string) (*dumpAnswer, error) 
 	}
 	return &a, nil
 }
-
-// cappedBuffer keeps at most limit bytes written to it and notes more;
-// stop, when set, is called at the first byte over the limit (to end a
-// writer that would otherwise go on). The buffer is a field, not
-// embedded: an embedded bytes.Buffer's ReadFrom would be what io.Copy
-// (and so os/exec) calls, past Write and its limit.
-type cappedBuffer struct {
-	buf   bytes.Buffer
-	limit int64
-	over  bool
-	stop  func()
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - int64(b.buf.Len()); int64(len(p)) > room {
-		if !b.over && b.stop != nil {
-			b.stop()
-		}
-		b.over = true
-		if room > 0 {
-			b.buf.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return b.buf.Write(p)
-}
-
-// Bytes returns what was kept.
-func (b *cappedBuffer) Bytes() []byte { return b.buf.Bytes() }
-
-// String returns what was kept.
-func (b *cappedBuffer) String() string { return b.buf.String() }
