@@ -560,6 +560,7 @@ func (g *Data) dumpHolder(l *goLock, h *holderFacts) {
 		}
 	}
 	if bestGroup == nil {
+		g.packageHolderIO(l, h)
 		return
 	}
 	io := core.IoIndex(bestGroup.frames, best)
