@@ -120,6 +120,9 @@ type LockCase struct {
 	// Io holds what the holders did in I/O while others waited.
 	Io IoFacts
 
+	// RW is set for a reader-writer lock whose waiters are told apart.
+	RW *RWFacts
+
 	// Array is set when the lock is one element of an array of locks.
 	Array *ArrayFacts
 

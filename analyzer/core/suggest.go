@@ -30,6 +30,7 @@ const (
 	RemedyPark                       // a busy-wait: park instead
 	RemedyFewerThreads               // CPU saturation
 	RemedyRuntimeLock                // a lock internal to the Go runtime
+	RemedyWriterPref                 // writers starved by readers: writer preference or copy-on-write
 )
 
 // Sugg holds the figures a suggestion is worded from.
@@ -75,6 +76,8 @@ type Sugg struct {
 	Hint string
 	// Yield is set for a busy-wait that yields the CPU between polls.
 	Yield bool
+	// rw holds a reader-writer lock's sides, when told apart.
+	rw *RWFacts
 }
 
 // suggestions is the table: one entry per remedy.
@@ -92,6 +95,7 @@ var suggestions = map[Remedy]func(s Sugg) Suggestion{
 	RemedyPark:         park,
 	RemedyFewerThreads: fewerThreads,
 	RemedyRuntimeLock:  runtimeLockSuggestion,
+	RemedyWriterPref:   writerPref,
 }
 
 // SuggestFor words remedy r from s.
@@ -308,6 +312,7 @@ func (c *LockCase) sugg() Sugg {
 		why:          c.whyNotConvoy(),
 		preempted:    c.EvWaitNS > 0 && float64(c.PreemptNS) >= IoMinExplained*float64(c.EvWaitNS),
 		Cpus:         c.Cpus,
+		rw:           c.RW,
 	}
 	if c.PassOn > 0 {
 		s.group = float64(c.PassOnOf) / float64(c.PassOn)
@@ -383,6 +388,8 @@ func headline(c *LockCase, k Kind, r Remedy) string {
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
 	case RemedyCombine, RemedyBiggerGroups:
 		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, units.Rate(c.HandoffRate), c.What)
+	case RemedyWriterPref:
+		return writerStarvedHeadline(c)
 	case RemedyHotKey:
 		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.Array.Base, units.Percent(c.Array.HotShare), c.What)
 	case RemedyStripe:

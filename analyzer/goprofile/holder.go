@@ -19,10 +19,10 @@ const holderByPackage = "it waits for no lock and is the one goroutine of the wa
 // nothing else can hold the lock:
 //   - every waiter waits for the read side, or every one for a Mutex, and
 //     no goroutine of the waiters' package waits for the write side of
-//     any RWMutex (the dump does not say which one it waits for): a reader of an RWMutex
-//     blocks only while a writer holds the lock or waits for it, and a
-//     waiting writer would show in the dump, so a writer holds it and is
-//     running, in a system call or in I/O wait;
+//     any RWMutex (the dump does not say which one it waits for): a
+//     reader of an RWMutex blocks only while a writer holds the lock or
+//     waits for it, and a waiting writer would show in the dump, so a
+//     writer holds it and is running, in a system call or in I/O wait;
 //   - exactly one goroutine of the dump runs code of the waiters' package
 //     above an I/O call, not waiting for a lock: with two, either could be
 //     writing under another of the package's locks, and the finding would

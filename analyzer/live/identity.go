@@ -56,6 +56,9 @@ func (ld *Data) liveLockKey(g *LockGroup) string {
 	if k := sharedKey(g); k != "" {
 		return k
 	}
+	if k := ld.rwKey(g); k != "" {
+		return k
+	}
 	var best string
 	bestOff := int64(-1)
 	bestCond := false
