@@ -298,6 +298,11 @@ func (c *LockCase) convoy() bool {
 	if c.Spread || c.Unseen || !c.Known || c.Participants < MinConvoyParticipants {
 		return false
 	}
+	// Readers of a reader-writer lock do not exclude one another: a crowd
+	// of them waits for the writers, and striping would not let it pass.
+	if c.RW != nil && c.RW.Writers > 0 {
+		return false
+	}
 	// Holders that sit runnable without a CPU for much of the waiting make
 	// the queue: the CPUs are oversubscribed, and striping would not help.
 	if c.Preempt >= ChainMinShare {
