@@ -28,7 +28,7 @@ var ErrNoRecording = errors.New("analyze: no recording")
 
 // Analyze runs every detector over rec and returns the ranked result. A
 // recording whose fields would make the analysis unbounded (see
-// checkBounds) is refused with an error wrapping recording.ErrInvalid.
+// core.CheckBounds) is refused with an error wrapping recording.ErrInvalid.
 func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	if rec == nil {
 		return nil, ErrNoRecording
@@ -53,7 +53,9 @@ func Analyze(rec *recording.Recording, opts Options) (*core.Result, error) {
 	// lock verdicts of every path, then busy-waits, then CPU saturation
 	// (which leaves out the threads the spin findings claim), then the
 	// rows the renderers list, and the data the recording lacks. Each step
-	// writes to out; none reads what another path wrote.
+	// writes to out; of what others wrote, a step reads only the target's
+	// population (filled once), the notes (said once) and the number of
+	// lock rows (bounded).
 	lv.Target(out)
 	lv.Locks(out)
 	lv.Latches(out)

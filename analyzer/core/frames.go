@@ -211,7 +211,7 @@ func IsLockMachinery(f recording.Frame) bool {
 	if f.Kernel {
 		return true
 	}
-	if m, ok := JvmMachinery(f); ok {
+	if m, ok := JVMMachinery(f); ok {
 		return m
 	}
 	if pkg := GoPackage(f.Func); pkg != "" {
@@ -781,9 +781,9 @@ func isIOFrame(f recording.Frame) bool {
 	return nativeIOFuncs[NormNative(f.Func)]
 }
 
-// IoIndex returns the index of the outermost I/O frame among frames[:end]
+// IOIndex returns the index of the outermost I/O frame among frames[:end]
 // (the I/O call nearest the program), or -1.
-func IoIndex(frames []recording.Frame, end int) int {
+func IOIndex(frames []recording.Frame, end int) int {
 	if end > len(frames) {
 		end = len(frames)
 	}

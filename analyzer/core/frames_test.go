@@ -127,10 +127,10 @@ func TestPointIndexAndClass(t *testing.T) {
 
 func TestIOFrames(t *testing.T) {
 	st := frames("syscall.Syscall", "syscall.Fsync", "internal/poll.(*FD).Fsync", "os.(*File).Sync", "app.(*j).save", "app.(*M).claim")
-	if got := IoIndex(st, 5); got != 3 {
+	if got := IOIndex(st, 5); got != 3 {
 		t.Errorf("ioIndex = %d, want 3 (os.(*File).Sync, the outermost I/O frame)", got)
 	}
-	if got := IoIndex(st, 0); got != -1 {
+	if got := IOIndex(st, 0); got != -1 {
 		t.Errorf("ioIndex with end 0 = %d", got)
 	}
 	var got []bool

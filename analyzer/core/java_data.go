@@ -169,7 +169,7 @@ func (jd *JavaData) hold(t *javadump.Thread, addr string) *javaHold {
 	if end < 0 {
 		end = len(h.frames)
 	}
-	h.io = IoIndex(h.frames, end)
+	h.io = IOIndex(h.frames, end)
 	if l, ok := t.Waits(); ok && l.Addr != addr {
 		h.blocked = l.Addr
 	}
@@ -261,8 +261,8 @@ func shortClass(c string) string {
 // waiting the holder's I/O explains, sampled — the share the live verdict
 // measures from the event log, held to the same quarter
 // (ioMinExplained). With one dump, that one instant decides.
-func DumpIO(jl *JavaLock, main PointKey) IoFacts {
-	io := IoFacts{Share: -1}
+func DumpIO(jl *JavaLock, main PointKey) IOFacts {
+	io := IOFacts{Share: -1}
 	waited, inIO := 0, 0
 	var calls []Item
 	seen := map[string]bool{}
@@ -281,7 +281,7 @@ func DumpIO(jl *JavaLock, main PointKey) IoFacts {
 			calls = append(calls, Item{Name: call})
 		}
 	}
-	if waited == 0 || inIO == 0 || float64(inIO) < IoMinExplained*float64(waited) {
+	if waited == 0 || inIO == 0 || float64(inIO) < IOMinExplained*float64(waited) {
 		return io
 	}
 	io.Explains = true

@@ -22,8 +22,8 @@ import (
 // (the Java frames above the park say what is parked on), and the lock is
 // told by who hands it to whom (live/jvm.go) or by a thread dump.
 
-// JvmModule is the JVM's shared object.
-const JvmModule = "libjvm.so"
+// JVMModule is the JVM's shared object.
+const JVMModule = "libjvm.so"
 
 // jvmWaitPrefixes are the JVM functions a Java thread passes through to
 // wait or to hand a lock over: monitors, parking, sleeping, safepoints,
@@ -92,11 +92,11 @@ func isJavaMethod(fn string) bool {
 // method being interpreted is not named from the perf map.
 const javaInterpreter = "Interpreter"
 
-// JvmMachinery says whether a frame of the JVM or of Java code is lock
+// JVMMachinery says whether a frame of the JVM or of Java code is lock
 // machinery; ok is false for frames of neither, which frames.go judges.
-func JvmMachinery(f recording.Frame) (machinery, ok bool) {
+func JVMMachinery(f recording.Frame) (machinery, ok bool) {
 	switch {
-	case f.Module == JvmModule:
+	case f.Module == JVMModule:
 		return hasAnyPrefix(f.Func, jvmWaitPrefixes), true
 	case isJavaFrame(f):
 		if !isJavaMethod(f.Func) {

@@ -8,7 +8,7 @@ import (
 
 // jv, jvm and libc build frames of Java code, of libjvm.so and of glibc.
 func jv(fn string) recording.Frame  { return recording.Frame{Func: fn, Module: recording.ModuleJava} }
-func jvm(fn string) recording.Frame { return recording.Frame{Func: fn, Module: JvmModule} }
+func jvm(fn string) recording.Frame { return recording.Frame{Func: fn, Module: JVMModule} }
 func libc(fn string) recording.Frame {
 	return recording.Frame{Func: fn, Module: "libc.so.6"}
 }
@@ -80,7 +80,7 @@ func TestJavaIOFrames(t *testing.T) {
 	if pi := PointIndex(fr); pi != 3 {
 		t.Errorf("point %d, want journalWrite", pi)
 	}
-	if io := IoIndex(fr, 3); io != 2 {
+	if io := IOIndex(fr, 3); io != 2 {
 		t.Errorf("outermost I/O frame %d, want FileChannelImpl.force", io)
 	}
 	if isIOFrame(jv("fixtures.IoLock.journalWrite")) || isIOFrame(jv("java.util.HashMap.put")) {

@@ -87,7 +87,7 @@ func Judge(v Verdict) Finding {
 // while they compute; a convoy says the waiting comes from sharing;
 // anything else is contention).
 func JudgeLock(c *LockCase, dur time.Duration) Finding {
-	id := c.Id
+	id := c.ID
 	v := Verdict{
 		Unit:         c.Unit,
 		Population:   c.Population,
@@ -103,10 +103,10 @@ func JudgeLock(c *LockCase, dur time.Duration) Finding {
 	ev := append([]Evidence(nil), c.Ev...)
 	var r Remedy
 	switch {
-	case c.Io.Explains && !c.Io.WaitersDoIO:
+	case c.IO.Explains && !c.IO.WaitersDoIO:
 		v.Kind, r = KindIOUnderLock, RemedyMoveIOOff
 		ev = append(ioEvidence(c), ev...) // the strongest fact first
-	case c.Io.Explains:
+	case c.IO.Explains:
 		v.Kind, r = KindContention, RemedyCoalesceIO
 		ev = append(ioEvidence(c), ev...)
 	case c.Turns && c.Interp != "":

@@ -51,12 +51,12 @@ const (
 // LockCase is one lock with every figure the verdicts rest on.
 type LockCase struct {
 	Path dataPath
-	Id   LockID
+	ID   LockID
 	// Unit is "threads" or "goroutines"; population how many the process
 	// had; cpus how many CPUs it could use (0 when unknown).
 	Unit       string
 	Population int
-	Cpus       int
+	CPUs       int
 	// What names the lock and where it is waited for, for headlines:
 	// "table_lock (stripe) in conn_on_message (stripe.c:39)",
 	// "sync.Mutex.Lock in store.(*S).Get (store.go:42)".
@@ -117,8 +117,8 @@ type LockCase struct {
 	// java.util.concurrent lock): the suggestions name Java's locks.
 	Java bool
 
-	// Io holds what the holders did in I/O while others waited.
-	Io IoFacts
+	// IO holds what the holders did in I/O while others waited.
+	IO IOFacts
 
 	// RW is set for a reader-writer lock whose waiters are told apart.
 	RW *RWFacts
@@ -138,8 +138,8 @@ type LockCase struct {
 	// that take the lock (the critical section and more; cpuFn is the
 	// main one), elsewhere, and in total. For Go, machNS is the CPU
 	// burned spinning before parking.
-	CpuNS, MachNS, CsNS, OutsideNS int64
-	CpuFn                          string
+	CPUNS, MachNS, CsNS, OutsideNS int64
+	CPUFn                          string
 
 	// PreemptNS is how long holders sat runnable without a CPU while
 	// others waited, evWaitNS the logged waiting it is a share of (live);
@@ -165,8 +165,8 @@ type LockCase struct {
 	Missing string
 }
 
-// IoFacts is what a lock's holders did in I/O while others waited.
-type IoFacts struct {
+// IOFacts is what a lock's holders did in I/O while others waited.
+type IOFacts struct {
 	// Explains is set when the holders' I/O explains the waiting: live,
 	// when share reaches ioMinExplained; Go, when a dump shows a holder in
 	// I/O inside the critical section or the CPU profile samples I/O
@@ -252,7 +252,7 @@ func (c *LockCase) handoffBound() bool {
 		c.HoldBound > 0 && c.HoldBound <= MaxShortHold &&
 		c.HandoffRate >= writerMinHandoffRate &&
 		c.P50 > 0 && (c.lockWait() <= writerMaxQueue*c.HoldBound || c.Combined()) &&
-		(c.CpuNS > 0 && float64(c.MachNS) >= writerMinHandoffCPU*float64(c.CpuNS) ||
+		(c.CPUNS > 0 && float64(c.MachNS) >= writerMinHandoffCPU*float64(c.CPUNS) ||
 			c.Mean >= writerMinHandoffWaiting)
 }
 

@@ -3,7 +3,7 @@ package core
 // The evidence each lock verdict adds to the facts its builder measured.
 
 // ioEvidence is what shows the holders' I/O.
-func ioEvidence(c *LockCase) []Evidence { return c.Io.Ev }
+func ioEvidence(c *LockCase) []Evidence { return c.IO.Ev }
 
 // writerEvidence shows that each producer waits for one hand-off, not
 // behind a crowd.
@@ -23,7 +23,7 @@ func writerEvidence(c *LockCase) []Evidence {
 func hotStripeEvidence(c *LockCase) Evidence {
 	a := c.Array
 	return Fact("futex", EvHotStripe, "share", a.HotShare, "elements", a.Elements,
-		"wait_s", Seconds(c.WaitNS), "array_wait_s", Seconds(a.WaitNS), "array", a.Base, "lock", LockName(&c.Id))
+		"wait_s", Seconds(c.WaitNS), "array_wait_s", Seconds(a.WaitNS), "array", a.Base, "lock", LockName(&c.ID))
 }
 
 // convoyEvidence shows that the holds are short and the waiters queue.
@@ -45,13 +45,13 @@ func contentionEvidence(c *LockCase) []Evidence { return waiterCPUEvidence(c) }
 
 // waiterCPUEvidence splits the waiters' sampled CPU (live).
 func waiterCPUEvidence(c *LockCase) []Evidence {
-	if c.Path != PathLive || c.CpuNS == 0 {
+	if c.Path != PathLive || c.CPUNS == 0 {
 		return nil
 	}
-	cpu := float64(c.CpuNS)
-	return []Evidence{Fact("oncpu", EvWaiterCPU, "cpu_s", Seconds(c.CpuNS),
+	cpu := float64(c.CPUNS)
+	return []Evidence{Fact("oncpu", EvWaiterCPU, "cpu_s", Seconds(c.CPUNS),
 		"machinery_share", float64(c.MachNS)/cpu, "section_share", float64(c.CsNS)/cpu,
-		"outside_share", float64(c.OutsideNS)/cpu, "function", ShortFuncName(c.CpuFn))}
+		"outside_share", float64(c.OutsideNS)/cpu, "function", ShortFuncName(c.CPUFn))}
 }
 
 // chainEvidence shows what the holders waited for while holding the lock.

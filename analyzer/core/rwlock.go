@@ -73,7 +73,7 @@ func writerStarvedEvidence(c *LockCase) Evidence {
 	return Fact("futex", EvWriterStarved, "writers", f.Writers, "readers", f.Readers,
 		"writer_waits", f.WriterWaits, "reader_waits", f.ReaderWaits,
 		"writer_mean_s", w, "reader_mean_s", r, "writer_wait_s", Seconds(f.WriterWaitNS),
-		"ratio", float64(w)/float64(max(r, 1)), "lock", LockName(&c.Id))
+		"ratio", float64(w)/float64(max(r, 1)), "lock", LockName(&c.ID))
 }
 
 // writerStarvedHeadline: "2 writers wait 1.93 s per acquisition for ONE

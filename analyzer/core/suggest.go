@@ -39,9 +39,9 @@ type Sugg struct {
 	// Java words the remedy with Java's locks.
 	Java bool
 	// Whom is "thread" or "goroutine".
-	Whom         string
-	participants int
-	WaitS, CpuS  float64
+	Whom              string
+	participants      int
+	WaitS, CPUSeconds float64
 	// Fn is the function the remedy applies to (short name).
 	Fn string
 	// calls names the I/O system calls; where is the I/O's function.
@@ -54,7 +54,7 @@ type Sugg struct {
 	// rate is the hand-off rate; cpus how many CPUs the machine has,
 	// share the share of CPU samples (spin).
 	rate  float64
-	Cpus  int
+	CPUs  int
 	Share float64
 	// group is how many waiters a combining releaser serves per turn,
 	// holds how many holds a typical wait spans.
@@ -138,9 +138,9 @@ func coalesceIO(s Sugg) Suggestion {
 
 func turns(s Sugg) Suggestion {
 	why := fmt.Sprintf("The %ss pass one lock around and compute while they hold it, so only one runs at a time and the other %d wait for their turn: the lock caps them at one CPU", s.Whom, max(s.participants-1, 0))
-	if s.Cpus > 1 {
-		why += fmt.Sprintf(" of the %d", s.Cpus)
-	} else if s.Cpus == 1 {
+	if s.CPUs > 1 {
+		why += fmt.Sprintf(" of the %d", s.CPUs)
+	} else if s.CPUs == 1 {
 		why += " (on this 1-CPU machine they would share it anyway, so the gain comes on a machine with more CPUs)"
 	}
 	return Suggestion{
@@ -168,7 +168,7 @@ func combine(s Sugg) Suggestion {
 		Action: "Combine the writes: take the lock with a tryLock fast path; when it is busy, push the item on a lock-free queue for the current holder to drain before it unlocks (re-checking the queue after unlocking so nothing is stranded), or give the resource one writer thread fed by that queue.",
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource through one lock and hand it over %s times a second; every hand-off wakes a sleeping producer, costs two context switches and adds the wake-up latency to that producer's write. "+
 			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, units.Rate(s.rate)),
-		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", units.Seconds(s.WaitS), units.Seconds(s.CpuS)),
+		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", units.Seconds(s.WaitS), units.Seconds(s.CPUSeconds)),
 	}
 }
 
@@ -235,12 +235,12 @@ func park(s Sugg) Suggestion {
 		lock = "a parking lock (a ReentrantLock, or a synchronized block)"
 	}
 	cpus := "the CPUs"
-	if s.Cpus > 0 {
-		cpus = fmt.Sprintf("the %d CPUs", s.Cpus)
+	if s.CPUs > 0 {
+		cpus = fmt.Sprintf("the %d CPUs", s.CPUs)
 	}
 	gain := ""
-	if s.CpuS > 0 {
-		gain = fmt.Sprintf("up to %s of CPU freed", units.Seconds(s.CpuS))
+	if s.CPUSeconds > 0 {
+		gain = fmt.Sprintf("up to %s of CPU freed", units.Seconds(s.CPUSeconds))
 		if s.Share > 0 {
 			gain += fmt.Sprintf(" (%s of the process's samples)", units.Percent(s.Share))
 		}
@@ -264,10 +264,10 @@ func park(s Sugg) Suggestion {
 
 func fewerThreads(s Sugg) Suggestion {
 	return Suggestion{
-		Action: fmt.Sprintf("Bound the %ss that run at once to the CPUs: a fixed pool of about %d workers fed by a queue instead of a %s per request, or more CPUs for this process; the locks below are not the bottleneck.", s.Whom, max(s.Cpus, 1), s.Whom),
+		Action: fmt.Sprintf("Bound the %ss that run at once to the CPUs: a fixed pool of about %d workers fed by a queue instead of a %s per request, or more CPUs for this process; the locks below are not the bottleneck.", s.Whom, max(s.CPUs, 1), s.Whom),
 		Reasoning: fmt.Sprintf("On average %s %ss are runnable but wait for one of the %d CPUs the process may use, while waiting for locks takes a small part of their time: the %ss compete for CPUs, not for locks. Every runnable %s beyond the CPUs adds its wait to each request's latency and costs a context switch, without adding throughput.",
-			units.Float(s.RunqThreads), s.Whom, s.Cpus, s.Whom, s.Whom),
-		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", units.Seconds(s.WaitS), s.Cpus),
+			units.Float(s.RunqThreads), s.Whom, s.CPUs, s.Whom, s.Whom),
+		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", units.Seconds(s.WaitS), s.CPUs),
 	}
 }
 
@@ -304,14 +304,14 @@ func (c *LockCase) sugg() Sugg {
 		Whom:         strings.TrimSuffix(c.Unit, "s"),
 		participants: c.Participants,
 		WaitS:        Seconds(c.WaitNS),
-		CpuS:         Seconds(c.MachNS),
+		CPUSeconds:   Seconds(c.MachNS),
 		rate:         c.HandoffRate,
-		ioShare:      math.Max(c.Io.Share, 0),
-		holderSites:  c.Io.HolderSites,
+		ioShare:      math.Max(c.IO.Share, 0),
+		holderSites:  c.IO.HolderSites,
 		missing:      c.Missing,
 		why:          c.whyNotConvoy(),
-		preempted:    c.EvWaitNS > 0 && float64(c.PreemptNS) >= IoMinExplained*float64(c.EvWaitNS),
-		Cpus:         c.Cpus,
+		preempted:    c.EvWaitNS > 0 && float64(c.PreemptNS) >= IOMinExplained*float64(c.EvWaitNS),
+		CPUs:         c.CPUs,
 		rw:           c.RW,
 	}
 	if c.PassOn > 0 {
@@ -324,20 +324,20 @@ func (c *LockCase) sugg() Sugg {
 		s.Whom = "thread"
 	}
 	var calls []string
-	for _, it := range c.Io.Calls[:min(len(c.Io.Calls), 3)] {
+	for _, it := range c.IO.Calls[:min(len(c.IO.Calls), 3)] {
 		calls = append(calls, ShortFuncName(it.Name))
 	}
 	s.calls = strings.Join(calls, ", ")
 	if s.calls == "" {
 		s.calls = "I/O"
 	}
-	if c.Io.Site != nil {
-		s.where = ShortFuncName(c.Io.Site.Function)
+	if c.IO.Site != nil {
+		s.where = ShortFuncName(c.IO.Site.Function)
 	}
-	if c.Io.VictimPoint != nil {
-		s.victimAt = PointString(*c.Io.VictimPoint)
+	if c.IO.VictimPoint != nil {
+		s.victimAt = PointString(*c.IO.VictimPoint)
 	}
-	s.foreignShare = c.Io.ForeignShare
+	s.foreignShare = c.IO.ForeignShare
 	if c.Array != nil {
 		s.hotShare, s.array = c.Array.HotShare, c.Array.Base
 	}
@@ -371,8 +371,8 @@ func headline(c *LockCase, k Kind, r Remedy) string {
 	switch r {
 	case RemedyMoveIOOff:
 		call := ""
-		if c.Io.Call != "" {
-			call = " (" + ShortFuncName(c.Io.Call) + ")"
+		if c.IO.Call != "" {
+			call = " (" + ShortFuncName(c.IO.Call) + ")"
 		}
 		return OnePoint(who, "wait", c.What+", held across I/O"+call)
 	case RemedyCoalesceIO:

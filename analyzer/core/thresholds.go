@@ -64,14 +64,14 @@ const (
 
 // Thresholds of the lock verdicts, shared by both paths.
 const (
-	// IoMinExplained is the share of a lock's logged waiting during which
+	// IOMinExplained is the share of a lock's logged waiting during which
 	// its holder was in an I/O system call or in uninterruptible sleep
 	// for the lock to be "I/O under lock". Moving the I/O off the lock
 	// wins back at least that share; at a quarter that is worth a change
 	// of design on its own, while a holder that now and then logs a line
 	// or faults a page in explains a few percent at most. A share is
 	// independent of how many threads wait.
-	IoMinExplained = 0.25
+	IOMinExplained = 0.25
 
 	// hotStripeShare is the share of an array's waiting one element must
 	// take for the array to have a hot stripe. With keys spread by a hash,
@@ -182,7 +182,7 @@ const PointRowShare = 0.01
 // quarter that makes I/O under a lock worth a change of design
 // (ioMinExplained); a holder that now and then waits briefly for another
 // lock explains a few percent.
-const ChainMinShare = IoMinExplained
+const ChainMinShare = IOMinExplained
 
 // MinLoggedWaits is how many logged waits the quantiles need to come from
 // the event log: with fewer, p99 is the maximum of a handful, so the

@@ -105,10 +105,10 @@ func (g *Data) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
 	mean := g.meanWaiting(wait)
 	c := &core.LockCase{
 		Path:        core.PathGo,
-		Id:          *l.id(),
+		ID:          *l.id(),
 		Unit:        "goroutines",
 		Population:  g.population,
-		Cpus:        g.numCPU,
+		CPUs:        g.numCPU,
 		WaitNS:      wait,
 		Mean:        mean,
 		DumpOnly:    wait == 0,
@@ -153,7 +153,7 @@ func (g *Data) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
 	if h.csNS > 0 {
 		c.Sources++
 	}
-	c.Io = g.ioFacts(l, h, totalWait)
+	c.IO = g.ioFacts(l, h, totalWait)
 	c.Chain = h.chain()
 	// The dump is one instant: the queue for a CPU it shows must outnumber
 	// both the lock's waiters in that dump and the waiting the profiles
@@ -163,7 +163,7 @@ func (g *Data) lockCase(l *goLock, totalWait int64) (*core.LockCase, bool) {
 		c.Preempt = share
 		c.Chain = append(c.Chain, core.ChainLink{What: fmt.Sprintf("a CPU: %d goroutines were runnable without one", runnable), Share: share})
 	}
-	if c.Io.Explains && h.ioNS > 0 {
+	if c.IO.Explains && h.ioNS > 0 {
 		c.Sources++
 	}
 	return c, true
@@ -242,15 +242,15 @@ func (g *Data) addrFacts(l *goLock, c *core.LockCase) {
 		c.Ev = append(c.Ev, core.Fact("goroutines", core.EvDumpSpread, "named", named, "distinct", distinct, "most", most))
 	case distinct == 1 && named >= 2:
 		c.Ev = append(c.Ev, core.Fact("goroutines", core.EvDumpSameMutex, "named", named, "addr", mostAddr))
-		if c.Id.Address == "" {
-			c.Id.Address = mostAddr
+		if c.ID.Address == "" {
+			c.ID.Address = mostAddr
 		}
 	}
 	if distinct >= core.MinArrayElements && named > 0 {
 		c.Array = &core.ArrayFacts{Base: fmt.Sprintf("the %d mutexes taken at %s", distinct, c.Point.Function), Elements: distinct,
 			HotShare: float64(most) / float64(named)}
-		if c.Id.Address == "" && c.HotStripe() {
-			c.Id.Address = mostAddr
+		if c.ID.Address == "" && c.HotStripe() {
+			c.ID.Address = mostAddr
 		}
 	}
 }
@@ -279,14 +279,14 @@ func (g *Data) measuredAddrFacts(l *goLock, c *core.LockCase) {
 	if c.Spread {
 		c.Ev = append(c.Ev, core.Fact(string(g.blockSrc), core.EvWaitSpread, "distinct", distinct, "share", share))
 	}
-	if distinct == 1 && c.Id.Address == "" {
-		c.Id.Address = mostAddr
+	if distinct == 1 && c.ID.Address == "" {
+		c.ID.Address = mostAddr
 	}
 	if distinct >= core.MinArrayElements {
 		c.Array = &core.ArrayFacts{Base: fmt.Sprintf("the %d mutexes taken at %s", distinct, c.Point.Function), Elements: distinct,
 			HotShare: share, WaitNS: total}
-		if c.Id.Address == "" && c.HotStripe() {
-			c.Id.Address = mostAddr
+		if c.ID.Address == "" && c.HotStripe() {
+			c.ID.Address = mostAddr
 		}
 	}
 }
@@ -309,11 +309,11 @@ func (g *Data) sectionEvidence(h holderFacts, c *core.LockCase) []core.Evidence 
 // goroutines whose own critical sections do no I/O (lookups stalled behind
 // a journal write); when every waiter does I/O under the lock itself, the
 // lock serializes the I/O: a different problem with a different fix.
-func (g *Data) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IoFacts {
-	io := core.IoFacts{Share: -1}
+func (g *Data) ioFacts(l *goLock, h holderFacts, totalWait int64) core.IOFacts {
+	io := core.IOFacts{Share: -1}
 	io.Explains = h.inIO > 0 || h.ioSleeps >= MinIOSleeps ||
 		h.ioNS >= minIOCPUSamples*g.cpuPeriod && g.cpuPeriod > 0 ||
-		(h.ioNS > 0 || h.ioSleeps > 0) && l.ioReleaseShare(h) >= core.IoMinExplained
+		(h.ioNS > 0 || h.ioSleeps > 0) && l.ioReleaseShare(h) >= core.IOMinExplained
 	if !io.Explains {
 		return io
 	}
@@ -553,7 +553,7 @@ func (g *Data) dumpHolder(l *goLock, h *holderFacts) {
 			case recvs[core.ReceiverType(fn)]:
 				rank = 2
 			}
-			if rank == 0 || rank <= bestRank || core.IoIndex(gr.frames, k) < 0 {
+			if rank == 0 || rank <= bestRank || core.IOIndex(gr.frames, k) < 0 {
 				continue
 			}
 			best, bestRank, bestGroup = k, rank, gr
@@ -563,7 +563,7 @@ func (g *Data) dumpHolder(l *goLock, h *holderFacts) {
 		g.packageHolderIO(l, h)
 		return
 	}
-	io := core.IoIndex(bestGroup.frames, best)
+	io := core.IOIndex(bestGroup.frames, best)
 	h.inIO = bestGroup.count
 	h.ioGroup, h.ioFrame, h.ioAt = bestGroup, bestGroup.frames[io].Func, best
 	h.holderFn = core.EnclosingFunc(bestGroup.frames[best].Func)

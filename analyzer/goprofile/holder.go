@@ -70,7 +70,7 @@ func (g *Data) packageHolder(l *goLock) (gr *gGroup, at, io int) {
 		if leaf < 0 {
 			continue
 		}
-		i := core.IoIndex(c.frames, leaf)
+		i := core.IOIndex(c.frames, leaf)
 		if i < 0 {
 			continue
 		}

@@ -570,7 +570,7 @@ type holderFacts struct {
 // inside a critical section whose frame is frames[k] (cs.inside), or -1,
 // and notes the section's function in h.ioIn when there is one.
 func (h *holderFacts) sectionIO(frames []recording.Frame, k int) int {
-	io := core.IoIndex(frames, k)
+	io := core.IOIndex(frames, k)
 	if io >= 0 {
 		h.ioIn[core.EnclosingFunc(frames[k].Func)] = true
 	}

@@ -198,7 +198,7 @@ func (g *Data) judgeSpin(sf *spinFunc) (core.Finding, bool) {
 		who = fmt.Sprintf("%d goroutines (at least, from %s CPUs busy on average)", n, units.Float(mean))
 	}
 	f.Headline = core.OnePoint(who, "spin", "busy-wait in "+core.PointString(sf.point))
-	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{GoLang: true, Whom: "goroutine", Fn: core.ShortFuncName(sf.fn), Cpus: g.numCPU, CpuS: f.CPUSeconds}
+	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{GoLang: true, Whom: "goroutine", Fn: core.ShortFuncName(sf.fn), CPUs: g.numCPU, CPUSeconds: f.CPUSeconds}
 	f.Evidence = ev
 	f.Confidence = core.ConfidenceOf(sources, !cpuSpin)
 	return core.Judge(f), true

@@ -59,7 +59,7 @@ func lockCase(jd *core.JavaData, jl *core.JavaLock) (*core.LockCase, bool) {
 	point, _ := jl.PointAt(k)
 	c := &core.LockCase{
 		Path:         core.PathJava,
-		Id:           core.LockID{Address: jl.Addr, Name: jl.Class},
+		ID:           core.LockID{Address: jl.Addr, Name: jl.Class},
 		Unit:         "threads",
 		Population:   jd.Threads,
 		Participants: jl.Waiters(),
@@ -78,7 +78,7 @@ func lockCase(jd *core.JavaData, jl *core.JavaLock) (*core.LockCase, bool) {
 		c.Sources++
 	}
 	c.Ev = core.JavaDumpEvidence(jl, "java-dumps")
-	c.Io = core.DumpIO(jl, k)
+	c.IO = core.DumpIO(jl, k)
 	c.Chain = core.DumpChain(jd, jl)
 	return c, true
 }

@@ -19,10 +19,10 @@ func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 	lf := ld.factsOf(g)
 	c := &core.LockCase{
 		Path:         core.PathLive,
-		Id:           g.id(ld),
+		ID:           g.id(ld),
 		Unit:         "threads",
 		Population:   max(ld.population, g.participants()),
-		Cpus:         ld.cpus(),
+		CPUs:         ld.cpus(),
 		Participants: g.participants(),
 		Counted:      true,
 		Known:        true,
@@ -39,7 +39,7 @@ func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 		Cond:         g.role == roleCond,
 		Mutex:        g.role == roleMutex,
 		Turns:        g.turns,
-		CpuNS:        lf.cpuNS,
+		CPUNS:        lf.cpuNS,
 		MachNS:       lf.machNS,
 		CsNS:         lf.csNS,
 		OutsideNS:    lf.outsideNS,
@@ -50,13 +50,13 @@ func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 	if len(lf.waitPoints) > 0 {
 		c.Point = lf.waitPoints[0].point
 		c.Points = len(lf.mainWaitPoints())
-		c.CpuFn = lf.waitPoints[0].key.Fn
+		c.CPUFn = lf.waitPoints[0].key.Fn
 	}
 	if len(lf.wakePoints) > 0 {
 		p := lf.wakePoints[0].point
 		c.Releaser = &p
 	}
-	c.What = lockWords(&c.Id)
+	c.What = lockWords(&c.ID)
 	if g.queue {
 		c.What = g.name()
 	}
@@ -67,7 +67,7 @@ func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 		c.Interp = g.interp
 	}
 	ld.rwCase(g, c)
-	c.Io = ld.ioFacts(lf)
+	c.IO = ld.ioFacts(lf)
 	c.Array = ld.arrayOf(g, locks)
 	c.Chain = ld.chainOf(lf, locks)
 	if lf.evWaitNS > 0 {
@@ -91,7 +91,7 @@ func (ld *Data) lockEvidence(lf *lockFacts, c *core.LockCase) []core.Evidence {
 	ev := []core.Evidence{core.Fact("futex", core.EvFutexWaits,
 		"waits", g.waits, "blocked", g.blocked, "threads", len(g.waiters), "words", len(g.words),
 		"wait_s", core.Seconds(g.waitNS), "dur_s", ld.dur, "mean", lf.mean, "truncated", g.truncated,
-		"queue", g.queue, "lock", core.LockName(&c.Id))}
+		"queue", g.queue, "lock", core.LockName(&c.ID))}
 	if pts := lf.mainWaitPoints(); len(pts) > 1 {
 		items := make([]core.Item, 0, 4)
 		for _, p := range pts[:min(len(pts), 4)] {
@@ -153,13 +153,13 @@ func (ld *Data) turnEvidence(g *LockGroup) []core.Evidence {
 // ioFacts measures what the lock's holders did in I/O while others
 // waited: from the event log, the holder's I/O system calls and
 // uninterruptible sleep overlapping each logged wait.
-func (ld *Data) ioFacts(lf *lockFacts) core.IoFacts {
-	io := core.IoFacts{Share: -1}
+func (ld *Data) ioFacts(lf *lockFacts) core.IOFacts {
+	io := core.IOFacts{Share: -1}
 	if lf.evWaitNS <= 0 {
 		return io
 	}
 	io.Share = float64(lf.ioNS) / float64(lf.evWaitNS)
-	if io.Share < core.IoMinExplained {
+	if io.Share < core.IOMinExplained {
 		return io
 	}
 	io.Explains = true

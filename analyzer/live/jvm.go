@@ -81,8 +81,8 @@ type jvmUnit struct {
 // isJVMWait reports whether a stack waits inside the JVM.
 func isJVMWait(frames []recording.Frame) bool {
 	for _, f := range frames {
-		if f.Module == core.JvmModule {
-			if m, _ := core.JvmMachinery(f); m {
+		if f.Module == core.JVMModule {
+			if m, _ := core.JVMMachinery(f); m {
 				return true
 			}
 		}
@@ -415,7 +415,7 @@ func (ld *Data) jvmCase(g *LockGroup, locks []*LockGroup, c *core.LockCase) {
 		}
 	}
 	c.Ev = append(c.Ev, core.Fact("futex", core.EvJVMParkWords, "threads", j.threads, "by_wakes", j.byWakes,
-		"flavor", j.flavor.String(), "lock", core.LockName(&c.Id)))
+		"flavor", j.flavor.String(), "lock", core.LockName(&c.ID)))
 	if j.jl != nil {
 		c.Ev = append(c.Ev, core.JavaDumpEvidence(j.jl, "java-dumps")...)
 		c.Sources++
@@ -423,10 +423,10 @@ func (ld *Data) jvmCase(g *LockGroup, locks []*LockGroup, c *core.LockCase) {
 		// facts take the thread that woke a waiter for the holder: in a
 		// queue handed from waiter to waiter, only the first wait after a
 		// holder's I/O sees it. The dumps name the holder outright.
-		if !c.Io.Explains {
+		if !c.IO.Explains {
 			k, _ := j.jl.MainPoint()
 			if io := core.DumpIO(j.jl, k); io.Explains {
-				c.Io = io
+				c.IO = io
 			}
 		}
 		c.Chain = append(c.Chain, core.DumpChain(j.jd, j.jl)...)

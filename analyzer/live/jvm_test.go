@@ -85,8 +85,8 @@ func TestJVMLocksFromHandoffs(t *testing.T) {
 		t.Errorf("safepoint: idle %v jvm %+v (%q)", s.idle, s.jvm, s.idleReason)
 	}
 	c := f.ld.lockCase(g, locks)
-	if !c.Java || c.Point.Function != "app.Table.put" || c.Id.Name != "a Java monitor (synchronized)" || c.Participants != 7 {
-		t.Errorf("case: java %v at %s, lock %+v, %d participants", c.Java, c.Point.Function, c.Id, c.Participants)
+	if !c.Java || c.Point.Function != "app.Table.put" || c.ID.Name != "a Java monitor (synchronized)" || c.Participants != 7 {
+		t.Errorf("case: java %v at %s, lock %+v, %d participants", c.Java, c.Point.Function, c.ID, c.Participants)
 	}
 }
 
@@ -194,16 +194,16 @@ func TestJVMHoldersInTurn(t *testing.T) {
 	// Bad: the 44 ms fsync lies in every wait's first hold: 4 × 44 ms of
 	// the waits' 60+75+90+105 ms.
 	bad := build(true)
-	if want := 4 * 44.0 / 330; !bad.Io.Explains || bad.Io.Share < want-0.01 || bad.Io.Share > want+0.01 || bad.Io.Call != "fsync" {
-		t.Errorf("I/O under the monitor: explains %v, share %.2f (want %.2f), call %q", bad.Io.Explains, bad.Io.Share, want, bad.Io.Call)
+	if want := 4 * 44.0 / 330; !bad.IO.Explains || bad.IO.Share < want-0.01 || bad.IO.Share > want+0.01 || bad.IO.Call != "fsync" {
+		t.Errorf("I/O under the monitor: explains %v, share %.2f (want %.2f), call %q", bad.IO.Explains, bad.IO.Share, want, bad.IO.Call)
 	}
 	// Only the first waiter was woken by the writer: counting its wait
 	// alone would give 44 of 330 ms, under the bar.
-	if 44.0/330 >= core.IoMinExplained {
+	if 44.0/330 >= core.IOMinExplained {
 		t.Fatalf("the scenario does not tell the two rules apart")
 	}
-	if fixed := build(false); fixed.Io.Explains || fixed.Io.Share != 0 {
-		t.Errorf("I/O after the release: explains %v, share %.2f, want none", fixed.Io.Explains, fixed.Io.Share)
+	if fixed := build(false); fixed.IO.Explains || fixed.IO.Share != 0 {
+		t.Errorf("I/O after the release: explains %v, share %.2f, want none", fixed.IO.Explains, fixed.IO.Share)
 	}
 }
 
@@ -234,7 +234,7 @@ func TestLastWaitEnd(t *testing.T) {
 
 // jv, jvm and libc build frames of Java code, of libjvm.so and of glibc.
 func jv(fn string) recording.Frame  { return recording.Frame{Func: fn, Module: recording.ModuleJava} }
-func jvm(fn string) recording.Frame { return recording.Frame{Func: fn, Module: core.JvmModule} }
+func jvm(fn string) recording.Frame { return recording.Frame{Func: fn, Module: core.JVMModule} }
 func libc(fn string) recording.Frame {
 	return recording.Frame{Func: fn, Module: "libc.so.6"}
 }

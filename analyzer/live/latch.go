@@ -244,10 +244,10 @@ func (ld *Data) latchCase(l *latchLock) *core.LockCase {
 	fn := core.ShortFuncName(core.NormNative(l.point.Function))
 	c := &core.LockCase{
 		Path:         core.PathLive,
-		Id:           core.LockID{Key: "latch lock waited at " + core.FrameKey(l.point.Stack[l.point.PointIndex]), Name: fmt.Sprintf("the lock %s waits for (its waiters sleep in %s)", fn, l.call)},
+		ID:           core.LockID{Key: "latch lock waited at " + core.FrameKey(l.point.Stack[l.point.PointIndex]), Name: fmt.Sprintf("the lock %s waits for (its waiters sleep in %s)", fn, l.call)},
 		Unit:         "threads",
 		Population:   max(ld.population, n),
-		Cpus:         ld.cpus(),
+		CPUs:         ld.cpus(),
 		What:         fmt.Sprintf("the lock waited for in %s, each waiter asleep in %s", core.PointString(l.point), l.call),
 		Point:        l.point,
 		Points:       1,
@@ -265,7 +265,7 @@ func (ld *Data) latchCase(l *latchLock) *core.LockCase {
 	c.Ev = []core.Evidence{core.Fact("sched", core.EvLatchWaits, "threads", float64(n), "waits", float64(l.waits),
 		"wait_s", core.Seconds(l.waitNS), "mean", c.Mean, "peer_wakes", float64(l.peerWakes),
 		"call", l.call, "acquire", fn, "point", core.PointString(l.point))}
-	c.Io = ld.latchIO(l)
+	c.IO = ld.latchIO(l)
 	if l.releaser != nil {
 		c.Ev = append(c.Ev, core.Fact("sched", core.EvLatchReleaser, "wakes", float64(l.releaserWakes),
 			"share", float64(l.releaserWakes)/float64(max(l.peerWakes, 1)), "releaser", core.PointString(*l.releaser)))
@@ -282,8 +282,8 @@ func (ld *Data) latchCase(l *latchLock) *core.LockCase {
 // the lock. Only wake-ups from a release path count (releaseWake): the
 // same processes wake each other for other reasons too (PostgreSQL's
 // LWLock semaphores), which would cut the holds short.
-func (ld *Data) latchIO(l *latchLock) core.IoFacts {
-	io := core.IoFacts{Share: -1}
+func (ld *Data) latchIO(l *latchLock) core.IOFacts {
+	io := core.IOFacts{Share: -1}
 	x := ld.ev
 	if x == nil {
 		return io
@@ -365,7 +365,7 @@ func (ld *Data) latchIO(l *latchLock) core.IoFacts {
 	}
 	ioNS += max(dNS-inCalls, 0)
 	io.Share = min(float64(ioNS)/float64(holdNS), 1)
-	if io.Share < core.IoMinExplained {
+	if io.Share < core.IOMinExplained {
 		return io
 	}
 	io.Explains = true

@@ -263,11 +263,11 @@ func (ld *Data) rwCase(g *LockGroup, c *core.LockCase) {
 	if g.rwBase == 0 {
 		return
 	}
-	c.Id.Address = fmt.Sprintf("0x%x", g.rwBase)
+	c.ID.Address = fmt.Sprintf("0x%x", g.rwBase)
 	if n := g.rwName(); n != "" {
-		c.Id.Name = n
+		c.ID.Name = n
 	}
-	c.What = lockWords(&c.Id)
+	c.What = lockWords(&c.ID)
 	if c.Point.Function != "" {
 		c.What += " in " + core.PointString(c.Point)
 	}

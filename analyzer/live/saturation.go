@@ -172,7 +172,7 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 	if ld.rec.Threads != nil {
 		f.Confidence = core.ConfidenceHigh // /proc states agree with the scheduler's
 	}
-	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", Cpus: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)}
+	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", CPUs: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)}
 	score := satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpus, ld.dur) + f.CPUSeconds
 	f.Score = &score
 	a.Res.Findings = append(a.Res.Findings, core.Judge(f))

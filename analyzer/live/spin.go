@@ -308,7 +308,7 @@ func (ld *Data) spinFinding(c *spinCand, loop spinShape, spinners map[int]bool, 
 		sources++
 	}
 	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{GoLang: core.GoPackage(c.fn) != "" && c.module != recording.ModuleJava, Java: c.module == recording.ModuleJava, Whom: "thread", Fn: core.ShortFuncName(c.fn),
-		Cpus: ld.cpus(), CpuS: f.CPUSeconds, Share: share}
+		CPUs: ld.cpus(), CPUSeconds: f.CPUSeconds, Share: share}
 	f.Confidence = core.ConfidenceOf(sources, !loop.disasm)
 	return core.Judge(f)
 }

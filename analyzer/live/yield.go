@@ -168,8 +168,8 @@ func (ld *Data) yieldFinding(l *yieldLoop, busyNS int64) core.Finding {
 	if ld.rec.Threads != nil {
 		f.Confidence = core.ConfidenceHigh
 	}
-	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{Whom: "thread", Fn: core.ShortFuncName(l.point.Function), Cpus: ld.cpus(),
-		CpuS: f.CPUSeconds, Yield: true, GoLang: strings.Contains(l.point.Function, ".(")}
+	f.Remedy, f.Sugg = core.RemedyPark, core.Sugg{Whom: "thread", Fn: core.ShortFuncName(l.point.Function), CPUs: ld.cpus(),
+		CPUSeconds: f.CPUSeconds, Yield: true, GoLang: strings.Contains(l.point.Function, ".(")}
 	return core.Judge(f)
 }
 
