@@ -63,6 +63,7 @@ const (
 	EvHotStripe          = core.EvHotStripe
 	EvIOSite             = core.EvIOSite
 	EvJVMParkWords       = core.EvJVMParkWords
+	EvWriterStarved      = core.EvWriterStarved
 	EvJavaDumpHolder     = core.EvJavaDumpHolder
 	EvJavaDumpWaiters    = core.EvJavaDumpWaiters
 	EvLatchHolderIO      = core.EvLatchHolderIO
@@ -104,6 +105,7 @@ const (
 	KindCPUSaturation    = core.KindCPUSaturation
 	KindContention       = core.KindContention
 	KindHotStripe        = core.KindHotStripe
+	KindWriterStarvation = core.KindWriterStarvation
 	KindIOUnderLock      = core.KindIOUnderLock
 	KindLockConvoy       = core.KindLockConvoy
 	KindRuntimeLock      = core.KindRuntimeLock

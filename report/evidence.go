@@ -193,6 +193,11 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		return t
 	},
+	analyzer.EvWriterStarved: func(w words) string {
+		return fmt.Sprintf("%s %s waited %s per wait (%s waits, %s in all) while %s %s waited %s (%s waits): the writers wait %s times as long as the readers, passed over by one reader hold after another",
+			units.Count(w.i("writers")), units.Plural(w.i("writers"), "writer"), w.sec("writer_mean_s"), units.Count(w.i("writer_waits")), w.sec("writer_wait_s"),
+			units.Count(w.i("readers")), units.Plural(w.i("readers"), "reader"), w.sec("reader_mean_s"), units.Count(w.i("reader_waits")), w.num("ratio"))
+	},
 	analyzer.EvHotStripe: func(w words) string {
 		return fmt.Sprintf("%s is one of %d locks of the array %s seen in use, and takes %s of the array's %s of waiting (%s): with keys spread by a hash each stripe would take about 1/%d",
 			w.n("lock"), w.i("elements"), w.n("array"), w.pct("share"), w.sec("array_wait_s"), w.sec("wait_s"), w.i("elements"))

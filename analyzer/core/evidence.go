@@ -78,6 +78,11 @@ const (
 	// EvHotStripe — F: share, elements, wait_s, array_wait_s. N: array,
 	// lock.
 	EvHotStripe EvidenceKind = "hot-stripe"
+	// EvWriterStarved — F: writers, readers (distinct threads seen waiting
+	// on each side of a reader-writer lock), writer_waits, reader_waits,
+	// writer_mean_s, reader_mean_s, writer_wait_s, ratio (writer_mean_s /
+	// reader_mean_s). N: lock.
+	EvWriterStarved EvidenceKind = "writer-starved"
 	// EvArrayMerge — F: locks. N: array, point. I: the locks (value 0).
 	EvArrayMerge EvidenceKind = "array-merge"
 	// EvChain — F: share, wait_s, cycle (1 when the other lock's holders
@@ -264,6 +269,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvRuntimeLock,
 	EvRuntimeLockUser,
 	EvJVMParkWords,
+	EvWriterStarved,
 	EvJavaDumpWaiters,
 	EvJavaDumpHolder,
 	EvSpinCPU,

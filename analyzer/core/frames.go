@@ -92,7 +92,15 @@ var NativeRoleFuncs = map[string]nativeRole{
 	"pthread_rwlock_rdlock": NativeMutex, "pthread_rwlock_wrlock": NativeMutex,
 	"pthread_rwlock_unlock": NativeMutex, "pthread_rwlock_rdlock_full": NativeMutex,
 	"pthread_rwlock_wrlock_full": NativeMutex,
-	"futex_lock_pi":              NativeMutex, "futex_lock_pi64": NativeMutex, "futex_unlock_pi": NativeMutex,
+	// glibc 2.34+ names the 64-bit-time implementations and the unlock
+	// halves.
+	"pthread_rwlock_rdlock_full64": NativeMutex, "pthread_rwlock_wrlock_full64": NativeMutex,
+	"pthread_rwlock_rdunlock": NativeMutex, "pthread_rwlock_wrunlock": NativeMutex,
+	"pthread_rwlock_timedrdlock": NativeMutex, "pthread_rwlock_timedwrlock": NativeMutex,
+	"pthread_rwlock_clockrdlock": NativeMutex, "pthread_rwlock_clockwrlock": NativeMutex,
+	"pthread_rwlock_timedrdlock64": NativeMutex, "pthread_rwlock_timedwrlock64": NativeMutex,
+	"pthread_rwlock_clockrdlock64": NativeMutex, "pthread_rwlock_clockwrlock64": NativeMutex,
+	"futex_lock_pi": NativeMutex, "futex_lock_pi64": NativeMutex, "futex_unlock_pi": NativeMutex,
 	"std::mutex::lock": NativeMutex, "std::__1::mutex::lock": NativeMutex,
 
 	"pthread_cond_wait": NativeCond, "pthread_cond_timedwait": NativeCond,

@@ -8,9 +8,9 @@ import "time"
 // Verdict order. Where several verdicts could explain the same waiting,
 // the first that the facts support wins:
 //
-//  1. Locks (JudgeLock): I/O under the lock, then a hot stripe, a
-//     serialized writer, threads taking turns, a convoy, and plain
-//     contention. Runtime-internal locks (Go) are judged beside them.
+//  1. Locks (JudgeLock): I/O under the lock, then writer starvation, a
+//     hot stripe, a serialized writer, threads taking turns, a convoy,
+//     and plain contention. Runtime-internal locks (Go) are judged beside them.
 //  2. Busy-waits (spin and yield loops): after the locks, since a spin
 //     finding claims its threads.
 //  3. CPU saturation: last, counting only the threads no spin finding
@@ -78,11 +78,12 @@ func Judge(v Verdict) Finding {
 
 // JudgeLock turns a significant lock case into a finding: the verdict is
 // the first that the case's facts support, in order of how much each
-// explains (I/O under the lock explains the waiting outright; a hot
-// stripe says why an already striped lock still waits, whatever the
-// hand-offs look like, since more stripes is the advice it must stop; a
-// serialized writer pays per hand-off, thousands a second, each producer
-// waiting for about one hold; threads taking turns hold the lock long
+// explains (I/O under the lock explains the waiting outright; starved
+// writers of a reader-writer lock wait for the readers' stream, whatever
+// else the waiting looks like; a hot stripe says why an already striped
+// lock still waits, whatever the hand-offs look like, since more stripes
+// is the advice it must stop; a serialized writer pays per hand-off,
+// thousands a second, each producer waiting for about one hold; threads taking turns hold the lock long
 // while they compute; a convoy says the waiting comes from sharing;
 // anything else is contention).
 func JudgeLock(c *LockCase, dur time.Duration) Finding {
@@ -116,6 +117,9 @@ func JudgeLock(c *LockCase, dur time.Duration) Finding {
 		if c.Interp == InterpRuby {
 			r = RemedyGVL
 		}
+	case c.WriterStarved():
+		v.Kind, r = KindWriterStarvation, RemedyWriterPref
+		ev = append(ev, writerStarvedEvidence(c))
 	case c.HotStripe():
 		v.Kind, r = KindHotStripe, RemedyHotKey
 		ev = append(ev, hotStripeEvidence(c))

@@ -56,6 +56,11 @@ var KindRules = map[Kind]KindRule{
 		Remedies: []Remedy{RemedyFewerThreads},
 		Evidence: []EvidenceKind{EvRunQueue, EvRunnableShare},
 	},
+	KindWriterStarvation: {
+		Headline: "<writers> wait <mean> per acquisition for ONE reader-writer lock while <readers> flow: <lock>",
+		Remedies: []Remedy{RemedyWriterPref},
+		Evidence: []EvidenceKind{EvWriterStarved},
+	},
 	KindRuntimeLock: {
 		Headline: "<time> lost on a lock internal to the Go runtime in <function>",
 		Remedies: []Remedy{RemedyRuntimeLock},

@@ -120,6 +120,9 @@ type LockCase struct {
 	// IO holds what the holders did in I/O while others waited.
 	IO IOFacts
 
+	// RW is set for a reader-writer lock whose waiters are told apart.
+	RW *RWFacts
+
 	// Array is set when the lock is one element of an array of locks.
 	Array *ArrayFacts
 
@@ -293,6 +296,11 @@ func (c *LockCase) HotStripe() bool {
 // queued behind short holds: the waiting comes from how many share it.
 func (c *LockCase) convoy() bool {
 	if c.Spread || c.Unseen || !c.Known || c.Participants < MinConvoyParticipants {
+		return false
+	}
+	// Readers of a reader-writer lock do not exclude one another: a crowd
+	// of them waits for the writers, and striping would not let it pass.
+	if c.RW != nil && c.RW.Writers > 0 {
 		return false
 	}
 	// Holders that sit runnable without a CPU for much of the waiting make

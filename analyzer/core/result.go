@@ -35,6 +35,10 @@ const (
 	// of them are runnable than there are CPUs, and lock waits are a small
 	// part of their time.
 	KindCPUSaturation Kind = "cpu-saturation"
+	// KindWriterStarvation: a reader-writer lock whose writers wait many
+	// reader holds in a row, a long time per acquisition, while readers
+	// flow (suggest writer preference or copy-on-write, never striping).
+	KindWriterStarvation Kind = "writer-starvation"
 	// KindContention: contention that is real but fits none of the
 	// specific kinds above.
 	KindContention Kind = "contention"

@@ -34,6 +34,7 @@ const (
 	RemedyMmapLock                   // the process's mmap lock
 	RemedyPipeWriter                 // a pipe or socket slower than its writers
 	RemedyBlockingLock               // a lock taken by polling
+	RemedyWriterPref                 // writers starved by readers: writer preference or copy-on-write
 )
 
 // Sugg holds the figures a suggestion is worded from.
@@ -86,6 +87,8 @@ type Sugg struct {
 	// them (polled locks).
 	Object, Call  string
 	Tries, Asleep float64
+	// rw holds a reader-writer lock's sides, when told apart.
+	rw *RWFacts
 }
 
 // suggestions is the table: one entry per remedy.
@@ -107,6 +110,7 @@ var suggestions = map[Remedy]func(s Sugg) Suggestion{
 	RemedyMmapLock:     mmapLock,
 	RemedyPipeWriter:   pipeWriter,
 	RemedyBlockingLock: blockingLock,
+	RemedyWriterPref:   writerPref,
 }
 
 // kernelGain is what removing a kernel-object lock gains: the time its
@@ -369,6 +373,7 @@ func (c *LockCase) sugg() Sugg {
 		why:          c.whyNotConvoy(),
 		preempted:    c.EvWaitNS > 0 && float64(c.PreemptNS) >= IOMinExplained*float64(c.EvWaitNS),
 		CPUs:         c.CPUs,
+		rw:           c.RW,
 	}
 	if c.PassOn > 0 {
 		s.group = float64(c.PassOnOf) / float64(c.PassOn)
@@ -444,6 +449,8 @@ func headline(c *LockCase, k Kind, r Remedy) string {
 		return fmt.Sprintf("%s take turns on ONE lock: %s", who, name)
 	case RemedyCombine, RemedyBiggerGroups:
 		return fmt.Sprintf("%s hand ONE lock over %s times a second at ONE program point: %s", who, units.Rate(c.HandoffRate), c.What)
+	case RemedyWriterPref:
+		return writerStarvedHeadline(c)
 	case RemedyHotKey:
 		return fmt.Sprintf("%s wait at ONE stripe of %s, which takes %s of the array's waiting: %s", who, c.Array.Base, units.Percent(c.Array.HotShare), c.What)
 	case RemedyStripe:

@@ -561,6 +561,7 @@ func (g *Data) dumpHolder(l *goLock, h *holderFacts) {
 		}
 	}
 	if bestGroup == nil {
+		g.packageHolderIO(l, h)
 		return
 	}
 	io := core.IOIndex(bestGroup.frames, best)

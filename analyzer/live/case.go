@@ -66,6 +66,7 @@ func (ld *Data) lockCase(g *LockGroup, locks []*LockGroup) *core.LockCase {
 	if c.Turns {
 		c.Interp = g.interp
 	}
+	ld.rwCase(g, c)
 	c.IO = ld.ioFacts(lf)
 	c.Array = ld.arrayOf(g, locks)
 	c.Chain = ld.chainOf(lf, locks)

@@ -79,10 +79,14 @@ func (b structBase) key() string {
 	return fmt.Sprintf("%s:%s+0x%x", b.module, b.sym, b.off)
 }
 
-// lockBase returns the base of g's lock structure from the words whose
+// lockBase returns the base of g's lock structure: a folded
+// reader-writer lock's (rwBase), else the base from the words whose
 // place in it is known, preferring a condition variable's (the structure
 // that holds the others' meaning), then the lowest base, then the name.
 func lockBase(g *LockGroup) (structBase, bool) {
+	if g.rwBase != 0 {
+		return rwBase(g)
+	}
 	var best structBase
 	found, bestCond := false, false
 	for _, w := range g.words {

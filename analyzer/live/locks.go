@@ -316,6 +316,9 @@ type LockGroup struct {
 	facts *lockFacts
 	// jvm is set for a lock built from a JVM's park words (live/jvm.go).
 	jvm *jvmLock
+	// rwBase is the address of the pthread_rwlock_t whose words the group
+	// folds (live/rwlock.go), 0 for any other lock.
+	rwBase uint64
 }
 
 // addrs returns the group's addresses.
@@ -477,7 +480,7 @@ func (ld *Data) lockGroups() []*LockGroup {
 	for _, g := range out {
 		ld.sumGroup(g)
 	}
-	return ld.foldQueues(out)
+	return ld.foldQueues(ld.foldRWLocks(out))
 }
 
 // minQueueWords is how many single-waiter words at one program point make
