@@ -198,14 +198,14 @@ func TestPushUnreachable(t *testing.T) {
 	defer cancel()
 	go p.run(ctx)
 	rec := readLive(t, "c-stripe-bad")
-	start := time.Now()
+	// Enqueueing never waits for the server: a full queue drops the
+	// window (4 dropped of queueLen+4 below), and a push made in line
+	// would drop none. How long the windows take to convert depends on
+	// the machine and the race detector, so no clock is read here.
 	for range queueLen + 4 {
 		if err := p.enqueue(Process{PID: 7, Comm: "svc"}, rec); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("enqueueing took %s with the server down", d)
 	}
 	waitFor(t, "failed pushes", func() bool { return testutil.ToFloat64(m.pushFailures) >= 3 })
 	if v := testutil.ToFloat64(m.dropped); v != 4 {
