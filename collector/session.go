@@ -148,7 +148,11 @@ type Session struct {
 	unnamed int  // processes beyond maxProcesses, symbolized raw
 	endKind int
 	endAt   time.Duration
-	runErr  error
+	// endSilence is how long the recording's end took to take the
+	// recorded processes out of the target set, its clock read on both
+	// sides: the probes stopped somewhere in it (info_end_silence_ns).
+	endSilence time.Duration
+	runErr     error
 
 	done     chan struct{}
 	endOnce  sync.Once
@@ -466,6 +470,18 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	if n, ok := tr.(interface{ kernelNotes() []string }); ok {
 		s.meta.Warnings = append(s.meta.Warnings, n.kernelNotes()...)
 	}
+	// The processes named are in the target set before the clock starts:
+	// join reads their /proc entries and symbols before it adds them,
+	// which takes hundreds of milliseconds on a loaded machine, and what
+	// they did meanwhile fell inside the recording's window unseen (4-15 %
+	// of the switch-ins of TestOffCPURunqMatchesFtrace beside four CPU
+	// hogs). join adds them again, and takes out one that has gone.
+	for _, p := range pids {
+		if err := tr.setTarget(p, true); err != nil {
+			tr.detach()
+			return nil, err
+		}
+	}
 	// The recording starts once every probe is attached: attaching takes
 	// a noticeable time on a busy machine, and the on-CPU probes attach
 	// last.
@@ -611,6 +627,7 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	s.mu.Unlock()
 	o := s.opts
 	if err := checkTarget(o.ProcRoot, int(pid)); err != nil {
+		s.tr.setTarget(int(pid), false)
 		return err
 	}
 	p := &targetProc{pid: pid, alive: true, info: readTarget(o.ProcRoot, int(pid))}
@@ -1075,11 +1092,15 @@ func (s *Session) finish() {
 	// counted in its window. The rest of the set (processes the probes
 	// added since the last scan, --comm or --cgroup) is emptied after;
 	// what they record meanwhile falls past the end.
+	silencing := s.elapsed()
 	if err := s.tr.silence(s.Targets()); err != nil {
 		s.setErr(err)
 	}
 	// Nothing is recorded after this: the final drain ends here.
 	detached := s.elapsed()
+	s.mu.Lock()
+	s.endSilence = detached - silencing
+	s.mu.Unlock()
 	if err := s.tr.silenceAll(); err != nil {
 		s.setErr(err)
 	}
@@ -1378,7 +1399,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
-	kind, endAt, runErr := s.endKind, s.endAt, s.runErr
+	kind, endAt, runErr, endSilence := s.endKind, s.endAt, s.runErr, s.endSilence
 	unnamed := s.unnamed
 	type procView struct {
 		proc recording.Process
@@ -1402,6 +1423,9 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	}
 	for k, v := range d.counters {
 		meta.Counters[k] = v
+	}
+	if endSilence > 0 {
+		meta.Counters["info_end_silence_ns"] = uint64(endSilence)
 	}
 	var timelines []*recording.Timeline
 	for _, p := range procs {
