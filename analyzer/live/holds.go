@@ -32,6 +32,9 @@ import (
 //     hold that is certain. The time before it, back to the previous
 //     release, may be X's own work outside the lock (a write after
 //     sem_post, then an uncontended sem_wait), and is not counted;
+//     When X was inside an I/O call at that moment, it took the lock
+//     before the call began (a thread in a system call takes no lock),
+//     so the hold reaches back to the call's start;
 //   - with neither, the hold is not measured: it is the uncovered part
 //     that the evidence states.
 
@@ -108,6 +111,9 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 					break
 				}
 			}
+			if from >= 0 {
+				from = x.inIOSince(r.TID, prev, from)
+			}
 		}
 		if from >= 0 && from < r.T {
 			h := handoffHold{tid: r.TID, from: from, to: r.T}
@@ -183,4 +189,20 @@ func (hf *handoffFacts) evidence() core.Evidence {
 		"woken", hf.woken, "coverage", hf.coverage(), "mean_s", mean, "p50_s", hf.p50, "p90_s", hf.p90,
 		"p99_s", hf.p99, "max_s", hf.longest, "held_s", core.Seconds(hf.holdNS),
 		"io_s", core.Seconds(hf.ioNS), "io_share", ioShare)
+}
+
+// inIOSince returns when tid's I/O call that was under way at t began, if
+// it began after after; else t.
+func (x *eventIndex) inIOSince(tid int, after, t int64) int64 {
+	te := x.thread(tid)
+	if te == nil {
+		return t
+	}
+	from := t
+	te.io.each(t, t+1, func(io recording.Event, _ int64) {
+		if io.T > after && io.T < from {
+			from = io.T
+		}
+	})
+	return from
 }
