@@ -52,6 +52,11 @@ func TestSemlockReplay(t *testing.T) {
 	if h["p50_s"] > 100e-6 || h["p99_s"] < 1e-3 || h["p99_s"] < 10*h["p50_s"] {
 		t.Errorf("hold p50 %v, p99 %v: want tiny typical holds and a tail of pipe waits", h["p50_s"], h["p99_s"])
 	}
+	// The unmeasured holds are barges of a few µs: what they can add is
+	// small beside the measured hold time.
+	if h["unsure_s"] <= 0 || h["unsure_s"] > 0.1*h["held_s"] {
+		t.Errorf("%v s between hand-offs unaccounted beside %v s held", h["unsure_s"], h["held_s"])
+	}
 	if h["coverage"] <= 0 || h["coverage"] > 1 || h["releases"] < h["holds"] {
 		t.Errorf("coverage %v of %v releases (%v holds): want a share", h["coverage"], h["releases"], h["holds"])
 	}

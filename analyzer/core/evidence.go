@@ -25,7 +25,9 @@ const (
 	// EvHandoffHolds — F: holds (measured), releases (hand-offs in the
 	// event log), woken (wakes of a waiter the kernel counted), coverage
 	// (holds / releases), mean_s, p50_s, p90_s, p99_s, max_s, held_s,
-	// io_s, io_share (of held_s the holders spent in I/O).
+	// io_s, io_share (of held_s the holders spent in I/O), unsure_s (the
+	// time between the first and last hand-off neither measured as held
+	// nor known free: what the unmeasured holds can add at most).
 	EvHandoffHolds EvidenceKind = "handoff-holds"
 	// EvWaitQuantiles — F: p50_s, p99_s, logged, max_s. N: from ("event
 	// log" or "histogram").

@@ -64,6 +64,10 @@ type handoffFacts struct {
 	// splits the I/O by system call.
 	holdNS, ioNS int64
 	ioBySys      map[string]int64
+	// unsureNS is the rest of the time between the log's first and last
+	// hand-off: the lock free, or held by a holder whose take the log
+	// does not show. The unmeasured holds fit in it.
+	unsureNS int64
 	// p50, p90, p99 and longest of the measured holds.
 	p50, p90, p99, longest time.Duration
 }
@@ -115,11 +119,19 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 				from = x.inIOSince(r.TID, prev, from)
 			}
 		}
+		if hf.releases > 1 {
+			// Before the first release the log does not say since when
+			// the lock was taken.
+			hf.unsureNS += r.T - prev
+		}
 		if from >= 0 && from < r.T {
 			h := handoffHold{tid: r.TID, from: from, to: r.T}
 			ld.holdIO(&h, hf.ioBySys)
 			hf.holds = append(hf.holds, h)
 			hf.holdNS += h.to - h.from
+			if hf.releases > 1 {
+				hf.unsureNS -= h.to - h.from
+			}
 			hf.ioNS += h.ioNS
 			durs = append(durs, h.to-h.from)
 		}
@@ -188,7 +200,7 @@ func (hf *handoffFacts) evidence() core.Evidence {
 	return core.Fact("events", core.EvHandoffHolds, "holds", len(hf.holds), "releases", hf.releases,
 		"woken", hf.woken, "coverage", hf.coverage(), "mean_s", mean, "p50_s", hf.p50, "p90_s", hf.p90,
 		"p99_s", hf.p99, "max_s", hf.longest, "held_s", core.Seconds(hf.holdNS),
-		"io_s", core.Seconds(hf.ioNS), "io_share", ioShare)
+		"io_s", core.Seconds(hf.ioNS), "io_share", ioShare, "unsure_s", core.Seconds(hf.unsureNS))
 }
 
 // inIOSince returns when tid's I/O call that was under way at t began, if

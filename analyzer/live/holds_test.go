@@ -183,6 +183,12 @@ func TestHandoffHoldsAtScale(t *testing.T) {
 				if short < 0 || short > int64(sim.barges)*sim.lat || bad && float64(short) > 0.03*float64(sim.heldNS) {
 					t.Errorf("held %v, truth %v (%d barges, wake latency %v)", time.Duration(hf.holdNS), time.Duration(sim.heldNS), sim.barges, time.Duration(sim.lat))
 				}
+				// Held and unsure time partition the span of the hand-offs
+				// after the first.
+				first, last := hf.holds[0].to, hf.holds[len(hf.holds)-1].to
+				if got := hf.holdNS - (hf.holds[0].to - hf.holds[0].from) + hf.unsureNS; got != last-first {
+					t.Errorf("held and unsure time %v, want the %v between the first and last hand-off", time.Duration(got), time.Duration(last-first))
+				}
 				trueShare := float64(sim.ioNS) / float64(sim.heldNS)
 				share := float64(hf.ioNS) / float64(hf.holdNS)
 				if share < trueShare-0.03 || share > trueShare+0.03 {
