@@ -189,7 +189,9 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 		releases = x.wakesOn(addrs)
 	}
 	if handoffLock(g) {
-		lf.handoff = ld.handoffHolds(g, own)
+		if hf := ld.handoffHolds(g, own); hf.lockLike() {
+			lf.handoff = hf
+		}
 	}
 	for _, w := range g.words {
 		for _, e := range x.waits[w.addr] {

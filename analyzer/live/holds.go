@@ -64,6 +64,9 @@ type handoffFacts struct {
 	// splits the I/O by system call.
 	holdNS, ioNS int64
 	ioBySys      map[string]int64
+	// byWaiters counts the releases made by threads that also waited on
+	// the lock.
+	byWaiters int
 	// unsureNS is the rest of the time between the log's first and last
 	// hand-off: the lock free, or held by a holder whose take the log
 	// does not show. The unmeasured holds fit in it.
@@ -105,6 +108,9 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 			continue
 		}
 		hf.releases++
+		if g.waiters[r.TID] {
+			hf.byWaiters++
+		}
 		from := x.lastWaitEnd(r.TID, own, prev, r.T)
 		if from <= prev {
 			from = -1
@@ -145,6 +151,17 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		hf.longest = time.Duration(durs[len(durs)-1])
 	}
 	return hf
+}
+
+// lockLike reports whether the releases look like a lock's: most are made
+// by threads that also wait on it, since every releaser took the lock
+// first and, with a queue, most takes end a wait. A semaphore that counts
+// events (work posted to a queue, a thread's exit) is posted by threads
+// that never wait on it: none of its releases ends a hold. Half splits
+// the two with room either way, and the shares do not depend on how many
+// threads there are.
+func (hf *handoffFacts) lockLike() bool {
+	return hf.releases > 0 && 2*hf.byWaiters >= hf.releases
 }
 
 // holdIO fills h's I/O: its holder's I/O system calls and uninterruptible

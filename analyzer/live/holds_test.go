@@ -218,3 +218,46 @@ func TestHandoffHoldsAtScale(t *testing.T) {
 		}
 	}
 }
+
+// TestPostedSemaphoreIsNoLock: a semaphore that counts work items, posted
+// by a producer that reads each request from a socket and never waits on
+// the semaphore, woken consumers that never post. Its posts end no hold,
+// so the producer's reads are not joined to it as I/O under a lock.
+func TestPostedSemaphoreIsNoLock(t *testing.T) {
+	const sem = 0x7100
+	const us = int64(time.Microsecond)
+	producer, consumers := 2000, []int{2001, 2002, 2003, 2004}
+	var evs []recording.Event
+	waitFrom := map[int]int64{}
+	at := int64(0)
+	for i := 0; i < 400; i++ {
+		c := consumers[i%len(consumers)]
+		// The producer reads a request (90 µs), then posts it, waking c.
+		evs = append(evs,
+			recording.Event{Kind: recording.EventIO, T: at, Dur: 90 * us, TID: producer, Syscall: "recvfrom", Stack: -1},
+			recording.Event{Kind: recording.EventWake, T: at + 95*us, TID: producer, Peer: 1, Addr: sem, Stack: -1},
+			recording.Event{Kind: recording.EventWakeup, T: at + 95*us, TID: producer, Peer: c, Stack: -1},
+			recording.Event{Kind: recording.EventWait, T: waitFrom[c], Dur: at + 100*us - waitFrom[c], TID: c, Addr: sem, Stack: -1})
+		// c handles it and waits again.
+		waitFrom[c] = at + 150*us
+		at += 100 * us
+	}
+	slices.SortStableFunc(evs, byStart)
+	f := newLiveFixture(time.Duration(at))
+	f.word(sem, "work_sem (app)", uint64(at*3), consumers, []int{producer}, 400)
+	for _, c := range consumers {
+		f.wait(sem, c, at, semWaitStack)
+	}
+	f.ld.thread(producer)
+	f.ld.ev = indexEvents(evs)
+	g := groupOf(t, f.ld.lockGroups(), sem)
+	if !handoffLock(g) {
+		t.Fatalf("role %v idle %v: want a word of no known kind, not idle", g.role, g.idle)
+	}
+	if hf := f.ld.handoffHolds(g, map[uint64]bool{sem: true}); hf.lockLike() || hf.releases != 400 || hf.byWaiters != 0 {
+		t.Errorf("%d releases, %d by waiters, lock-like %v: want 400 posts by a thread that never waits", hf.releases, hf.byWaiters, hf.lockLike())
+	}
+	if lf := f.ld.factsOf(g); lf.handoff != nil {
+		t.Errorf("holds reconstructed for a posted semaphore: %d", len(lf.handoff.holds))
+	}
+}
