@@ -635,6 +635,29 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	if err := s.tr.setTarget(int(pid), true); err != nil {
 		return err
 	}
+	// The thread timeline starts first: what follows (symbols, a JVM's
+	// perf map through jcmd) takes seconds on a loaded machine, and the
+	// process's threads are sampled meanwhile.
+	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
+	switch {
+	case err == nil:
+		ctx, cancel := context.WithCancel(s.inner)
+		p.procs, p.cancel = ps, cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// The sampler ends by itself when the process exits; any
+			// other end leaves the process's timeline short, and says so.
+			if err := ps.Run(ctx, s.clk.wall); err != nil {
+				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
+			}
+		}()
+	case errors.Is(err, ErrNoProcess):
+		s.tr.setTarget(int(pid), false)
+		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	default:
+		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
+	}
 	p.sym = rawSymbols{}
 	if !o.NoProbes {
 		sym, err := symbolize.Open(int(pid), symbolize.Options{ProcRoot: o.ProcRoot, Objects: s.objs})
@@ -649,6 +672,9 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			}
 		case errors.Is(err, symbolize.ErrNoProcess):
 			s.tr.setTarget(int(pid), false)
+			if p.cancel != nil {
+				p.cancel()
+			}
 			return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 		default:
 			s.addWarning(fmt.Sprintf("pid %d: user frames are not symbolized and stack windows not unwound: %v", pid, err))
@@ -675,27 +701,6 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 		s.mu.Lock()
 		s.seededOpen += uint64(n)
 		s.mu.Unlock()
-	}
-	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
-	switch {
-	case err == nil:
-		ctx, cancel := context.WithCancel(s.inner)
-		p.procs, p.cancel = ps, cancel
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			// The sampler ends by itself when the process exits; any
-			// other end leaves the process's timeline short, and says so.
-			if err := ps.Run(ctx, s.clk.wall); err != nil {
-				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
-			}
-		}()
-	case errors.Is(err, ErrNoProcess):
-		s.tr.setTarget(int(pid), false)
-		p.sym.Close()
-		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
-	default:
-		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
 	}
 	s.mu.Lock()
 	if old := s.procs[pid]; old != nil && old.procs != nil {
