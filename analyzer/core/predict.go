@@ -94,20 +94,18 @@ func Predict(r Remedy, s Sugg) ([]Prediction, string) {
 	return m(s)
 }
 
-// The stripe model's constants.
-const (
-	// stripeResidualLow and stripeResidualHigh bound the share of the
-	// holder's remaining hold that a waiter who finds its stripe held
-	// waits. Holds of one length caught at a random instant leave half
-	// of one on average; holds as variable as an exponential's (which
-	// preempted holds are: most end within microseconds, the preempted
-	// ones last a whole run-queue round) leave a whole one, since a
-	// waiter is likelier to arrive during a long hold. Neither depends on
-	// threads per CPU: with 2 or 64 runnable threads per CPU a round is
-	// longer or shorter, but a waiter still loses half to all of it.
-	stripeResidualLow  = 0.5
-	stripeResidualHigh = 1.0
-)
+// stripeResidualLow bounds from below the share of a run-queue round
+// that a waiter who finds its stripe held by a preempted holder waits:
+// it runs at a random instant of the round the holder waits through, so
+// half of it on average whatever the round's length, which is what keeps
+// the model from 2 to 64 threads per CPU. The high end is 1+f for a
+// critical section that takes a share f of the CPU: a whole round when
+// the waiter comes in just after the holder was preempted, and once
+// woken, a waiter of a lock without hand-off (glibc's mutex, HotSpot's
+// monitors) finds the stripe retaken by its releaser and waits another
+// round with about the probability f that the releaser is preempted
+// inside it again.
+const stripeResidualLow = 0.5
 
 // predictStripe is the queueing on each stripe once the lock is split in
 // stripeCount. Each of the n contenders shares its stripe with k others:
@@ -125,7 +123,7 @@ const (
 //
 // (it is running when it asks, its sharer holds the stripe with
 // probability f when not blocked itself, and it then waits the share r of
-// a round, stripeResidualLow to stripeResidualHigh). With no more threads
+// a round, stripeResidualLow to 1+f). With no more threads
 // than CPUs no holder is preempted and it waits r of a hold, a share f of
 // its cycle: k·f·f·r. The factor is n·b over the average number waiting
 // today.
@@ -157,14 +155,15 @@ func predictStripe(s Sugg) ([]Prediction, string) {
 		}
 		return n * blockedShare(a)
 	}
-	left := waiting((kEven+kRandom)/2, (stripeResidualLow+stripeResidualHigh)/2)
+	rHigh := 1 + f
+	left := waiting((kEven+kRandom)/2, (stripeResidualLow+rHigh)/2)
 	share := func(w float64) float64 { return math.Min(w/s.mean, 1) }
 	p := Prediction{Metric: MetricWait, Factor: share(left),
-		Low: share(waiting(kEven, stripeResidualLow)), High: share(waiting(kRandom, stripeResidualHigh))}
+		Low: share(waiting(kEven, stripeResidualLow)), High: share(waiting(kRandom, rHigh))}
 	p.Basis = fmt.Sprintf("%s contenders share each of %d stripes with %s to %s others, and spend %s of their CPU time inside the critical section",
 		units.Float(n), stripeCount, units.Float(kEven), units.Float(kRandom), units.Percent(f))
 	if saturated {
-		p.Basis += fmt.Sprintf("; with more of them than the %s CPUs a holder preempted there keeps its stripe for half to all of a run-queue round, so about %s of them still wait", cpusWord(s.CPUs), units.Float(left))
+		p.Basis += fmt.Sprintf("; with more of them than the %s CPUs a holder preempted there keeps its stripe for half a run-queue round to more than one, so about %s of them still wait", cpusWord(s.CPUs), units.Float(left))
 	} else {
 		p.Basis += "; with a CPU each, a waiter waits half to all of one short hold"
 	}
@@ -199,27 +198,29 @@ func blockedShare(a float64) float64 {
 }
 
 // predictMoveIOOff: the hold shrinks by the share of the waiting that
-// coincided with the holder's I/O, s. At the least that share of the
-// waiting goes (High = 1-s). At the most the lock behaves as a queue
-// whose load falls from its busy share ρ to ρ(1-s) with the same
-// arrivals: the waiting of an M/M/1 queue, ρ²/(1-ρ), falls faster than
-// the load, which sets Low.
+// coincided with the holder's I/O, s. At worst only that share of the
+// waiting goes (High = 1-s). At best the lock stops queueing at all once
+// its holds are short, which a closed set of threads allows (Low = 0).
+// The most likely factor treats the lock as an M/M/1 queue whose load
+// falls from its busy share ρ to ρ(1-s) with the same arrivals: its
+// waiting, ρ²/(1-ρ), falls faster than the load; the factor is the
+// geometric mean of that and High.
 func predictMoveIOOff(s Sugg) ([]Prediction, string) {
 	if s.ioShare <= 0 {
 		return nil, "the holders' I/O share of the waiting is not measured: only a live recording times their I/O against the waiting"
 	}
 	sh := math.Min(s.ioShare, 1)
 	hi := 1 - sh
-	lo := 0.0
+	mm1 := 0.0
 	if rho := s.busy; rho > 0 && rho < 1 {
 		q := func(r float64) float64 { return r * r / (1 - r) }
-		lo = q(rho*(1-sh)) / q(rho)
+		mm1 = q(rho*(1-sh)) / q(rho)
 	}
 	basis := fmt.Sprintf("%s of the waiting coincides with the holder's I/O; the hold shrinks by that much", units.Percent(sh))
-	if lo > 0 {
+	if mm1 > 0 {
 		basis += fmt.Sprintf(", and the queue on a lock busy %s of the time shrinks faster than the hold", units.Percent(s.busy))
 	}
-	return []Prediction{{Metric: MetricWait, Factor: middle(lo, hi), Low: lo, High: hi, Basis: basis}}, ""
+	return []Prediction{{Metric: MetricWait, Factor: middle(mm1, hi), Low: 0, High: hi, Basis: basis}}, ""
 }
 
 // The park model's constant.
@@ -279,23 +280,28 @@ func predictBiggerGroups(s Sugg) ([]Prediction, string) {
 		Basis: fmt.Sprintf("a producer waits behind about %s holds today and at most one with a producer per CPU", units.Float(s.holds))}}, ""
 }
 
-// The CPU-saturation model's constant.
-//
-// poolGainHigh bounds what a pool bounded to the CPUs gains in
-// throughput: the same work runs on the same CPUs, and only the context
-// switches and the cache refills of the threads beyond the CPUs are
-// saved, a few microseconds per slice of 0.75–3 ms, at most a few
-// percent; a quarter leaves room for the caches of threads that no
-// longer evict each other's working set, which grows with threads per
-// CPU.
-const poolGainHigh = 1.25
+// The CPU-saturation model's constants: the same work runs on the same
+// CPUs, so throughput stays within these bounds of today's.
+const (
+	// poolGainHigh: only the context switches and the cache refills of
+	// the threads beyond the CPUs are saved, a few microseconds per slice
+	// of 0.75–3 ms, at most a few percent; a quarter leaves room for the
+	// caches of threads that no longer evict each other's working set,
+	// which grows with threads per CPU.
+	poolGainHigh = 1.25
+	// poolGainLow: a pool of one worker per CPU leaves a CPU idle while a
+	// worker waits for its next request, and beside other busy processes
+	// it draws the CPU share of fewer threads; on the fixtures' shared
+	// 2-CPU machine that cost up to 7% (c/saturate), so a tenth.
+	poolGainLow = 0.9
+)
 
 // predictFewerThreads: run-queue time turned into pool queueing. The
 // waiting moves from the run queue to the pool's queue, so it does not
 // shrink; throughput stays at what the CPUs give, plus what switching
 // threads cost.
 func predictFewerThreads(s Sugg) ([]Prediction, string) {
-	return []Prediction{{Metric: MetricThroughput, Factor: 1.05, Low: 1, High: poolGainHigh,
+	return []Prediction{{Metric: MetricThroughput, Factor: 1, Low: poolGainLow, High: poolGainHigh,
 		Basis: fmt.Sprintf("the same work on the same %s CPUs: the %s of run-queue waiting becomes queueing in the pool, and only the context switches are saved", cpusWord(s.CPUs), units.Seconds(s.WaitS))}}, ""
 }
 

@@ -59,7 +59,7 @@ func TestSuggestForSaysEstimateOrWhyNot(t *testing.T) {
 		t.Errorf("shorten: expected %v, no estimate %q, line %q", s.Expected, s.NoEstimate, s.ExpectedGain)
 	}
 	s = SuggestFor(RemedyStripe, Sugg{Whom: "thread", participants: 64, CPUs: 2, mean: 56.3, csShare: 0.29})
-	if len(s.Expected) != 1 || s.NoEstimate != "" || !strings.HasPrefix(s.ExpectedGain, "waiting: ×0.13–0.33 of today, about 4.3× less") {
+	if len(s.Expected) != 1 || s.NoEstimate != "" || !strings.HasPrefix(s.ExpectedGain, "waiting: ×0.13–0.38 of today, about 3.8× less") {
 		t.Errorf("stripe: expected %v, line %q", s.Expected, s.ExpectedGain)
 	}
 }
