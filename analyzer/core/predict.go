@@ -233,9 +233,15 @@ func predictMoveIOOff(s Sugg) ([]Prediction, string) {
 // the holders' CPU, that is under a fifth of the spinning.
 const parkCPUHigh = 0.2
 
-// predictPark: the CPU spent spinning is freed; a spin that took a share
-// of the process's CPU frees it for the work, so throughput rises by up
-// to 1/(1-share).
+// predictPark: the CPU spent spinning is freed. A spin that took a share
+// s of the process's CPU leaves 1-s for the work; parked, the work gets
+// it all, up to 1/(1-s) times today's throughput. Spinning also slows the
+// holder: every poll of the lock word pulls its cache line away, and the
+// holder's writes and its release must take it back, so the critical
+// section itself speeds up once nobody spins, by up to the spin's share
+// again (a cache-line transfer costs about what a short critical section
+// does): the high end is (1+s)/(1-s). The low end is no gain, for a lock
+// whose holders' work was never short of CPU.
 func predictPark(s Sugg) ([]Prediction, string) {
 	if s.CPUSeconds <= 0 {
 		return nil, "the CPU spent spinning is not measured"
@@ -243,9 +249,9 @@ func predictPark(s Sugg) ([]Prediction, string) {
 	out := []Prediction{{Metric: MetricCPU, Factor: parkCPUHigh / 2, Low: 0, High: parkCPUHigh,
 		Basis: fmt.Sprintf("the %s of spinning stops; a parked wait costs only its futex calls and context switches", units.Seconds(s.CPUSeconds))}}
 	if s.Share > 0 && s.Share < 1 {
-		hi := 1 / (1 - s.Share)
-		out = append(out, Prediction{Metric: MetricThroughput, Factor: math.Sqrt(hi), Low: 1, High: hi,
-			Basis: fmt.Sprintf("the %s of the process's CPU spent spinning goes to the work at best, to nothing at worst", units.Percent(s.Share))})
+		freed := 1 / (1 - s.Share)
+		out = append(out, Prediction{Metric: MetricThroughput, Factor: freed, Low: 1, High: freed * (1 + s.Share),
+			Basis: fmt.Sprintf("the %s of the process's CPU spent spinning goes to the work, and the holder no longer fights the spinners for the lock's cache line", units.Percent(s.Share))})
 	}
 	return out, ""
 }
