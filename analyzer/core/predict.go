@@ -91,7 +91,11 @@ func Predict(r Remedy, s Sugg) ([]Prediction, string) {
 	if m == nil {
 		return nil, "no model for this change"
 	}
-	return m(s)
+	ps, why := m(s)
+	if len(ps) == 0 && why == "" {
+		why = "the model had no figures to start from"
+	}
+	return ps, why
 }
 
 // stripeResidualLow bounds from below the share of a run-queue round
@@ -141,7 +145,7 @@ func predictStripe(s Sugg) ([]Prediction, string) {
 	case s.mean <= 0:
 		return nil, "without the recording's duration the waiting cannot be turned into a number waiting, which the model starts from"
 	case s.csShare <= 0:
-		return nil, "the critical section's share of the waiters' CPU time is not measured (it needs a live recording's or a Go CPU profile's samples)"
+		return nil, "the critical section's share of the waiters' CPU time is not measured (it needs a live recording's CPU samples)"
 	case n < 2:
 		return nil, "fewer than two contenders"
 	}
@@ -165,7 +169,7 @@ func predictStripe(s Sugg) ([]Prediction, string) {
 	if saturated {
 		p.Basis += fmt.Sprintf("; with more of them than the %s CPUs a holder preempted there keeps its stripe for half a run-queue round to more than one, so about %s of them still wait", cpusWord(s.CPUs), units.Float(left))
 	} else {
-		p.Basis += "; with a CPU each, a waiter waits half to all of one short hold"
+		p.Basis += "; with a CPU each, a waiter waits half a short hold to a little more than one"
 	}
 	return []Prediction{p}, ""
 }
