@@ -65,17 +65,30 @@ func TestSuggestForSaysEstimateOrWhyNot(t *testing.T) {
 }
 
 // TestStripeModelC_stripe holds the stripe model to the c/stripe
-// fixture's measurement: 64 threads on 2 CPUs, a critical section of
-// a third of each message's work, 51.2 threads waiting on one lock and
-// 11.9 waiting on 32 stripes (4.3×, a factor 0.23), where a model of
-// stripes alone says 32×.
+// fixture's measurements on 2 CPUs, from 8 to 64 threads per CPU: the
+// critical section's share of the CPU and the number waiting on the one
+// lock as the bad variant's recording gave them, and the factor the
+// fixed variant measured (its waiting on the 32 stripes over the bad
+// variant's). A model of stripes alone says 32× less at every count.
 func TestStripeModelC_stripe(t *testing.T) {
-	ps, why := predictStripe(Sugg{participants: 64, CPUs: 2, mean: 51.2, csShare: 1.0 / 3})
-	if len(ps) != 1 {
-		t.Fatalf("no prediction: %s", why)
-	}
-	if p := ps[0]; !p.Inside(11.9/51.2) || p.Factor < 0.1 {
-		t.Errorf("c/stripe: predicted ×%.2f [%.2f, %.2f], measured ×0.23", p.Factor, p.Low, p.High)
+	for _, tc := range []struct {
+		threads       int
+		csShare, mean float64
+		measured      float64
+	}{
+		// 16 connections hash to 16 stripes of their own: no waiting.
+		{16, 0.37, 11.7, 0},
+		{64, 1.0 / 3, 51.2, 11.9 / 51.2},
+		{64, 0.286, 56.3, 0.244},
+		{128, 0.28, 119.3, 0.461},
+	} {
+		ps, why := predictStripe(Sugg{participants: tc.threads, CPUs: 2, mean: tc.mean, csShare: tc.csShare})
+		if len(ps) != 1 {
+			t.Fatalf("%d threads: no prediction: %s", tc.threads, why)
+		}
+		if p := ps[0]; !p.Inside(tc.measured) {
+			t.Errorf("%d threads: predicted ×%.2f [%.2f, %.2f], measured ×%.2f", tc.threads, p.Factor, p.Low, p.High, tc.measured)
+		}
 	}
 }
 
