@@ -23,6 +23,8 @@ type (
 	Item         = core.Item
 	Kind         = core.Kind
 	LockID       = core.LockID
+	Metric       = core.Metric
+	Prediction   = core.Prediction
 	LockRow      = core.LockRow
 	Missing      = core.Missing
 	PointRow     = core.PointRow
@@ -39,6 +41,9 @@ const (
 	ConfidenceHigh       = core.ConfidenceHigh
 	ConfidenceLow        = core.ConfidenceLow
 	ConfidenceMedium     = core.ConfidenceMedium
+	MetricCPU            = core.MetricCPU
+	MetricThroughput     = core.MetricThroughput
+	MetricWait           = core.MetricWait
 	EvArrayMerge         = core.EvArrayMerge
 	EvBlockWaits         = core.EvBlockWaits
 	EvCallPaths          = core.EvCallPaths

@@ -230,9 +230,14 @@ type Suggestion struct {
 	Action string `json:"action"`
 	// Reasoning explains why that change fits the evidence.
 	Reasoning string `json:"reasoning"`
-	// ExpectedGain is an estimate of the effect ("≈32× less waiting"),
-	// empty when not estimated.
+	// ExpectedGain is the expected effect in one line ("waiting:
+	// ×0.21–0.33 of today, about 3.6× less"), or "no estimate: " and the
+	// reason no model can say.
 	ExpectedGain string `json:"expected_gain,omitempty"`
+	// Expected is the expected effect per metric, from the remedy's model
+	// (predict.go); empty when no model can say, and NoEstimate says why.
+	Expected   []Prediction `json:"expected,omitempty"`
+	NoEstimate string       `json:"no_estimate,omitempty"`
 }
 
 // IdleGroup is a set of threads or goroutines that wait without it being

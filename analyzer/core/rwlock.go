@@ -94,7 +94,6 @@ func writerPref(s Sugg) Suggestion {
 		Action: "Give the writers preference: initialise the lock with pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) (or use a fair lock), so that a waiting writer stops new readers and gets the lock once the read holds under way end; for read-mostly data, let readers read without the lock instead (copy-on-write: build the new version aside and publish it with an atomic pointer swap, or RCU). Striping does not help: the readers need not wait for each other, the writers wait for them all.",
 		Reasoning: fmt.Sprintf("The lock prefers readers: while any reader holds it, new readers keep taking it, and %s waited %s per wait against %s for the readers, so each write waits for many reader holds in a row. Writer preference bounds a writer's wait by the read holds under way when it arrives; readers then wait for a write now and then, about one write hold each.",
 			countOf(f.Writers, "writer"), units.Duration(f.WriterMean()), units.Duration(f.ReaderMean())),
-		ExpectedGain: fmt.Sprintf("writers' waits from %s down to about one read hold", units.Duration(f.WriterMean())),
 	}
 }
 

@@ -92,6 +92,11 @@ type Sugg struct {
 	Tries, Asleep float64
 	// rw holds a reader-writer lock's sides, when told apart.
 	rw *RWFacts
+	// mean is the average number waiting (Little's law), 0 when the
+	// duration is unknown; csShare the critical section's share of the
+	// waiters' CPU outside lock machinery, 0 when not measured; busy the
+	// share of the time the lock had a waiter, 0 when not measured.
+	mean, csShare, busy float64
 }
 
 // suggestions is the table: one entry per remedy.
@@ -116,54 +121,47 @@ var suggestions = map[Remedy]func(s Sugg) Suggestion{
 	RemedyWriterPref:   writerPref,
 }
 
-// kernelGain is what removing a kernel-object lock gains: the time its
-// waiters slept on it.
-func kernelGain(s Sugg) string {
-	if s.WaitS <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("up to %s of sleeping in the kernel removed from the %ss' critical path", units.Seconds(s.WaitS), s.Whom)
-}
-
 func fileLock(s Sugg) Suggestion {
 	return Suggestion{
-		Action:       fmt.Sprintf("Take %s less often and for less time in %s: format and compute outside it and hold it only for the write, batch several records per acquisition, or give the file one writer thread that the others hand records to (a queue), or one file per writer.", s.Object, s.Fn),
-		Reasoning:    "The kernel serializes the threads on the file: each sleeps until the holder releases it and wakes it, so the file admits one writer at a time however many threads or CPUs there are. Only less work under it, fewer acquisitions, or one writer shortens the queue.",
-		ExpectedGain: kernelGain(s),
+		Action:    fmt.Sprintf("Take %s less often and for less time in %s: format and compute outside it and hold it only for the write, batch several records per acquisition, or give the file one writer thread that the others hand records to (a queue), or one file per writer.", s.Object, s.Fn),
+		Reasoning: "The kernel serializes the threads on the file: each sleeps until the holder releases it and wakes it, so the file admits one writer at a time however many threads or CPUs there are. Only less work under it, fewer acquisitions, or one writer shortens the queue.",
 	}
 }
 
 func mmapLock(s Sugg) Suggestion {
 	return Suggestion{
-		Action:       fmt.Sprintf("Stop changing mappings in the hot path (%s): map buffers once and pool them instead of mmap/munmap per request, pre-fault them (MAP_POPULATE) instead of faulting pages in under load, and leave protections alone (no mprotect per phase); an allocator that returns memory to the kernel (madvise) on every free can keep it instead.", s.Fn),
-		Reasoning:    "Every mmap, munmap, mprotect and brk takes the process's mmap lock for writing, and every page fault takes it for reading: while one thread changes a mapping, every thread that faults sleeps in the kernel behind it, whatever lock the program itself uses. The lock is one per process, so more threads only lengthen the queue.",
-		ExpectedGain: kernelGain(s),
+		Action:    fmt.Sprintf("Stop changing mappings in the hot path (%s): map buffers once and pool them instead of mmap/munmap per request, pre-fault them (MAP_POPULATE) instead of faulting pages in under load, and leave protections alone (no mprotect per phase); an allocator that returns memory to the kernel (madvise) on every free can keep it instead.", s.Fn),
+		Reasoning: "Every mmap, munmap, mprotect and brk takes the process's mmap lock for writing, and every page fault takes it for reading: while one thread changes a mapping, every thread that faults sleeps in the kernel behind it, whatever lock the program itself uses. The lock is one per process, so more threads only lengthen the queue.",
 	}
 }
 
 func pipeWriter(s Sugg) Suggestion {
 	return Suggestion{
-		Action:       fmt.Sprintf("Do not write %s synchronously from %s: hand the data to a bounded buffer drained by one writer thread, and when the buffer is full drop the record and count the drops rather than wait; or make the reader faster.", s.Object, s.Fn),
-		Reasoning:    "The reader drains the pipe or socket slower than the writers fill it: once its buffer is full every write sleeps in the kernel until the reader makes room, so the writers run at the reader's pace, and a lock held across the write makes everyone else wait too.",
-		ExpectedGain: kernelGain(s),
+		Action:    fmt.Sprintf("Do not write %s synchronously from %s: hand the data to a bounded buffer drained by one writer thread, and when the buffer is full drop the record and count the drops rather than wait; or make the reader faster.", s.Object, s.Fn),
+		Reasoning: "The reader drains the pipe or socket slower than the writers fill it: once its buffer is full every write sleeps in the kernel until the reader makes room, so the writers run at the reader's pace, and a lock held across the write makes everyone else wait too.",
 	}
 }
 
 func blockingLock(s Sugg) Suggestion {
 	what := "the blocking form of the call (fcntl F_SETLKW or F_OFD_SETLKW instead of F_SETLK, flock without LOCK_NB, pthread_mutex_lock instead of a trylock loop)"
-	gain := ""
-	if s.Tries > 0 {
-		gain = fmt.Sprintf("%s failed tries a second gone, and each waiter woken when the lock is released instead of at its next retry", units.Rate(s.Tries))
-	}
 	return Suggestion{
-		Action:       fmt.Sprintf("Wait for %s in %s with %s, or queue the work for the holder; keep the work done under it short (I/O such as fsync after the release when the data allows).", s.Object, s.Fn, what),
-		Reasoning:    fmt.Sprintf("The %ss fail %s, sleep and try again: they spend %s of their time asleep between tries, so they do not run while they wait, but the lock is free for a whole backoff before anyone notices, the first to retry wins rather than the first to come, and every failed try costs a system call. A blocking wait hands the lock over as it is released, in order.", s.Whom, s.Call, units.Percent(s.Asleep)),
-		ExpectedGain: gain,
+		Action:    fmt.Sprintf("Wait for %s in %s with %s, or queue the work for the holder; keep the work done under it short (I/O such as fsync after the release when the data allows).", s.Object, s.Fn, what),
+		Reasoning: fmt.Sprintf("The %ss fail %s, sleep and try again: they spend %s of their time asleep between tries, so they do not run while they wait, but the lock is free for a whole backoff before anyone notices, the first to retry wins rather than the first to come, and every failed try costs a system call. A blocking wait hands the lock over as it is released, in order.", s.Whom, s.Call, units.Percent(s.Asleep)),
 	}
 }
 
-// SuggestFor words remedy r from s.
-func SuggestFor(r Remedy, s Sugg) Suggestion { return suggestions[r](s) }
+// SuggestFor words remedy r from s, with its expected effect: the
+// model's predictions and their line, or the reason no model can say.
+func SuggestFor(r Remedy, s Sugg) Suggestion {
+	out := suggestions[r](s)
+	out.Expected, out.NoEstimate = Predict(r, s)
+	if len(out.Expected) > 0 {
+		out.ExpectedGain = ExpectedLine(out.Expected)
+	} else {
+		out.ExpectedGain = "no estimate: " + out.NoEstimate
+	}
+	return out
+}
 
 func moveIOOff(s Sugg) Suggestion {
 	where := "the I/O"
@@ -179,24 +177,15 @@ func moveIOOff(s Sugg) Suggestion {
 		why = fmt.Sprintf("%ss at %s, %s, wait for the lock while %s %s it across %s: each such wait lasts as long as the I/O, which grows with the data and the disk, not with the work the lock protects. ",
 			strings.ToUpper(s.Whom[:1])+s.Whom[1:], s.victimAt, own, strings.Join(s.holderSites, " and "), map[bool]string{true: "holds", false: "hold"}[len(s.holderSites) == 1], s.calls)
 	}
-	gain := "the hold shrinks to the snapshot's cost, and with it most of the waiting"
-	if s.WaitS > 0 {
-		gain = fmt.Sprintf("the hold shrinks to the snapshot's cost; most of the %s of waiting goes away", units.Seconds(s.WaitS))
-	}
-	if s.ioShare > 0 {
-		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", units.Percent(s.ioShare), units.Percent(s.ioShare))
-	}
 	if s.ownTransfer {
 		return Suggestion{
-			Action:       fmt.Sprintf("Move %s off the lock: under the lock, do only what it guards (take the sequence number, format the record into a buffer of the thread's own); release the lock; then write the record in one call. If the records must reach the reader in sequence order, queue them under the lock and let one writer thread drain the queue.", where),
-			Reasoning:    fmt.Sprintf("Every %s that takes the lock does %s under it, and the holder keeps the lock while the call waits for the reader or the device, so the others queue behind it. The kernel keeps each such call whole without the lock (a pipe write of up to PIPE_BUF bytes, an O_APPEND write, a datagram); the lock adds only the waiting.", s.Whom, s.calls),
-			ExpectedGain: gain,
+			Action:    fmt.Sprintf("Move %s off the lock: under the lock, do only what it guards (take the sequence number, format the record into a buffer of the thread's own); release the lock; then write the record in one call. If the records must reach the reader in sequence order, queue them under the lock and let one writer thread drain the queue.", where),
+			Reasoning: fmt.Sprintf("Every %s that takes the lock does %s under it, and the holder keeps the lock while the call waits for the reader or the device, so the others queue behind it. The kernel keeps each such call whole without the lock (a pipe write of up to PIPE_BUF bytes, an O_APPEND write, a datagram); the lock adds only the waiting.", s.Whom, s.calls),
 		}
 	}
 	return Suggestion{
-		Action:       fmt.Sprintf("Move %s off the lock: under the lock, copy the state to write (a snapshot) and stamp it with a sequence number; release the lock; then write outside it, serialized by a separate lock, skipping any snapshot older than the last one written so an older snapshot never overwrites a newer one.", where),
-		Reasoning:    why + "The sequence number keeps the commits in order once they run without the lock.",
-		ExpectedGain: gain,
+		Action:    fmt.Sprintf("Move %s off the lock: under the lock, copy the state to write (a snapshot) and stamp it with a sequence number; release the lock; then write outside it, serialized by a separate lock, skipping any snapshot older than the last one written so an older snapshot never overwrites a newer one.", where),
+		Reasoning: why + "The sequence number keeps the commits in order once they run without the lock.",
 	}
 }
 
@@ -239,7 +228,6 @@ func combine(s Sugg) Suggestion {
 		Action: "Combine the writes: take the lock with a tryLock fast path; when it is busy, push the item on a lock-free queue for the current holder to drain before it unlocks (re-checking the queue after unlocking so nothing is stranded), or give the resource one writer thread fed by that queue.",
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource through one lock and hand it over %s times a second; every hand-off wakes a sleeping producer, costs two context switches and adds the wake-up latency to that producer's write. "+
 			"Striping cannot split one resource; combining lets the holder write many items per acquisition, and producers that find the lock busy leave their item and go on instead of sleeping.", s.participants, units.Rate(s.rate)),
-		ExpectedGain: fmt.Sprintf("most of the %s of waiting and the %s of CPU spent handing the lock over; tail latency stops growing with the number of producers", units.Seconds(s.WaitS), units.Seconds(s.CPUSeconds)),
 	}
 }
 
@@ -248,7 +236,6 @@ func biggerGroups(s Sugg) Suggestion {
 		Action: fmt.Sprintf("The queue already combines: about %s of the %ss it wakes are woken with their work done by another's turn. Give each turn more to do and fewer %ss to wake: batch items on the producer's side (several items per call that takes the lock), or feed the resource from about one producer per CPU through a queue.", units.Percent(1-1/max(s.group, 1)), s.Whom, s.Whom),
 		Reasoning: fmt.Sprintf("%d producers feed one serial resource whose holder already writes for a whole group at a time; each producer waits behind about %s holds, so adding producers lengthens every wait without adding throughput. A producer that hands over several items per call, or fewer producers, wake fewer %ss per item and keep the resource as busy.",
 			s.participants, units.Float(s.holds), s.Whom),
-		ExpectedGain: fmt.Sprintf("most of the %s of waiting; the serial resource's throughput stays, with fewer wake-ups per item", units.Seconds(s.WaitS)),
 	}
 }
 
@@ -257,7 +244,6 @@ func hotKey(s Sugg) Suggestion {
 		Action: fmt.Sprintf("Split the hot key's state rather than the lock: give the key that lands on this stripe its own sharded state (per-%s or per-CPU counters summed on read), read it without the lock (an atomic snapshot, read-mostly locking such as RCU or a seqlock), or cache it; for a stream of writes to it, combine them (tryLock plus a queue the holder drains). Do not add stripes.", s.Whom),
 		Reasoning: fmt.Sprintf("The lock is already one of an array of stripes (%s) indexed by a hash of the key, yet this one stripe takes %s of the array's waiting: one key, or a few that hash together, draws most of the traffic. More stripes spread the other keys thinner but leave the hot key on one lock, so the waiting stays.",
 			s.array, units.Percent(s.hotShare)),
-		ExpectedGain: fmt.Sprintf("most of the %s waited on this stripe", units.Seconds(s.WaitS)),
 	}
 }
 
@@ -273,9 +259,8 @@ func stripe(s Sugg) Suggestion {
 	why := fmt.Sprintf("%d distinct %ss queue on one lock whose holds are short and involve no I/O: the waiting comes from how many %ss share it, not from the work under it. If they touch disjoint keys, one lock per stripe lets them proceed in parallel. ", k, s.Whom, s.Whom)
 	why += fmt.Sprintf("The array must stay fixed: a lock stored in a map entry that another %s deletes and re-creates no longer excludes anyone.", s.Whom)
 	return Suggestion{
-		Action:       stripeAction(locks, s.Whom),
-		Reasoning:    why,
-		ExpectedGain: stripeGain(k),
+		Action:    stripeAction(locks, s.Whom),
+		Reasoning: why,
 	}
 }
 
@@ -309,27 +294,17 @@ func park(s Sugg) Suggestion {
 	if s.CPUs > 0 {
 		cpus = fmt.Sprintf("the %d CPUs", s.CPUs)
 	}
-	gain := ""
-	if s.CPUSeconds > 0 {
-		gain = fmt.Sprintf("up to %s of CPU freed", units.Seconds(s.CPUSeconds))
-		if s.Share > 0 {
-			gain += fmt.Sprintf(" (%s of the process's samples)", units.Percent(s.Share))
-		}
-		gain += "; if the lock is still contended once it parks, stripe it by key"
-	}
 	if s.Yield {
 		return Suggestion{
-			Action: fmt.Sprintf("Replace the yielding busy-wait in %s with %s, or bound how long it yields before it parks: waiters then sleep until the holder releases it.", s.Fn, lock),
+			Action: fmt.Sprintf("Replace the yielding busy-wait in %s with %s, or bound how long it yields before it parks: waiters then sleep until the holder releases it. If the lock is still contended once it parks, stripe it by key.", s.Fn, lock),
 			Reasoning: fmt.Sprintf("%ss poll in %s and give up the CPU between polls without parking; with more of them runnable than %s, each yield puts the thread straight back in the run queue, so the one that would end the wait queues behind the yielders. Yielding only pays when the CPUs are otherwise idle.",
 				strings.ToUpper(s.Whom[:1])+s.Whom[1:], s.Fn, cpus),
-			ExpectedGain: gain,
 		}
 	}
 	return Suggestion{
-		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it.", s.Fn, lock),
+		Action: fmt.Sprintf("Replace the busy-wait in %s with %s: waiters then sleep until the holder releases it. If the lock is still contended once it parks, stripe it by key.", s.Fn, lock),
 		Reasoning: fmt.Sprintf("%ss burn CPU re-reading one memory word in %s without parking or yielding, and with more of them runnable than %s the one that holds the flag is preempted and its waiters spend whole time slices spinning instead of letting it finish. "+
 			"Spinning only pays when the holder cannot be descheduled, which is never true of an ordinary %s.", strings.ToUpper(s.Whom[:1])+s.Whom[1:], s.Fn, cpus, s.Whom),
-		ExpectedGain: gain,
 	}
 }
 
@@ -338,7 +313,6 @@ func fewerThreads(s Sugg) Suggestion {
 		Action: fmt.Sprintf("Bound the %ss that run at once to the CPUs: a fixed pool of about %d workers fed by a queue instead of a %s per request, or more CPUs for this process; the locks below are not the bottleneck.", s.Whom, max(s.CPUs, 1), s.Whom),
 		Reasoning: fmt.Sprintf("On average %s %ss are runnable but wait for one of the %d CPUs the process may use, while waiting for locks takes a small part of their time: the %ss compete for CPUs, not for locks. Every runnable %s beyond the CPUs adds its wait to each request's latency and costs a context switch, without adding throughput.",
 			units.Float(s.RunqThreads), s.Whom, s.CPUs, s.Whom, s.Whom),
-		ExpectedGain: fmt.Sprintf("the %s spent runnable without a CPU becomes queueing in the pool, where it can be bounded and measured; throughput stays at what the %d CPUs give", units.Seconds(s.WaitS), s.CPUs),
 	}
 }
 
@@ -356,17 +330,6 @@ func stripeAction(locks, whom string) string {
 	return fmt.Sprintf("Stripe the lock: guard the state with a fixed array of %d %s indexed by a hash of the key each %s works on (its relay, connection or account), created once and never resized; never put the locks inside map entries that can be removed.", stripeCount, locks, whom)
 }
 
-// stripeGain is what striping into stripeCount locks gains k distinct
-// contenders: each shares its lock with k-1 others now and with
-// (k-1)/stripeCount others on average then, so waiting falls about
-// stripeCount times whatever k is.
-func stripeGain(k int) string {
-	sharers := float64(k-1) / stripeCount
-	alone := math.Pow(1-1.0/stripeCount, float64(k-1))
-	return fmt.Sprintf("about %d× less waiting: each of the %d contenders shares its stripe with %s others on average instead of %d, and %s of them get a stripe to themselves; conservative, because queueing delay falls faster than linearly as a lock's load drops",
-		stripeCount, k, units.Float(sharers), k-1, units.Percent(alone))
-}
-
 // sugg returns the figures of a lock case for its suggestion.
 func (c *LockCase) sugg() Sugg {
 	s := Sugg{
@@ -377,7 +340,6 @@ func (c *LockCase) sugg() Sugg {
 		WaitS:        Seconds(c.WaitNS),
 		CPUSeconds:   Seconds(c.MachNS),
 		rate:         c.HandoffRate,
-		ioShare:      math.Max(c.IO.Share, 0),
 		holderSites:  c.IO.HolderSites,
 		missing:      c.Missing,
 		why:          c.whyNotConvoy(),
@@ -385,6 +347,20 @@ func (c *LockCase) sugg() Sugg {
 		CPUs:         c.CPUs,
 		rw:           c.RW,
 		ownTransfer:  c.IO.WaitersDoIO && c.IO.Transfer,
+		mean:         c.Mean,
+	}
+	// Only a live recording times the holders' I/O against the waiting;
+	// a dump's share counts snapshots, too few to size a hold by.
+	if c.Path == PathLive {
+		s.ioShare = math.Max(c.IO.Share, 0)
+	}
+	if c.CsNS > 0 && c.OutsideNS > 0 {
+		s.csShare = float64(c.CsNS) / float64(c.CsNS+c.OutsideNS)
+	}
+	for _, e := range c.Ev {
+		if e.Kind == EvContendedSpan {
+			s.busy = e.Figures["share"]
+		}
 	}
 	if c.PassOn > 0 {
 		s.group = float64(c.PassOnOf) / float64(c.PassOn)
