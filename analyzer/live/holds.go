@@ -37,6 +37,14 @@ import (
 //     so the hold reaches back to the call's start;
 //   - with neither, the hold is not measured: it is the uncovered part
 //     that the evidence states.
+//
+// Either way the hold is certain only while some other thread slept on
+// the lock without a break up to r: a release with nobody asleep wakes
+// nobody and is not logged, so after a moment with no sleeper X may have
+// released and taken the lock again unseen (a thread woken once that
+// then takes the lock uncontended, over and over, for seconds). The hold
+// then starts where the last unbroken stretch of sleep before r began,
+// or at the start of the I/O call X was in then.
 
 // handoffHold is one hold of a lock that ended in a hand-off.
 type handoffHold struct {
@@ -111,6 +119,7 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		waits = append(waits, x.waits[w.addr]...)
 	}
 	slices.SortStableFunc(waits, func(a, b *recording.Event) int { return byStart(*a, *b) })
+	asleep := sleepSpans(waits)
 	var durs []int64
 	prev := x.first
 	var last *recording.Event
@@ -145,6 +154,9 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 				from = x.inIOSince(r.TID, prev, from)
 			}
 		}
+		if s := stretchAt(asleep, r.T); from >= 0 && s > from {
+			from = x.inIOSince(r.TID, from, s)
+		}
 		if hf.releases > 1 {
 			// Before the first release the log does not say since when
 			// the lock was taken.
@@ -172,6 +184,31 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		hf.longest = time.Duration(durs[len(durs)-1])
 	}
 	return hf
+}
+
+// sleepSpans merges the intervals of waits (ordered by start) into the
+// stretches during which some thread slept on the lock, by start.
+func sleepSpans(waits []*recording.Event) []span {
+	var out []span
+	for _, w := range waits {
+		if n := len(out); n > 0 && w.T <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, w.End())
+			continue
+		}
+		out = append(out, span{w.T, w.End()})
+	}
+	return out
+}
+
+// stretchAt returns when the stretch of sleep that holds t began, or -1
+// when no logged wait was asleep at t (the woken waiter's wait is not in
+// the log: nothing bounds the hold).
+func stretchAt(asleep []span, t int64) int64 {
+	i := sort.Search(len(asleep), func(i int) bool { return asleep[i].to >= t })
+	if i < len(asleep) && asleep[i].from <= t {
+		return asleep[i].from
+	}
+	return -1
 }
 
 // ownerElse reports whether wait e read an owner, a thread of the target,

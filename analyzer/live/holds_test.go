@@ -376,3 +376,50 @@ func TestMutexHandoffHoldsAtScale(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldAfterSilentRelease: a thread woken once takes a mutex, then
+// for a second releases and takes it again with nobody asleep on it (no
+// wake, nothing logged) until another thread sleeps on it and the next
+// release wakes that one. Only the part after that sleep began is
+// certainly one hold; the second between is not counted as held.
+func TestHoldAfterSilentRelease(t *testing.T) {
+	const mu = 0x7300
+	const ms = int64(time.Millisecond)
+	a, b, c := 3001, 3002, 3003
+	evs := []recording.Event{
+		// b holds until 10 ms and wakes a, asleep since 0.
+		{Kind: recording.EventWait, T: 0, Dur: 11 * ms, TID: a, Addr: mu, Peer: b},
+		{Kind: recording.EventWake, T: 10 * ms, TID: b, Peer: 1, Addr: mu},
+		// a runs at 11 ms, takes the lock, and takes it uncontended over
+		// and over; c sleeps on it at 1011 ms and a's release at 1012 ms
+		// wakes c.
+		{Kind: recording.EventWait, T: 1011 * ms, Dur: 2 * ms, TID: c, Addr: mu, Peer: a},
+		{Kind: recording.EventWake, T: 1012 * ms, TID: a, Peer: 1, Addr: mu},
+	}
+	for i := range evs {
+		evs[i].Stack = -1
+	}
+	f := newLiveFixture(2 * time.Second)
+	f.word(mu, "mu (app)", uint64(13*ms), []int{a, c}, []int{a, b}, 2)
+	f.ld.rec.Locks[0].Owners = map[int]uint64{a: 1, b: 1}
+	f.wait(mu, a, 11*ms, mutexLogWait)
+	f.wait(mu, c, 2*ms, mutexLogWait)
+	f.ld.ev = indexEvents(evs)
+	g := groupOf(t, f.ld.lockGroups(), mu)
+	hf := f.ld.handoffHolds(g, map[uint64]bool{mu: true})
+	var last *handoffHold
+	for i := range hf.holds {
+		if hf.holds[i].tid == a {
+			last = &hf.holds[i]
+		}
+	}
+	if last == nil {
+		t.Fatalf("holds %+v: want a's hold ending at its release", hf.holds)
+	}
+	if last.from != 1011*ms || last.to != 1012*ms {
+		t.Errorf("a's hold [%v, %v), want [1.011s, 1.012s): from c's sleep, not from a's wake", time.Duration(last.from), time.Duration(last.to))
+	}
+	if hf.ownerSeen != 1 || hf.ownerAgree != 1 {
+		t.Errorf("owner check %d of %d, want c's reading of a to agree", hf.ownerAgree, hf.ownerSeen)
+	}
+}
