@@ -48,8 +48,9 @@ var kernelCases = map[string]kernelCase{
 	// (satRankSeconds).
 	"c-mmapstorm-bad":   {kind: analyzer.KindKernelObjectLock, fn: "touch_slice.constprop.0", key: "mmap-lock mmapstorm"},
 	"c-filewriters-bad": {kind: analyzer.KindKernelObjectLock, fn: "write_chunk", key: "inode-lock /tmp/contend-filewriters-"},
-	// logpipe's convoy is on its futex, log_mu, whose holder sleeps in
-	// the pipe: the futex finding leads, the pipe follows.
+	// logpipe's waiters queue on its futex, log_mu, whose holder sleeps
+	// in the pipe: the I/O-under-lock finding on log_mu leads, the pipe
+	// follows.
 	"c-logpipe-bad": {kind: analyzer.KindKernelObjectLock, fn: "write_all.constprop.0", key: "pipe written at write_all", rank: 1},
 }
 

@@ -27,7 +27,10 @@ const (
 	// (holds / releases), mean_s, p50_s, p90_s, p99_s, max_s, held_s,
 	// io_s, io_share (of held_s the holders spent in I/O), unsure_s (the
 	// time between the first and last hand-off neither measured as held
-	// nor known free: what the unmeasured holds can add at most).
+	// nor known free: what the unmeasured holds can add at most),
+	// owner_seen (waits begun inside a measured hold that read a glibc
+	// owner field), owner_agree (the share of those whose owner is the
+	// hold's releaser).
 	EvHandoffHolds EvidenceKind = "handoff-holds"
 	// EvWaitQuantiles — F: p50_s, p99_s, logged, max_s. N: from ("event
 	// log" or "histogram").

@@ -189,7 +189,9 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 		releases = x.wakesOn(addrs)
 	}
 	if handoffLock(g) {
-		if hf := ld.handoffHolds(g, own); hf.lockLike() {
+		// A mutex is a lock by its stacks; a word of no known kind
+		// is one when its releasers also wait on it.
+		if hf := ld.handoffHolds(g, own); len(hf.holds) > 0 && (g.role == roleMutex || hf.lockLike()) {
 			lf.handoff = hf
 		}
 	}
@@ -202,12 +204,19 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 			var parts []holdPart
 			if lf.handoff != nil {
 				parts = lf.handoff.during(e.T, e.End())
-			} else {
+			}
+			if len(parts) == 0 && (lf.handoff == nil || len(g.owners) > 0) {
+				// A wait no measured hold overlaps, where the log
+				// dropped the hand-offs: the owner it read held the
+				// lock until its next release.
 				parts = ld.holdsDuring(*e, w, addrs, releases, own)
 			}
+			preempted := false
 			for _, h := range parts {
-				if h.tid == e.Peer {
-					lf.holderPreempted(x, h.from, h.to, h.tid)
+				// Holds measured per hand-off are each a holder the
+				// waiter queued behind; otherwise the owner it read.
+				if lf.handoff != nil || h.tid == e.Peer {
+					preempted = lf.holderPreempted(x, h.from, h.to, h.tid) || preempted
 				}
 				te := x.thread(h.tid)
 				if te == nil {
@@ -230,6 +239,9 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 				})
 			}
 			lf.ioNS += unionLength(cover)
+			if preempted {
+				lf.preemptWaits++
+			}
 		}
 	}
 	lf.evWaits = len(durs)
@@ -360,21 +372,19 @@ func (ld *Data) passOn(g *LockGroup, own map[uint64]bool) (passed, of int) {
 	return passed, of
 }
 
-// holderPreempted adds the time the owner of a wait sat runnable without a
-// CPU in [from, to), while it held the lock.
-func (lf *lockFacts) holderPreempted(x *eventIndex, from, to int64, owner int) {
-	te := x.thread(owner)
+// holderPreempted adds the time the holder of a wait sat runnable without
+// a CPU in [from, to), while it held the lock, and reports whether it did.
+func (lf *lockFacts) holderPreempted(x *eventIndex, from, to int64, holder int) bool {
+	te := x.thread(holder)
 	if te == nil {
-		return
+		return false
 	}
 	hit := false
 	te.runq.each(from, to, func(_ recording.Event, ov int64) {
 		lf.preemptNS += ov
 		hit = true
 	})
-	if hit {
-		lf.preemptWaits++
-	}
+	return hit
 }
 
 // quantile returns the q-quantile of sorted values (nearest rank).

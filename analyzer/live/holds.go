@@ -37,6 +37,14 @@ import (
 //     so the hold reaches back to the call's start;
 //   - with neither, the hold is not measured: it is the uncovered part
 //     that the evidence states.
+//
+// Either way the hold is certain only while some other thread slept on
+// the lock without a break up to r: a release with nobody asleep wakes
+// nobody and is not logged, so after a moment with no sleeper X may have
+// released and taken the lock again unseen (a thread woken once that
+// then takes the lock uncontended, over and over, for seconds). The hold
+// then starts where the last unbroken stretch of sleep before r began,
+// or at the start of the I/O call X was in then.
 
 // handoffHold is one hold of a lock that ended in a hand-off.
 type handoffHold struct {
@@ -73,15 +81,32 @@ type handoffFacts struct {
 	unsureNS int64
 	// p50, p90, p99 and longest of the measured holds.
 	p50, p90, p99, longest time.Duration
+	// ownerSeen counts the waits begun inside a measured hold that read
+	// an owner beside the word (a glibc mutex), ownerAgree those whose
+	// owner is the hold's releaser: both threads name the same holder,
+	// one read by the waiter, one from who woke it.
+	ownerSeen, ownerAgree int
 }
 
 // handoffLock reports whether a group's holds are reconstructed from its
-// hand-offs: a lock word of no known kind (a semaphore, a hand-rolled
-// futex lock) whose waits never read an owner. A glibc mutex names its
-// owner beside the word; a condition variable, an interpreter's queue and
-// a JVM monitor have paths of their own.
+// hand-offs: a glibc mutex, or a lock word of no known kind (a semaphore,
+// a hand-rolled futex lock), with wakes on its words. A glibc mutex also
+// names its owner beside the word; the owner a wait read is then a check
+// of the holds (handoffFacts.ownerAgree), not their source: it names the
+// first holder of a wait only, and a waiter queued behind several holders
+// is stalled by each in turn. A condition variable, an interpreter's
+// queue and a JVM monitor have paths of their own; a reader-writer lock's
+// readers hold it together, so its holds are no sequence of hand-offs.
 func handoffLock(g *LockGroup) bool {
-	return g.role == roleUnknown && !g.idle && !g.queue && g.jvm == nil && len(g.owners) == 0 && g.woken > 0
+	if (g.role != roleUnknown && g.role != roleMutex) || g.idle || g.queue || g.jvm != nil || g.woken == 0 || g.rwBase != 0 {
+		return false
+	}
+	for _, w := range g.words {
+		if _, rw := rwWordOf(w); rw {
+			return false
+		}
+	}
+	return true
 }
 
 // handoffHolds reconstructs the holds of g that ended in a hand-off, as the
@@ -94,6 +119,7 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		waits = append(waits, x.waits[w.addr]...)
 	}
 	slices.SortStableFunc(waits, func(a, b *recording.Event) int { return byStart(*a, *b) })
+	asleep := sleepSpans(waits)
 	var durs []int64
 	prev := x.first
 	var last *recording.Event
@@ -116,7 +142,10 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 			from = -1
 			i := sort.Search(len(waits), func(i int) bool { return waits[i].T > prev })
 			for ; i < len(waits) && waits[i].T < r.T; i++ {
-				if waits[i].TID != r.TID {
+				// A wait that read another owner proves the lock
+				// held, but not by the releaser: its holder's release
+				// is missing from the log.
+				if waits[i].TID != r.TID && !ld.ownerElse(waits[i], r.TID) {
 					from = waits[i].T
 					break
 				}
@@ -124,6 +153,9 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 			if from >= 0 {
 				from = x.inIOSince(r.TID, prev, from)
 			}
+		}
+		if s := stretchAt(asleep, r.T); from >= 0 && s > from {
+			from = x.inIOSince(r.TID, from, s)
 		}
 		if hf.releases > 1 {
 			// Before the first release the log does not say since when
@@ -133,6 +165,7 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		if from >= 0 && from < r.T {
 			h := handoffHold{tid: r.TID, from: from, to: r.T}
 			ld.holdIO(&h, hf.ioBySys)
+			hf.checkOwners(ld, waits, h)
 			hf.holds = append(hf.holds, h)
 			hf.holdNS += h.to - h.from
 			if hf.releases > 1 {
@@ -151,6 +184,53 @@ func (ld *Data) handoffHolds(g *LockGroup, own map[uint64]bool) *handoffFacts {
 		hf.longest = time.Duration(durs[len(durs)-1])
 	}
 	return hf
+}
+
+// sleepSpans merges the intervals of waits (ordered by start) into the
+// stretches during which some thread slept on the lock, by start.
+func sleepSpans(waits []*recording.Event) []span {
+	var out []span
+	for _, w := range waits {
+		if n := len(out); n > 0 && w.T <= out[n-1].to {
+			out[n-1].to = max(out[n-1].to, w.End())
+			continue
+		}
+		out = append(out, span{w.T, w.End()})
+	}
+	return out
+}
+
+// stretchAt returns when the stretch of sleep that holds t began, or -1
+// when no logged wait was asleep at t (the woken waiter's wait is not in
+// the log: nothing bounds the hold).
+func stretchAt(asleep []span, t int64) int64 {
+	i := sort.Search(len(asleep), func(i int) bool { return asleep[i].to >= t })
+	if i < len(asleep) && asleep[i].from <= t {
+		return asleep[i].from
+	}
+	return -1
+}
+
+// ownerElse reports whether wait e read an owner, a thread of the target,
+// other than tid.
+func (ld *Data) ownerElse(e *recording.Event, tid int) bool {
+	return e.Peer != tid && e.Peer != e.TID && e.Peer > 0 && ld.isTarget(e.Peer)
+}
+
+// checkOwners counts the waits on the lock that began inside hold h and
+// read an owner: those whose owner is h's holder agree.
+func (hf *handoffFacts) checkOwners(ld *Data, waits []*recording.Event, h handoffHold) {
+	i := sort.Search(len(waits), func(i int) bool { return waits[i].T >= h.from })
+	for ; i < len(waits) && waits[i].T < h.to; i++ {
+		e := waits[i]
+		if e.TID == h.tid || e.Peer <= 0 || e.Peer == e.TID || !ld.isTarget(e.Peer) {
+			continue
+		}
+		hf.ownerSeen++
+		if e.Peer == h.tid {
+			hf.ownerAgree++
+		}
+	}
 }
 
 // lockLike reports whether the releases look like a lock's: most are made
@@ -217,7 +297,17 @@ func (hf *handoffFacts) evidence() core.Evidence {
 	return core.Fact("events", core.EvHandoffHolds, "holds", len(hf.holds), "releases", hf.releases,
 		"woken", hf.woken, "coverage", hf.coverage(), "mean_s", mean, "p50_s", hf.p50, "p90_s", hf.p90,
 		"p99_s", hf.p99, "max_s", hf.longest, "held_s", core.Seconds(hf.holdNS),
-		"io_s", core.Seconds(hf.ioNS), "io_share", ioShare, "unsure_s", core.Seconds(hf.unsureNS))
+		"io_s", core.Seconds(hf.ioNS), "io_share", ioShare, "unsure_s", core.Seconds(hf.unsureNS),
+		"owner_seen", hf.ownerSeen, "owner_agree", hf.ownerAgreement())
+}
+
+// ownerAgreement is the share of the waits begun inside a measured hold
+// whose owner field named the hold's releaser, 0 when none read one.
+func (hf *handoffFacts) ownerAgreement() float64 {
+	if hf.ownerSeen == 0 {
+		return 0
+	}
+	return float64(hf.ownerAgree) / float64(hf.ownerSeen)
 }
 
 // inIOSince returns when tid's I/O call that was under way at t began, if

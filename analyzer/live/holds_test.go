@@ -3,6 +3,7 @@ package live
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"testing"
 	"time"
 
@@ -25,6 +26,8 @@ type semSim struct {
 	// latency.
 	barges int
 	lat    int64
+	// spans are the holds by start, with their holders.
+	spans []handoffHold
 }
 
 // simSemLock simulates n threads taking a semaphore lock in turn, every
@@ -74,6 +77,7 @@ func simSemLock(addr uint64, perCPU int, bad bool) semSim {
 	// one, and the release that ends it, waking next.
 	hold := func(t int, from, to int64, long bool, next int) {
 		s.holds = append(s.holds, to-from)
+		s.spans = append(s.spans, handoffHold{tid: t, from: from, to: to})
 		s.heldNS += to - from
 		if long && bad {
 			ev(recording.Event{Kind: recording.EventIO, T: from + writeIn, Dur: to - from - 2*writeIn, TID: t, Syscall: "write"})
@@ -259,5 +263,163 @@ func TestPostedSemaphoreIsNoLock(t *testing.T) {
 	}
 	if lf := f.ld.factsOf(g); lf.handoff != nil {
 		t.Errorf("holds reconstructed for a posted semaphore: %d", len(lf.handoff.holds))
+	}
+}
+
+// withOwners gives every wait of sim the owner a glibc mutex's waiter
+// reads beside the word as it goes to sleep: the holder at that moment,
+// 0 when the lock is between a release and the next take.
+func withOwners(sim semSim) semSim {
+	for i := range sim.events {
+		e := &sim.events[i]
+		if e.Kind != recording.EventWait {
+			continue
+		}
+		j := sort.Search(len(sim.spans), func(j int) bool { return sim.spans[j].to > e.T })
+		if j < len(sim.spans) && sim.spans[j].from <= e.T && sim.spans[j].tid != e.TID {
+			e.Peer = sim.spans[j].tid
+		}
+	}
+	return sim
+}
+
+// mutexLogWait and mutexLogWake are a glibc mutex taken and released
+// around a log write.
+var (
+	mutexLogWait = nativeStack("libc.so.6", "futex_wait", "__lll_lock_wait", "pthread_mutex_lock", "log_line", "worker")
+	mutexLogWake = nativeStack("libc.so.6", "__lll_lock_wake", "__pthread_mutex_unlock_usercnt", "log_line", "worker")
+)
+
+// TestMutexHandoffHoldsAtScale runs the simulation of
+// TestHandoffHoldsAtScale on a glibc mutex, whose waits read the owner
+// beside the word, at 2 and 64 threads per CPU. Every waiter is queued
+// behind several holds in turn; the owner it read names only the first.
+// The holds come from the hand-offs all the same, the owner field agrees
+// with every one of them, and the waiting behind the holders' writes is
+// what the simulation had, not the first holder's share of it.
+func TestMutexHandoffHoldsAtScale(t *testing.T) {
+	const lock = 0x7200
+	for _, perCPU := range []int{2, 64} {
+		for _, bad := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d-per-cpu-bad-%v", perCPU, bad), func(t *testing.T) {
+				sim := withOwners(simSemLock(lock, perCPU, bad))
+				d := time.Duration(sim.events[len(sim.events)-1].End())
+				f := newLiveFixture(d)
+				var waiters []int
+				var waitNS int64
+				owners := map[int]uint64{}
+				var writes []span
+				for _, e := range sim.events {
+					switch e.Kind {
+					case recording.EventWait:
+						waitNS += e.Dur
+						if !slices.Contains(waiters, e.TID) {
+							waiters = append(waiters, e.TID)
+						}
+						if e.Peer > 0 {
+							owners[e.Peer]++
+						}
+					case recording.EventIO:
+						writes = append(writes, span{e.T, e.End()})
+					}
+				}
+				if len(owners) < 2 {
+					t.Fatalf("the waits read %d owners: the simulation queues no waiter behind several holders", len(owners))
+				}
+				f.word(lock, "log_mu (app)", uint64(waitNS), waiters, waiters, uint64(sim.releases))
+				f.ld.rec.Locks[0].Owners = owners
+				for _, w := range waiters {
+					f.wait(lock, w, waitNS/int64(len(waiters)), mutexLogWait)
+					f.wake(lock, w, int64(sim.releases/len(waiters)), mutexLogWake)
+				}
+				f.ld.ev = indexEvents(sim.events)
+				g := groupOf(t, f.ld.lockGroups(), lock)
+				if g.role != roleMutex || len(g.owners) == 0 || !handoffLock(g) {
+					t.Fatalf("role %v, %d owners, by hand-offs %v: want a mutex judged by its hand-offs", g.role, len(g.owners), handoffLock(g))
+				}
+				lf := f.ld.factsOf(g)
+				hf := lf.handoff
+				if hf == nil || len(hf.holds) != sim.releases {
+					t.Fatalf("holds %v of %d releases: want every one measured", hf, sim.releases)
+				}
+				if hf.ownerSeen == 0 || hf.ownerAgree != hf.ownerSeen {
+					t.Errorf("the owner field named the releaser in %d of %d waits begun inside a hold, want all", hf.ownerAgree, hf.ownerSeen)
+				}
+				if short := sim.heldNS - hf.holdNS; short < 0 || short > int64(sim.barges)*sim.lat {
+					t.Errorf("held %v, truth %v", time.Duration(hf.holdNS), time.Duration(sim.heldNS))
+				}
+				// Truth: the waiting that coincides with a write under the
+				// lock, every holder's; the fixed variant writes outside it.
+				var behind int64
+				if bad {
+					for _, e := range sim.events {
+						if e.Kind != recording.EventWait {
+							continue
+						}
+						var ov []span
+						for _, w := range writes {
+							if a, b := max(w.from, e.T), min(w.to, e.End()); b > a {
+								ov = append(ov, span{a, b})
+							}
+						}
+						behind += unionLength(ov)
+					}
+				}
+				if diff := lf.ioNS - behind; diff < -behind/50 || diff > behind/50 {
+					t.Errorf("waiting behind the holders' I/O %v, truth %v", time.Duration(lf.ioNS), time.Duration(behind))
+				}
+				c := f.ld.lockCase(g, []*LockGroup{g})
+				if kind := core.JudgeLock(c, d).Kind; bad != (kind == core.KindIOUnderLock) {
+					t.Errorf("verdict %s, I/O share %.2f", kind, c.IO.Share)
+				}
+			})
+		}
+	}
+}
+
+// TestHoldAfterSilentRelease: a thread woken once takes a mutex, then
+// for a second releases and takes it again with nobody asleep on it (no
+// wake, nothing logged) until another thread sleeps on it and the next
+// release wakes that one. Only the part after that sleep began is
+// certainly one hold; the second between is not counted as held.
+func TestHoldAfterSilentRelease(t *testing.T) {
+	const mu = 0x7300
+	const ms = int64(time.Millisecond)
+	a, b, c := 3001, 3002, 3003
+	evs := []recording.Event{
+		// b holds until 10 ms and wakes a, asleep since 0.
+		{Kind: recording.EventWait, T: 0, Dur: 11 * ms, TID: a, Addr: mu, Peer: b},
+		{Kind: recording.EventWake, T: 10 * ms, TID: b, Peer: 1, Addr: mu},
+		// a runs at 11 ms, takes the lock, and takes it uncontended over
+		// and over; c sleeps on it at 1011 ms and a's release at 1012 ms
+		// wakes c.
+		{Kind: recording.EventWait, T: 1011 * ms, Dur: 2 * ms, TID: c, Addr: mu, Peer: a},
+		{Kind: recording.EventWake, T: 1012 * ms, TID: a, Peer: 1, Addr: mu},
+	}
+	for i := range evs {
+		evs[i].Stack = -1
+	}
+	f := newLiveFixture(2 * time.Second)
+	f.word(mu, "mu (app)", uint64(13*ms), []int{a, c}, []int{a, b}, 2)
+	f.ld.rec.Locks[0].Owners = map[int]uint64{a: 1, b: 1}
+	f.wait(mu, a, 11*ms, mutexLogWait)
+	f.wait(mu, c, 2*ms, mutexLogWait)
+	f.ld.ev = indexEvents(evs)
+	g := groupOf(t, f.ld.lockGroups(), mu)
+	hf := f.ld.handoffHolds(g, map[uint64]bool{mu: true})
+	var last *handoffHold
+	for i := range hf.holds {
+		if hf.holds[i].tid == a {
+			last = &hf.holds[i]
+		}
+	}
+	if last == nil {
+		t.Fatalf("holds %+v: want a's hold ending at its release", hf.holds)
+	}
+	if last.from != 1011*ms || last.to != 1012*ms {
+		t.Errorf("a's hold [%v, %v), want [1.011s, 1.012s): from c's sleep, not from a's wake", time.Duration(last.from), time.Duration(last.to))
+	}
+	if hf.ownerSeen != 1 || hf.ownerAgree != 1 {
+		t.Errorf("owner check %d of %d, want c's reading of a to agree", hf.ownerAgree, hf.ownerSeen)
 	}
 }
