@@ -3,10 +3,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,14 +328,45 @@ func TestRecordAcrossThreadExitsAndExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := testbin.Start(t, bin, "8", "1500", "1000", sleep, "30")
+	// The program contends until SIGUSR1, sent once contend has recorded
+	// a second of it (its first progress line): a slow attach on a
+	// loaded machine no longer misses the convoy before the exec.
+	p := testbin.Start(t, bin, "8", "700", "500", sleep, "30")
 	v, err := p.Value("pid", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pid, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "rec")
-	cmd, out, errb := contendCmd(t, "record", "-p", v, "-d", "4s", "-o", dir, "--format", "json")
-	if code := exitCodeOf(t, cmd.Run()); code != 0 && code != exitFindings {
+	cmd, out, errb := contendCmd(t, "record", "-p", v, "-d", "4s", "-o", dir, "--format", "json", "--progress")
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(errb, pw)
+	progress := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		once := false
+		for sc.Scan() {
+			if !once && strings.HasPrefix(sc.Text(), "contend: progress") {
+				once = true
+				close(progress)
+			}
+		}
+	}()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-progress:
+		syscall.Kill(pid, syscall.SIGUSR1)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+	}
+	runErr := cmd.Wait()
+	pw.Close()
+	if code := exitCodeOf(t, runErr); code != 0 && code != exitFindings {
 		t.Fatalf("record across exits and exec: exit %d: %s", code, errb)
 	}
 	var res struct {

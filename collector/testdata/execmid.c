@@ -1,5 +1,6 @@
-// execmid: threads contending on one pthread mutex, then, after a delay,
-// half of them exit at once, and after another the process exec()s
+// execmid: threads contending on one pthread mutex until SIGUSR1 comes
+// (the test sends it once the recording is under way); then, after a
+// delay, half of them exit at once, and after another the process exec()s
 // another program (which keeps its pid). The CLI's fault tests record
 // across both and check that the convoy recorded before the exec is still
 // named from the first image.
@@ -7,6 +8,7 @@
 // Prints "pid=P". Usage: execmid threads exit-after-ms exec-after-ms program [args...]
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +55,16 @@ int main(int argc, char **argv)
 		n = 64;
 	printf("pid=%d\n", getpid());
 	fflush(stdout);
+	// SIGUSR1 stays blocked in every thread; main takes it with sigwait.
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
 	pthread_t t[64];
 	for (long i = 0; i < n; i++)
 		pthread_create(&t[i], NULL, worker, (void *)i);
+	int sig;
+	sigwait(&usr1, &sig);
 	usleep(atoi(argv[2]) * 1000);
 	atomic_store(&quit_half, 1);
 	usleep(atoi(argv[3]) * 1000);
