@@ -594,7 +594,14 @@ func (g *Fetcher) fetchLive() {
 	for {
 		for _, v := range []recording.View{recording.ViewGoMutex, recording.ViewGoBlock} {
 			p, err := g.fetchProfile(g.ctx, goProfileNames[v][0], g.snapshotTimeout, "")
+			// The profile's own time is when the target counted it;
+			// the answer can reach us hundreds of milliseconds later on
+			// a loaded machine, which stamped the delta late and put a
+			// window's contentions in the wrong span.
 			at := time.Now()
+			if err == nil && p.TimeNanos > 0 && time.Unix(0, p.TimeNanos).Before(at) {
+				at = time.Unix(0, p.TimeNanos)
+			}
 			g.mu.Lock()
 			switch {
 			case err == nil:
