@@ -603,9 +603,10 @@ func cmdOf(o *recording.Object) string {
 	return o.Cmd
 }
 
-// polledSleeps finds the sleeps of p's threads at the points where they
-// fail: a sleep whose stack passes through the failing function is the
-// wait between two tries.
+// polledSleeps finds the sleeps of p's threads between their tries: a
+// sleep whose stack passes through the failing function, or the first
+// sleep after a failure whose stack meets the failure's in the retry loop
+// (afterFailure).
 func (ld *Data) polledSleeps(p *polledLock) {
 	fns := map[string]bool{}
 	for k := range p.points {
@@ -613,6 +614,11 @@ func (ld *Data) polledSleeps(p *polledLock) {
 			fns[k.Fn] = true
 		}
 	}
+	fails := map[int][]*recording.Event{}
+	for _, f := range p.fails {
+		fails[f.TID] = append(fails[f.TID], f)
+	}
+	var sleeps []*recording.Event
 	for i := range ld.rec.Events {
 		e := &ld.rec.Events[i]
 		if e.Kind != recording.EventSleep || !p.threads[e.TID] || e.State == recording.StateUninterruptible {
@@ -621,6 +627,18 @@ func (ld *Data) polledSleeps(p *polledLock) {
 		if !sleepCalls[e.Syscall] {
 			continue
 		}
+		sleeps = append(sleeps, e)
+	}
+	sort.SliceStable(sleeps, func(i, j int) bool { return sleeps[i].T < sleeps[j].T })
+	for _, fs := range fails {
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].T < fs[j].T })
+	}
+	// last is each thread's previous sleep's start: a failure after it
+	// is one this sleep may follow.
+	last := map[int]int64{}
+	for _, e := range sleeps {
+		prev, seen := last[e.TID]
+		last[e.TID] = e.T
 		user, pi := userPart(ld.stackOf(e))
 		in := false
 		for _, f := range user {
@@ -628,6 +646,9 @@ func (ld *Data) polledSleeps(p *polledLock) {
 				in = true
 				break
 			}
+		}
+		if !in {
+			in = ld.afterFailure(fails[e.TID], e, user, prev, seen)
 		}
 		if !in {
 			continue
@@ -641,6 +662,48 @@ func (ld *Data) polledSleeps(p *polledLock) {
 		p.sleepKeys[core.KeyOf(user, pi)] = true
 		p.sleepKeys[core.KeyOf(user, livePointIndex(user))] = true
 	}
+}
+
+// retryLoopCallers is how far above the failing point a retry loop may
+// sit: the point is the caller of the C library's call (SQLite's
+// unixLock), its caller the loop that tries again (pager_wait_on_lock),
+// whose own caller the sleep shares (sqlite3PagerSharedLock) when the
+// loop's frames carry different addresses of one unnamed function. Two
+// callers reach it; more would pair a try with any sleep of the thread's
+// main loop.
+const retryLoopCallers = 2
+
+// afterFailure reports whether sleep e is the wait between two tries of a
+// thread whose failures fs are sorted by time: the thread's first sleep
+// after a failure (none of its sleeps since that failure, the previous
+// one starting at prev when seen), at a stack that shares the failure's
+// callers from at most retryLoopCallers above the failing point up. A
+// library that tries in one function and sleeps in another, both called
+// by its retry loop (SQLite's busy handler), sleeps outside the failing
+// function.
+func (ld *Data) afterFailure(fs []*recording.Event, e *recording.Event, user []recording.Frame, prev int64, seen bool) bool {
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].T > e.T })
+	if i == 0 {
+		return false
+	}
+	f := fs[i-1]
+	if seen && f.T < prev {
+		return false
+	}
+	fu, fpi := userPart(ld.stackOf(f))
+	if fpi < 0 {
+		return false
+	}
+	common := 0
+	for common < len(fu) && common < len(user) && sameFrame(fu[len(fu)-1-common], user[len(user)-1-common]) {
+		common++
+	}
+	return common > 0 && len(fu)-common <= fpi+retryLoopCallers
+}
+
+// sameFrame compares two frames by function and module.
+func sameFrame(a, b recording.Frame) bool {
+	return a.Func == b.Func && a.Module == b.Module
 }
 
 // polledHolder measures what the object's other users did when a try

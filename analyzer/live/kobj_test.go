@@ -19,9 +19,15 @@ var (
 // millisecond in usleep under lock_header, 200 times each over 1 s;
 // with fail set, each sleep follows a failed F_SETLK on the journal.
 func pollFixture(fail bool) *Data {
+	return pollFixtureAt(fail, tryStack, sleepStack)
+}
+
+// pollFixtureAt is pollFixture with the failed tries at try and the
+// sleeps at sleep.
+func pollFixtureAt(fail bool, try, sleep []recording.Frame) *Data {
 	f := newLiveFixture(time.Second)
 	rec := f.ld.rec
-	rec.Stacks = []recording.Stack{{Frames: tryStack}, {Frames: sleepStack}}
+	rec.Stacks = []recording.Stack{{Frames: try}, {Frames: sleep}}
 	for tid := 11; tid <= 14; tid++ {
 		f.ld.thread(tid)
 		for i := range 200 {
@@ -64,6 +70,45 @@ func TestPolledLockNeedsAFailedTry(t *testing.T) {
 	out = &core.Output{Res: &core.Result{}}
 	if done := pollFixture(false).polled(out, map[int]int64{}); len(out.Res.Findings) != 0 || len(done) != 0 {
 		t.Errorf("a sleep loop without failed tries: findings %v, points %v taken from the idle rows", out.Res.Findings, done)
+	}
+}
+
+// SQLite's busy handler: the retry loop (pager_wait_on_lock, a static
+// function the stripped library names by address) calls unixLock, whose
+// fcntl(F_SETLK) fails, then the busy handler, which sleeps. The sleep's
+// stack never passes through the failing function; it meets the
+// failure's two callers up. Those sleeps are the wait between tries; a
+// sleep that meets the failure only in the thread's main loop is not.
+func TestPolledLockSleepInASiblingOfTheTry(t *testing.T) {
+	lib := "libsqlite3.so.0.8.6"
+	callers := nativeStack(lib, "sqlite3PagerSharedLock", "sqlite3BtreeBeginTrans", "sqlite3_step", "main")
+	try := append(append(nativeStack("libc.so.6", "__fcntl64_nocancel_adjusted", "fcntl"), nativeStack(lib, lib+"+0xab44f", lib+"+0xae8a3")...), callers...)
+	busy := append(append(append([]recording.Frame{{Func: "hrtimer_nanosleep", Kernel: true}}, nativeStack("libc.so.6", "clock_nanosleep", "nanosleep", "usleep")...),
+		nativeStack(lib, lib+"+0xaa1b5", lib+"+0xa1c77", "sqlite3InvokeBusyHandler", lib+"+0xae8c2")...), callers...)
+
+	out := &core.Output{Res: &core.Result{}}
+	done := pollFixtureAt(true, try, busy).polled(out, map[int]int64{})
+	if len(out.Res.Findings) != 1 {
+		t.Fatalf("%d findings, want one polled lock", len(out.Res.Findings))
+	}
+	f := out.Res.Findings[0]
+	if f.Kind != core.KindPolledLock || f.Point.Function != lib+"+0xab44f" || f.WaitSeconds < 0.79 || f.WaitSeconds > 0.81 {
+		t.Errorf("finding %s at %s, wait %.3f s; want polled-lock at the caller of fcntl, 0.8 s", f.Kind, f.Point.Function, f.WaitSeconds)
+	}
+	if len(done) == 0 {
+		t.Error("the busy handler's sleeps are not taken from the idle rows")
+	}
+
+	out = &core.Output{Res: &core.Result{}}
+	if done := pollFixtureAt(false, try, busy).polled(out, map[int]int64{}); len(out.Res.Findings) != 0 || len(done) != 0 {
+		t.Errorf("the busy handler's sleeps without failed tries: findings %v, points %v taken from the idle rows", out.Res.Findings, done)
+	}
+
+	idle := append(append([]recording.Frame{{Func: "hrtimer_nanosleep", Kernel: true}}, nativeStack("libc.so.6", "clock_nanosleep", "nanosleep", "usleep")...),
+		nativeStack(lib, "idle_wait", "sqlite3_step", "main")...)
+	out = &core.Output{Res: &core.Result{}}
+	if done := pollFixtureAt(true, try, idle).polled(out, map[int]int64{}); len(out.Res.Findings) != 0 || len(done) != 0 {
+		t.Errorf("sleeps that meet the failed tries only three callers up: findings %v, points %v taken from the idle rows", out.Res.Findings, done)
 	}
 }
 
