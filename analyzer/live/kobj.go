@@ -160,13 +160,35 @@ func rangeName(r *recording.LockRange) string {
 	return fmt.Sprintf("bytes %d–%d", r.Start, r.Start+r.Len-1)
 }
 
+// fileGroup groups a file's lock sleeps by device and inode (and range),
+// whether or not the path was read: a process that exits before its fd is
+// read leaves only the inode, and its sleeps are on the same lock as the
+// others'. "" for the objects that are not a file's lock.
+func fileGroup(kind kobjKind, o *recording.Object) string {
+	k := o.Key()
+	if k == "" {
+		return ""
+	}
+	switch kind {
+	case kobjFlock:
+		return "flock " + k
+	case kobjRecord:
+		return fmt.Sprintf("record-lock %s %d+%d", k, o.Range.Start, o.Range.Len)
+	case kobjInode:
+		return "inode-lock " + k
+	}
+	return ""
+}
+
 // kobjLock is one kernel object its sleepers queue on.
 type kobjLock struct {
-	kind   kobjKind
-	key    string // core.LockID.Key
-	name   string // what is locked, for headlines and evidence
-	group  string // the grouping key (the key, and the process for per-process objects)
-	frame  string // the kernel frame the waiters sleep in
+	kind  kobjKind
+	key   string // core.LockID.Key
+	name  string // what is locked, for headlines and evidence
+	group string // the grouping key (the key, and the process for per-process objects)
+	frame string // the kernel frame the waiters sleep in
+	// named is -1 while the file is known only by device and inode.
+	named  int
 	call   string // the waiters' system call, "" for a page fault
 	sleeps []*recording.Event
 	// waiters counts the sleeps of each thread; woken those a thread of
@@ -275,13 +297,25 @@ func (ld *Data) kobjLocks() []*kobjLock {
 			}
 		}
 		if group == "" {
+			group = fileGroup(kind, e.Obj)
+		}
+		if group == "" {
 			group = key
 		}
 		l := byGroup[group]
+		if l != nil && l.named < 0 && e.Obj != nil && e.Obj.Path != "" {
+			// The file was first seen by device and inode (its process
+			// had exited before its fd was read); a sleep that read the
+			// path names it.
+			l.key, l.name, l.named = key, name, 1
+		}
 		if l == nil {
 			l = &kobjLock{kind: kind, key: key, name: name, group: group, frame: frame, call: e.Syscall,
 				waiters: map[int]int{}, holders: map[int]int{}, points: map[core.PointKey]int64{},
 				frames: map[core.PointKey][]recording.Frame{}, pis: map[core.PointKey]int{}}
+			if e.Obj != nil && e.Obj.Path == "" {
+				l.named = -1
+			}
 			byGroup[group] = l
 			order = append(order, group)
 		}

@@ -147,3 +147,32 @@ func TestFlockSleepsAreOneLock(t *testing.T) {
 		}
 	}
 }
+
+// flock(1) processes that exit before contend reads their fd leave the
+// file's device and inode only: their sleeps and the others', on the same
+// inode, are one lock, named by the path the others read.
+func TestFlockSleepsWithoutAPathAreTheSameLock(t *testing.T) {
+	f := newLiveFixture(time.Second)
+	rec := f.ld.rec
+	rec.Stacks = []recording.Stack{{Frames: flockStack}}
+	named := &recording.Object{FD: 3, Dev: "fe:00", Inode: 7, Path: "/var/lock/app.lock", Cmd: "LOCK_EX"}
+	bare := &recording.Object{FD: 3, Dev: "fe:00", Inode: 7, Cmd: "LOCK_EX"}
+	for i := range 400 {
+		tid, obj := 21+i%4, named
+		if i%2 == 0 {
+			obj = bare
+		}
+		f.ld.thread(tid)
+		rec.Events = append(rec.Events, recording.Event{Kind: recording.EventSleep, T: int64(i) * int64(2*time.Millisecond), Dur: int64(2 * time.Millisecond), TID: tid, PID: 20, Peer: 21 + (i+3)%4, PeerPID: 20, Syscall: "flock", State: recording.StateSleeping, Stack: 0, Obj: obj})
+	}
+	f.ld.ev = indexEvents(rec.Events)
+	out := &core.Output{Res: &core.Result{}}
+	f.ld.kernelLocks(out, nil, map[int]int64{})
+	if len(out.Res.Findings) != 1 {
+		t.Fatalf("%d findings, want one flock", len(out.Res.Findings))
+	}
+	got := out.Res.Findings[0]
+	if got.Lock.Key != "flock /var/lock/app.lock" || got.WaitSeconds < 0.79 || got.WaitSeconds > 0.81 {
+		t.Errorf("lock %+v, wait %.3f s; want the path's flock, all 0.8 s", got.Lock, got.WaitSeconds)
+	}
+}
