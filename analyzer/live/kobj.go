@@ -333,10 +333,42 @@ func (ld *Data) kobjLocks() []*kobjLock {
 	}
 	out := make([]*kobjLock, 0, len(order))
 	for _, g := range order {
+		byGroup[g].foldTruncated()
 		out = append(out, byGroup[g])
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].waitNS > out[j].waitNS })
 	return out
+}
+
+// foldTruncated moves the waiting of a point whose user stack is the C
+// library's wrapper alone (flock, write: the unwinding stopped there, as
+// it does for a process that exits before its stack is unwound in user
+// space) to the heaviest point whose stack goes on from the same frames:
+// it is that call, with its callers lost. Without it a short-lived
+// program's one call site is two points, and which weighs more changes
+// from run to run.
+func (l *kobjLock) foldTruncated() {
+	for k, fr := range l.frames {
+		if len(fr) == 0 || slices.ContainsFunc(fr, func(f recording.Frame) bool { return !isLibc(f) }) {
+			continue
+		}
+		var into core.PointKey
+		found := false
+		for k2, fr2 := range l.frames {
+			if k2 == k || len(fr2) <= len(fr) || !slices.EqualFunc(fr, fr2[:len(fr)], sameFrame) {
+				continue
+			}
+			if !found || l.points[k2] > l.points[into] {
+				into, found = k2, true
+			}
+		}
+		if found {
+			l.points[into] += l.points[k]
+			delete(l.points, k)
+			delete(l.frames, k)
+			delete(l.pis, k)
+		}
+	}
 }
 
 // point returns the lock's heaviest program point, and how many there are.

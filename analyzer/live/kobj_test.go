@@ -176,3 +176,33 @@ func TestFlockSleepsWithoutAPathAreTheSameLock(t *testing.T) {
 		t.Errorf("lock %+v, wait %.3f s; want the path's flock, all 0.8 s", got.Lock, got.WaitSeconds)
 	}
 }
+
+// A stack that stops at the C library's flock (a process that exited
+// before its stack was unwound) is the same call as the complete stacks
+// that go on from there: the point is the program's caller, whichever
+// kind of stack weighs more.
+func TestFlockTruncatedStacksJoinTheirCaller(t *testing.T) {
+	truncated := append([]recording.Frame{{Func: "locks_lock_inode_wait", Kernel: true}, {Func: "__do_sys_flock", Kernel: true}}, nativeStack("libc.so.6", "flock")...)
+	f := newLiveFixture(time.Second)
+	rec := f.ld.rec
+	rec.Stacks = []recording.Stack{{Frames: flockStack}, {Frames: truncated}}
+	obj := &recording.Object{FD: 3, Dev: "fe:00", Inode: 7, Path: "/var/lock/app.lock", Cmd: "LOCK_EX"}
+	for i := range 400 {
+		// Two of every three sleeps have the truncated stack.
+		tid, stack := 21+i%4, 1
+		if i%3 == 0 {
+			stack = 0
+		}
+		f.ld.thread(tid)
+		rec.Events = append(rec.Events, recording.Event{Kind: recording.EventSleep, T: int64(i) * int64(2*time.Millisecond), Dur: int64(2 * time.Millisecond), TID: tid, PID: 20, Peer: 21 + (i+3)%4, PeerPID: 20, Syscall: "flock", State: recording.StateSleeping, Stack: stack, Obj: obj})
+	}
+	f.ld.ev = indexEvents(rec.Events)
+	out := &core.Output{Res: &core.Result{}}
+	f.ld.kernelLocks(out, nil, map[int]int64{})
+	if len(out.Res.Findings) != 1 {
+		t.Fatalf("%d findings, want one flock", len(out.Res.Findings))
+	}
+	if got := out.Res.Findings[0]; got.Point.Function != "locked_append" || got.WaitSeconds < 0.79 {
+		t.Errorf("point %s, wait %.3f s; want locked_append with all 0.8 s", got.Point.Function, got.WaitSeconds)
+	}
+}
