@@ -124,6 +124,21 @@ func checkCaps(caps CapSet) error {
 	}
 }
 
+// checkTargetsAccess runs checkTargetAccess on every pid. A target that
+// follows processes by name or cgroup skips one that has gone: it was
+// found an instant earlier, and a short-lived process (flock(1), a shell
+// command) may exit before its map is read; the others and those started
+// later are still recorded, as join treats them.
+func checkTargetsAccess(procRoot string, pids []int, follows bool) error {
+	for _, p := range pids {
+		err := checkTargetAccess(procRoot, p)
+		if err != nil && !(follows && errors.Is(err, ErrNoProcess)) {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkTargetAccess checks that the target's memory map can be read:
 // symbolization needs /proc/PID/maps and the objects under /proc/PID/root,
 // which the kernel shows only to a process of the same user (and a

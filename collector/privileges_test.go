@@ -145,6 +145,19 @@ func TestCheckTargetAccess(t *testing.T) {
 	}
 }
 
+// A process that exits between the /proc scan of --comm or --cgroup and
+// the access check is skipped; one named by -p that does not exist stops
+// the recording.
+func TestCheckTargetsAccessSkipsGoneFollowed(t *testing.T) {
+	pids := []int{os.Getpid(), 1 << 30}
+	if err := checkTargetsAccess("", pids, true); err != nil {
+		t.Errorf("followed target with a gone process: %v", err)
+	}
+	if err := checkTargetsAccess("", pids, false); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("-p with a gone process: got %v, want ErrNoProcess", err)
+	}
+}
+
 // targetAccess is a helper process (see TestMain): it runs
 // checkTargetAccess on the pid in CONTEND_ACCESS_PID and prints the
 // result; TestCheckTargetAccessOtherUser runs it as an unprivileged user.

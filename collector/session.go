@@ -442,10 +442,8 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	if err := checkKernel("", release); err != nil {
 		return nil, err
 	}
-	for _, p := range pids {
-		if err := checkTargetAccess(o.ProcRoot, p); err != nil {
-			return nil, err
-		}
+	if err := checkTargetsAccess(o.ProcRoot, pids, s.target.Follows()); err != nil {
+		return nil, err
 	}
 	var warnings []string
 	s.ksym = rawKernel{}

@@ -160,13 +160,35 @@ func rangeName(r *recording.LockRange) string {
 	return fmt.Sprintf("bytes %d–%d", r.Start, r.Start+r.Len-1)
 }
 
+// fileGroup groups a file's lock sleeps by device and inode (and range),
+// whether or not the path was read: a process that exits before its fd is
+// read leaves only the inode, and its sleeps are on the same lock as the
+// others'. "" for the objects that are not a file's lock.
+func fileGroup(kind kobjKind, o *recording.Object) string {
+	k := o.Key()
+	if k == "" {
+		return ""
+	}
+	switch kind {
+	case kobjFlock:
+		return "flock " + k
+	case kobjRecord:
+		return fmt.Sprintf("record-lock %s %d+%d", k, o.Range.Start, o.Range.Len)
+	case kobjInode:
+		return "inode-lock " + k
+	}
+	return ""
+}
+
 // kobjLock is one kernel object its sleepers queue on.
 type kobjLock struct {
-	kind   kobjKind
-	key    string // core.LockID.Key
-	name   string // what is locked, for headlines and evidence
-	group  string // the grouping key (the key, and the process for per-process objects)
-	frame  string // the kernel frame the waiters sleep in
+	kind  kobjKind
+	key   string // core.LockID.Key
+	name  string // what is locked, for headlines and evidence
+	group string // the grouping key (the key, and the process for per-process objects)
+	frame string // the kernel frame the waiters sleep in
+	// named is -1 while the file is known only by device and inode.
+	named  int
 	call   string // the waiters' system call, "" for a page fault
 	sleeps []*recording.Event
 	// waiters counts the sleeps of each thread; woken those a thread of
@@ -275,13 +297,25 @@ func (ld *Data) kobjLocks() []*kobjLock {
 			}
 		}
 		if group == "" {
+			group = fileGroup(kind, e.Obj)
+		}
+		if group == "" {
 			group = key
 		}
 		l := byGroup[group]
+		if l != nil && l.named < 0 && e.Obj != nil && e.Obj.Path != "" {
+			// The file was first seen by device and inode (its process
+			// had exited before its fd was read); a sleep that read the
+			// path names it.
+			l.key, l.name, l.named = key, name, 1
+		}
 		if l == nil {
 			l = &kobjLock{kind: kind, key: key, name: name, group: group, frame: frame, call: e.Syscall,
 				waiters: map[int]int{}, holders: map[int]int{}, points: map[core.PointKey]int64{},
 				frames: map[core.PointKey][]recording.Frame{}, pis: map[core.PointKey]int{}}
+			if e.Obj != nil && e.Obj.Path == "" {
+				l.named = -1
+			}
 			byGroup[group] = l
 			order = append(order, group)
 		}
@@ -299,10 +333,42 @@ func (ld *Data) kobjLocks() []*kobjLock {
 	}
 	out := make([]*kobjLock, 0, len(order))
 	for _, g := range order {
+		byGroup[g].foldTruncated()
 		out = append(out, byGroup[g])
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].waitNS > out[j].waitNS })
 	return out
+}
+
+// foldTruncated moves the waiting of a point whose user stack is the C
+// library's wrapper alone (flock, write: the unwinding stopped there, as
+// it does for a process that exits before its stack is unwound in user
+// space) to the heaviest point whose stack goes on from the same frames:
+// it is that call, with its callers lost. Without it a short-lived
+// program's one call site is two points, and which weighs more changes
+// from run to run.
+func (l *kobjLock) foldTruncated() {
+	for k, fr := range l.frames {
+		if len(fr) == 0 || slices.ContainsFunc(fr, func(f recording.Frame) bool { return !isLibc(f) }) {
+			continue
+		}
+		var into core.PointKey
+		found := false
+		for k2, fr2 := range l.frames {
+			if k2 == k || len(fr2) <= len(fr) || !slices.EqualFunc(fr, fr2[:len(fr)], sameFrame) {
+				continue
+			}
+			if !found || l.points[k2] > l.points[into] {
+				into, found = k2, true
+			}
+		}
+		if found {
+			l.points[into] += l.points[k]
+			delete(l.points, k)
+			delete(l.frames, k)
+			delete(l.pis, k)
+		}
+	}
 }
 
 // point returns the lock's heaviest program point, and how many there are.
@@ -603,9 +669,10 @@ func cmdOf(o *recording.Object) string {
 	return o.Cmd
 }
 
-// polledSleeps finds the sleeps of p's threads at the points where they
-// fail: a sleep whose stack passes through the failing function is the
-// wait between two tries.
+// polledSleeps finds the sleeps of p's threads between their tries: a
+// sleep whose stack passes through the failing function, or the first
+// sleep after a failure whose stack meets the failure's in the retry loop
+// (afterFailure).
 func (ld *Data) polledSleeps(p *polledLock) {
 	fns := map[string]bool{}
 	for k := range p.points {
@@ -613,6 +680,11 @@ func (ld *Data) polledSleeps(p *polledLock) {
 			fns[k.Fn] = true
 		}
 	}
+	fails := map[int][]*recording.Event{}
+	for _, f := range p.fails {
+		fails[f.TID] = append(fails[f.TID], f)
+	}
+	var sleeps []*recording.Event
 	for i := range ld.rec.Events {
 		e := &ld.rec.Events[i]
 		if e.Kind != recording.EventSleep || !p.threads[e.TID] || e.State == recording.StateUninterruptible {
@@ -621,6 +693,18 @@ func (ld *Data) polledSleeps(p *polledLock) {
 		if !sleepCalls[e.Syscall] {
 			continue
 		}
+		sleeps = append(sleeps, e)
+	}
+	sort.SliceStable(sleeps, func(i, j int) bool { return sleeps[i].T < sleeps[j].T })
+	for _, fs := range fails {
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].T < fs[j].T })
+	}
+	// last is each thread's previous sleep's start: a failure after it
+	// is one this sleep may follow.
+	last := map[int]int64{}
+	for _, e := range sleeps {
+		prev, seen := last[e.TID]
+		last[e.TID] = e.T
 		user, pi := userPart(ld.stackOf(e))
 		in := false
 		for _, f := range user {
@@ -628,6 +712,9 @@ func (ld *Data) polledSleeps(p *polledLock) {
 				in = true
 				break
 			}
+		}
+		if !in {
+			in = ld.afterFailure(fails[e.TID], e, user, prev, seen)
 		}
 		if !in {
 			continue
@@ -641,6 +728,48 @@ func (ld *Data) polledSleeps(p *polledLock) {
 		p.sleepKeys[core.KeyOf(user, pi)] = true
 		p.sleepKeys[core.KeyOf(user, livePointIndex(user))] = true
 	}
+}
+
+// retryLoopCallers is how far above the failing point a retry loop may
+// sit: the point is the caller of the C library's call (SQLite's
+// unixLock), its caller the loop that tries again (pager_wait_on_lock),
+// whose own caller the sleep shares (sqlite3PagerSharedLock) when the
+// loop's frames carry different addresses of one unnamed function. Two
+// callers reach it; more would pair a try with any sleep of the thread's
+// main loop.
+const retryLoopCallers = 2
+
+// afterFailure reports whether sleep e is the wait between two tries of a
+// thread whose failures fs are sorted by time: the thread's first sleep
+// after a failure (none of its sleeps since that failure, the previous
+// one starting at prev when seen), at a stack that shares the failure's
+// callers from at most retryLoopCallers above the failing point up. A
+// library that tries in one function and sleeps in another, both called
+// by its retry loop (SQLite's busy handler), sleeps outside the failing
+// function.
+func (ld *Data) afterFailure(fs []*recording.Event, e *recording.Event, user []recording.Frame, prev int64, seen bool) bool {
+	i := sort.Search(len(fs), func(i int) bool { return fs[i].T > e.T })
+	if i == 0 {
+		return false
+	}
+	f := fs[i-1]
+	if seen && f.T < prev {
+		return false
+	}
+	fu, fpi := userPart(ld.stackOf(f))
+	if fpi < 0 {
+		return false
+	}
+	common := 0
+	for common < len(fu) && common < len(user) && sameFrame(fu[len(fu)-1-common], user[len(user)-1-common]) {
+		common++
+	}
+	return common > 0 && len(fu)-common <= fpi+retryLoopCallers
+}
+
+// sameFrame compares two frames by function and module.
+func sameFrame(a, b recording.Frame) bool {
+	return a.Func == b.Func && a.Module == b.Module
 }
 
 // polledHolder measures what the object's other users did when a try
