@@ -2,11 +2,15 @@ package collector
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
@@ -24,23 +28,56 @@ type goProbes struct {
 	// since is when the first probes were attached and until when they
 	// were taken off (0 while attached), as session offsets.
 	since, until time.Duration
+	// hitCost is the measured cost of one counted probe hit (ev_gosync)
+	// of the probes attached: goParkWakeHitCost or goEntryReturnHitCost.
+	hitCost time.Duration
 }
 
-// The Go lock probes cost the target's goroutines, not contend: each
-// contended acquisition runs the entry probe and one on a RET, which the
-// kernel single-steps. make bench measures the pair at +17 µs of CPU per
-// contended acquisition (gomutex row, this kind of VM; the RET is most of
-// it). A program that contends tens of thousands of times a second would
-// lose a large part of a CPU to them, so they are taken off once their
-// estimated cost passes a budget, and the recording says so.
+// goAttach is what attachGo places in one Go process.
+type goAttach struct {
+	// parkWake selects the park/wake probes: ct_gosync_park at park's
+	// entry, ct_gosync_wake at wake's, with rets in ct_gosync_callers.
+	// Otherwise the entry/return probes on funcs.
+	parkWake   bool
+	park, wake goFunc
+	rets       []goRet
+	funcs      []goFunc
+}
+
+// goRet is a return address in a lock wrapper (goCaller) where the
+// process maps it, and the kind of lock the wrapper waits for.
+type goRet struct {
+	Addr uint64
+	Kind uint32
+}
+
+// goProbesEnv selects the Go lock probes: "entry-return" places the
+// single-stepped RET probes (make bench compares them); anything else, or
+// unset, the park/wake probes, falling back to entry/return for a binary
+// whose runtime lacks what park/wake needs.
+const goProbesEnv = "CONTEND_GO_PROBES"
+
+// The Go lock probes cost the target's goroutines, not contend: a probe
+// hit runs in the goroutine's thread. The park/wake probes hit twice per
+// parked acquisition (park and wake, both emulated by the kernel) and once
+// per blocking channel operation (wake); the entry/return probes once at
+// the slow path's entry and once on a RET, which the kernel single-steps.
+// ev_gosync counts the hits of the park/wake probes, the entries of the
+// entry/return ones. The probes are taken off once their estimated cost
+// passes a budget, and the recording says so. Figures: docs/results.md
+// (gomutex rows of make bench, this kind of VM).
 const (
-	// goProbeHitCost is the measured cost of one probed acquisition.
-	goProbeHitCost = 17 * time.Microsecond
-	// goProbeBudget is the share of one CPU the probes may cost the target:
-	// 2 %, about 1,200 contended acquisitions a second. A convoy worth
-	// naming is seen well within the first second at any rate above it
-	// (the Go stripe fixture: about 27,000 waits a second).
-	goProbeBudget = 0.02
+	// goParkWakeHitCost is the measured cost of one park/wake probe hit,
+	// half a parked acquisition's.
+	goParkWakeHitCost = 600 * time.Nanosecond
+	// goEntryReturnHitCost is the measured cost of one entry/return
+	// pair, per contended acquisition.
+	goEntryReturnHitCost = 17 * time.Microsecond
+	// goProbeBudget is the share of one CPU the probes may cost the
+	// target: 5 %, about 40,000 parked acquisitions a second with the
+	// park/wake probes (the Go stripe fixture parks about 27,000 times a
+	// second and keeps them), 3,000 with the entry/return ones.
+	goProbeBudget = 0.05
 	// goProbeJudgeAfter is how long the rate is averaged before it is
 	// judged, so that one burst of contention does not take them off.
 	goProbeJudgeAfter = time.Second
@@ -48,19 +85,20 @@ const (
 
 // checkGoProbeCost takes the Go lock probes off once they have been
 // attached for goProbeJudgeAfter and their estimated cost to the target
-// (hits × goProbeHitCost over the time attached) passes goProbeBudget.
-// hits is the kernel's count of probed slow-path entries so far.
+// (hits × the probes' hit cost over the time attached) passes
+// goProbeBudget. hits is the kernel's count of probe hits so far
+// (ev_gosync).
 func (s *Session) checkGoProbeCost(hits uint64, at time.Duration) {
 	g := &s.goUp
 	g.mu.Lock()
 	span := at - g.since
 	over := len(g.attached) > 0 && g.until == 0 && span >= goProbeJudgeAfter &&
-		float64(hits)*goProbeHitCost.Seconds() > goProbeBudget*span.Seconds()
+		float64(hits)*g.hitCost.Seconds() > goProbeBudget*span.Seconds()
 	if over {
 		g.until = at
 		rate := float64(hits) / span.Seconds()
-		g.info.Detached = fmt.Sprintf("taken off after %s: %s contended acquisitions a second cost the target about %s of a CPU in probe hits (%s each), over the %s budget; the Go lock waits cover those %s only",
-			units.Seconds(span.Seconds()), units.Rate(rate), units.Percent(rate*goProbeHitCost.Seconds()), units.Seconds(goProbeHitCost.Seconds()), units.Percent(goProbeBudget), units.Seconds(span.Seconds()))
+		g.info.Detached = fmt.Sprintf("taken off after %s: %s probe hits a second cost the target about %s of a CPU (%s each), over the %s budget; the Go lock waits cover those %s only",
+			units.Seconds(span.Seconds()), units.Rate(rate), units.Percent(rate*g.hitCost.Seconds()), units.Seconds(g.hitCost.Seconds()), units.Percent(goProbeBudget), units.Seconds(span.Seconds()))
 	}
 	note := g.info.Detached
 	g.mu.Unlock()
@@ -167,8 +205,12 @@ func (s *Session) attachGoProbes(pid uint32) {
 
 	exe := procPath(s.opts.ProcRoot, strconv.Itoa(int(pid)), "exe")
 	found, err := findGoFuncs(exe)
+	var a goAttach
 	if err == nil {
-		err = s.tr.attachGo(int(pid), exe, found.funcs)
+		a, err = s.goAttachFor(pid, exe, found)
+	}
+	if err == nil {
+		err = s.tr.attachGo(int(pid), exe, a)
 	}
 	g.mu.Lock()
 	if err != nil {
@@ -183,16 +225,21 @@ func (s *Session) attachGoProbes(pid uint32) {
 		s.addWarning(fmt.Sprintf("Go lock waits not measured in pid %d: %v", pid, err))
 		return
 	}
-	for _, f := range found.funcs {
-		g.info.Functions = appendNew(g.info.Functions, f.Name)
+	for _, f := range a.probed() {
+		g.info.Functions = appendNew(g.info.Functions, f)
 	}
-	g.info.Missing = appendNew(g.info.Missing, found.missing...)
+	if a.parkWake {
+		g.hitCost = max(g.hitCost, goParkWakeHitCost)
+	} else {
+		g.hitCost = max(g.hitCost, goEntryReturnHitCost)
+		g.info.Missing = appendNew(g.info.Missing, found.missing...)
+	}
 	g.info.Table, g.info.Why = found.table, ""
 	first := !g.noted
 	g.noted = true
 	g.mu.Unlock()
 	if first {
-		note := goProbesNote(found)
+		note := goProbesNote(found, a)
 		s.addWarning(note)
 		if s.opts.OnNote != nil {
 			s.opts.OnNote(note)
@@ -200,14 +247,78 @@ func (s *Session) attachGoProbes(pid uint32) {
 	}
 }
 
-// goProbesNote says how the Go lock waits are measured, for Meta.Warnings
-// and stderr.
-func goProbesNote(found *goFuncsFound) string {
-	names := make([]string, len(found.funcs))
-	for i, f := range found.funcs {
+// goAttachFor decides how the Go lock waits of process pid, running the
+// executable exe whose functions are found, are measured: with the
+// park/wake probes unless goProbesEnv asks for the entry/return ones or
+// the runtime lacks what they need. For the park/wake probes it maps the
+// lock wrappers' return addresses into the process (a position
+// independent executable is mapped anywhere).
+func (s *Session) goAttachFor(pid uint32, exe string, found *goFuncsFound) (goAttach, error) {
+	if os.Getenv(goProbesEnv) == "entry-return" || found.parkMissing != "" {
+		if len(found.funcs) == 0 {
+			return goAttach{}, fmt.Errorf("%s: no lock slow path to probe (%s)", exe, found.parkMissing)
+		}
+		return goAttach{funcs: found.funcs}, nil
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		return goAttach{}, fmt.Errorf("stat %s: %w", exe, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return goAttach{}, fmt.Errorf("stat %s: no inode", exe)
+	}
+	maps, err := readMaps(s.opts.ProcRoot, pid)
+	if err != nil {
+		return goAttach{}, fmt.Errorf("read the mappings of pid %d: %w", pid, err)
+	}
+	a := goAttach{parkWake: true, park: found.park, wake: found.wake}
+	for _, c := range found.callers {
+		if addr, ok := mappedAt(maps, sys.Ino, c.Off); ok {
+			a.rets = append(a.rets, goRet{Addr: addr, Kind: c.Kind})
+		}
+	}
+	if len(a.rets) == 0 {
+		return goAttach{}, fmt.Errorf("pid %d: its executable's code is not mapped", pid)
+	}
+	return a, nil
+}
+
+// mappedAt returns the address where file offset off of the file with
+// inode ino is mapped executable, per maps.
+func mappedAt(maps []*procfs.ProcMap, ino, off uint64) (uint64, bool) {
+	for _, m := range maps {
+		size := uint64(m.EndAddr - m.StartAddr)
+		if m.Inode != ino || m.Perms == nil || !m.Perms.Execute || m.Offset < 0 || off < uint64(m.Offset) || off-uint64(m.Offset) >= size {
+			continue
+		}
+		return uint64(m.StartAddr) + off - uint64(m.Offset), true
+	}
+	return 0, false
+}
+
+// probed returns the names of the functions a places probes on.
+func (a goAttach) probed() []string {
+	if a.parkWake {
+		return []string{a.park.Name, a.wake.Name}
+	}
+	names := make([]string, len(a.funcs))
+	for i, f := range a.funcs {
 		names[i] = f.Name
 	}
-	note := fmt.Sprintf("Go lock waits measured with uprobes on %s (found in the executable's %s), since no pprof endpoint gives the runtime's profiles", strings.Join(names, ", "), found.table)
+	return names
+}
+
+// goProbesNote says how the Go lock waits are measured, for Meta.Warnings
+// and stderr.
+func goProbesNote(found *goFuncsFound, a goAttach) string {
+	if a.parkWake {
+		return fmt.Sprintf("Go lock waits measured with uprobes at the entries of %s and %s (found in the executable's %s), park to run again, since no pprof endpoint gives the runtime's profiles", a.park.Name, a.wake.Name, found.table)
+	}
+	note := fmt.Sprintf("Go lock waits measured with uprobes on the entries and returns of %s (found in the executable's %s), since no pprof endpoint gives the runtime's profiles", strings.Join(a.probed(), ", "), found.table)
+	if found.parkMissing != "" {
+		note += "; the cheaper park/wake probes cannot be placed: " + found.parkMissing
+	}
 	if len(found.missing) > 0 {
 		note += "; not measured: " + strings.Join(found.missing, "; ")
 	}

@@ -333,6 +333,14 @@ type goSyncKey struct {
 	Kind  uint32
 }
 
+// goCallerKey mirrors struct ct_gosync_caller: a return address in
+// process PID after a call in one of the runtime's lock wrappers.
+type goCallerKey struct {
+	Ret uint64
+	PID uint32
+	_   uint32
+}
+
 // callStart mirrors struct ct_call_start: a thread's traced syscall that
 // left the CPU asleep, TS 0 once it ended, with the user registers of the
 // call and the stack walked from them.
