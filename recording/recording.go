@@ -123,9 +123,9 @@ const (
 	// meaning they share: each sample is where goroutines waited for a
 	// lock, the leaf the slow path (internal/sync.(*Mutex).lockSlow,
 	// sync.runtime_SemacquireRWMutexR, sync.runtime_SemacquireRWMutex),
-	// every contended acquisition counted (no sampling rate). Labels: pid,
-	// lock (the *Mutex lockSlow ran on, or the RWMutex's semaphore word,
-	// "0x…" in process pid).
+	// every parked acquisition counted (no sampling rate). Labels: pid,
+	// lock (the lock's semaphore word; with the entry/return probes the
+	// *Mutex lockSlow ran on; "0x…" in process pid).
 	ViewGoLockWaits View = "go-lockwaits"
 )
 
