@@ -2,6 +2,7 @@ package collector
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -25,9 +26,20 @@ type goProbes struct {
 	attached map[uint32]bool
 	info     recording.GoUprobes
 	noted    bool
-	// since is when the first probes were attached and until when they
-	// were taken off (0 while attached), as session offsets.
-	since, until time.Duration
+	// plans holds what was placed in each process attached, to put it
+	// back after a pause.
+	plans map[uint32]goPlan
+	// windows are the closed spans the probes were attached for, as
+	// session offsets; from is when the open one began (while not
+	// paused), fromHits the hit count (ev_gosync) then.
+	windows  []span
+	from     time.Duration
+	fromHits uint64
+	// paused: taken off past the budget, until resumeAt; pauses counts
+	// the pauses.
+	paused   bool
+	resumeAt time.Duration
+	pauses   int
 	// hitCost is the measured cost of one counted probe hit (ev_gosync)
 	// of the probes attached: goParkWakeHitCost or goEntryReturnHitCost.
 	hitCost time.Duration
@@ -45,6 +57,13 @@ type goAttach struct {
 	park, wake goFunc
 	rets       []goRet
 	funcs      []goFunc
+}
+
+// goPlan is what the Go lock probes place in one process: attachGo's
+// arguments.
+type goPlan struct {
+	exe string
+	a   goAttach
 }
 
 // goRet is a return address in a lock wrapper (goCaller) where the
@@ -97,35 +116,74 @@ const (
 	goProbeJudgeAfter = time.Second
 )
 
-// checkGoProbeCost takes the Go lock probes off once they have been
-// attached for goProbeJudgeAfter and their estimated cost to the target
-// (hits × the probes' hit cost over the time attached) passes
-// goProbeBudget. hits is the kernel's count of probe hits so far
-// (ev_gosync).
+// goProbeMaxPause bounds a pause of the Go lock probes: past it they are
+// put back whatever they cost, for goProbeJudgeAfter, so that a program
+// whose contention changes is measured again within minutes.
+const goProbeMaxPause = 5 * time.Minute
+
+// checkGoProbeCost pauses the Go lock probes once they have been attached
+// for goProbeJudgeAfter and their estimated cost to the target (hits ×
+// the probes' hit cost over the time attached) passes goProbeBudget, and
+// puts them back after a pause that brings their average cost over the
+// window and the pause down to the budget (at most goProbeMaxPause).
+// hits is the kernel's count of probe hits so far (ev_gosync).
 func (s *Session) checkGoProbeCost(hits uint64, at time.Duration) {
 	g := &s.goUp
 	g.mu.Lock()
-	span := at - g.since
-	over := len(g.attached) > 0 && g.until == 0 && span >= goProbeJudgeAfter && !g.noBudget &&
-		float64(hits)*g.hitCost.Seconds() > goProbeBudget*span.Seconds()
-	if over {
-		g.until = at
-		rate := float64(hits) / span.Seconds()
-		g.info.Detached = fmt.Sprintf("taken off after %s: %s probe hits a second cost the target about %s of a CPU (%s each), over the %s budget; the Go lock waits cover those %s only",
-			units.Seconds(span.Seconds()), units.Rate(rate), units.Percent(rate*g.hitCost.Seconds()), units.Seconds(g.hitCost.Seconds()), units.Percent(goProbeBudget), units.Seconds(span.Seconds()))
+	var resume []uint32
+	var note string
+	pause := false
+	switch {
+	case g.paused:
+		if at < g.resumeAt {
+			break
+		}
+		g.paused = false
+		g.from, g.fromHits = at, hits
+		for pid := range g.plans {
+			resume = append(resume, pid)
+		}
+		slices.Sort(resume)
+	case len(g.plans) > 0 && !g.noBudget && at-g.from >= goProbeJudgeAfter:
+		on := at - g.from
+		share := float64(hits-g.fromHits) * g.hitCost.Seconds() / on.Seconds()
+		if share <= goProbeBudget {
+			break
+		}
+		pause = true
+		g.paused = true
+		g.windows = append(g.windows, span{uint64(g.from), uint64(at)})
+		wait := min(time.Duration(float64(on)*(share/goProbeBudget-1)), goProbeMaxPause)
+		g.resumeAt = at + max(wait, goProbeJudgeAfter)
+		g.pauses++
+		if g.pauses == 1 {
+			rate := float64(hits-g.fromHits) / on.Seconds()
+			g.info.Detached = fmt.Sprintf("taken off after %s: %s probe hits a second cost the target about %s of a CPU (%s each), over the %s budget; put back for %s after each pause that brings their average within it (the first: %s), so the Go lock waits cover part of the recording, the go-lockwaits view's duration",
+				units.Seconds(on.Seconds()), units.Rate(rate), units.Percent(share), units.Seconds(g.hitCost.Seconds()), units.Percent(goProbeBudget), units.Seconds(goProbeJudgeAfter.Seconds()), units.Seconds((g.resumeAt - at).Seconds()))
+			note = "Go lock probes " + g.info.Detached
+		}
 	}
-	note := g.info.Detached
+	plans := maps.Clone(g.plans)
 	g.mu.Unlock()
-	if !over {
-		return
+	if pause {
+		if err := s.tr.detachGo(); err != nil {
+			s.addWarning(err.Error())
+		}
 	}
-	if err := s.tr.detachGo(); err != nil {
-		s.addWarning(err.Error())
+	if note != "" {
+		s.addWarning(note)
+		if s.opts.OnNote != nil {
+			s.opts.OnNote(note)
+		}
 	}
-	note = "Go lock probes " + note
-	s.addWarning(note)
-	if s.opts.OnNote != nil {
-		s.opts.OnNote(note)
+	for _, pid := range resume {
+		p := plans[pid]
+		if err := s.tr.attachGo(int(pid), p.exe, p.a); err != nil {
+			g.mu.Lock()
+			delete(g.plans, pid)
+			g.mu.Unlock()
+			s.addWarning(fmt.Sprintf("Go lock waits no longer measured in pid %d: %v", pid, err))
+		}
 	}
 }
 
@@ -134,11 +192,15 @@ func (s *Session) checkGoProbeCost(hits uint64, at time.Duration) {
 func (g *goProbes) cover(from, to time.Duration) time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	end := to
-	if g.until > 0 {
-		end = min(end, g.until)
+	ws := g.windows
+	if len(g.attached) > 0 && !g.paused {
+		ws = append(slices.Clone(ws), span{uint64(g.from), uint64(to)})
 	}
-	return max(end-max(from, g.since), 0)
+	var d time.Duration
+	for _, w := range ws {
+		d += max(min(to, time.Duration(w.hi))-max(from, time.Duration(w.lo)), 0)
+	}
+	return d
 }
 
 // active reports whether the probes are attached to some process: the
@@ -207,15 +269,17 @@ func (s *Session) startGoProbes() {
 func (s *Session) attachGoProbes(pid uint32) {
 	g := &s.goUp
 	g.mu.Lock()
-	if !g.on || g.attached[pid] || g.until > 0 {
+	if !g.on || g.attached[pid] {
 		g.mu.Unlock()
 		return
 	}
 	if g.attached == nil {
 		g.attached = map[uint32]bool{}
-		g.since = s.elapsed()
+		g.plans = map[uint32]goPlan{}
+		g.from = s.elapsed()
 	}
 	g.attached[pid] = true
+	paused := g.paused
 	g.mu.Unlock()
 
 	exe := procPath(s.opts.ProcRoot, strconv.Itoa(int(pid)), "exe")
@@ -224,7 +288,7 @@ func (s *Session) attachGoProbes(pid uint32) {
 	if err == nil {
 		a, err = s.goAttachFor(pid, exe, found)
 	}
-	if err == nil {
+	if err == nil && !paused {
 		err = s.tr.attachGo(int(pid), exe, a)
 	}
 	g.mu.Lock()
@@ -250,6 +314,7 @@ func (s *Session) attachGoProbes(pid uint32) {
 		g.info.Missing = appendNew(g.info.Missing, found.missing...)
 	}
 	g.info.Table, g.info.Why = found.table, ""
+	g.plans[pid] = goPlan{exe: exe, a: a}
 	first := !g.noted
 	g.noted = true
 	g.mu.Unlock()

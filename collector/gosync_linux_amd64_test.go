@@ -24,7 +24,8 @@ import (
 // endpoint) through a session, with each way of placing the Go lock
 // probes: the park/wake probes (two links, at the entries of queue and
 // releaseSudog) and the entry/return ones (one link at each slow path's
-// entry and one at each of its RETs). The go-lockwaits view holds the
+// entry and one at each of its RETs). Past their budget they come off,
+// and are put back after a pause; the go-lockwaits view holds the
 // fixture's waits at the function that takes the lock, under the slow
 // path, and Stop leaves none of the links behind.
 func TestGoProbesAttachAndDetach(t *testing.T) {
@@ -74,6 +75,12 @@ func testGoProbes(t *testing.T, parkWake bool) {
 	if len(minus(linksMid, links0)) == 0 {
 		t.Error("every probe came off with the Go lock probes")
 	}
+	// After a pause that brings their average cost to the budget, they
+	// are put back, the same links again.
+	waitUntil(t, "the Go lock probes put back after their pause", func() bool {
+		_, l := testbin.BPFObjects(t, os.Getpid())
+		return goSyncLinks(t, minus(l, links0)) == want
+	})
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)

@@ -333,6 +333,13 @@ type goSyncKey struct {
 	Kind  uint32
 }
 
+// goGKey mirrors struct ct_gosync_g: one goroutine of process PID.
+type goGKey struct {
+	G   uint64
+	PID uint32
+	_   uint32
+}
+
 // goCallerKey mirrors struct ct_gosync_caller: a return address in
 // process PID after a call in one of the runtime's lock wrappers.
 type goCallerKey struct {

@@ -53,6 +53,7 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_io_key", ioKey{}},
 		{"ct_gosync_key", goSyncKey{}},
 		{"ct_gosync_caller", goCallerKey{}},
+		{"ct_gosync_g", goGKey{}},
 		{"ct_window_hdr", windowHdr{}},
 		{"ct_event", rawEvent{}},
 		{"ct_sleep", sleepRec{}},

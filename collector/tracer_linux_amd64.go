@@ -449,10 +449,30 @@ func (t *bpfTracer) detachGo() error {
 	for _, l := range links {
 		errs = append(errs, l.Close())
 	}
-	if coll := t.colls["gosync"]; coll != nil && len(callers) > 0 {
+	if coll := t.colls["gosync"]; coll != nil {
 		m := coll.Maps["ct_gosync_callers"]
 		for i := range callers {
 			if err := m.Delete(&callers[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		// A wait parked before the probes came off ends unseen; its
+		// start would otherwise be matched, after they are put back, by
+		// the next wake of the same goroutine with the same sudog (the
+		// runtime reuses both).
+		inflight := coll.Maps["ct_gosync_inflight"]
+		var keys []goGKey
+		var prev any
+		for len(keys) < int(inflight.MaxEntries()) {
+			var k goGKey
+			if inflight.NextKey(prev, &k) != nil {
+				break
+			}
+			keys = append(keys, k)
+			prev = &keys[len(keys)-1]
+		}
+		for i := range keys {
+			if err := inflight.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 				errs = append(errs, err)
 			}
 		}
