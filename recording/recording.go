@@ -700,7 +700,9 @@ type GoData struct {
 
 // GoUprobes says where the Go lock probes were placed, or why not.
 type GoUprobes struct {
-	// Functions lists the lock slow paths probed
+	// Functions lists the functions probed: the park/wake probes'
+	// ("runtime.(*semaRoot).queue", "runtime.releaseSudog"), or the lock
+	// slow paths with the entry/return ones
 	// ("internal/sync.(*Mutex).lockSlow").
 	Functions []string `json:"functions,omitempty"`
 	// Table says where they were found: "symbol table", or "pclntab" in
