@@ -6,8 +6,9 @@
 // other families cannot see it. The collector attaches these programs as
 // uprobes on a Go target's own binary, per process, each on an
 // instruction the kernel emulates (the frame pointer's PUSH after the
-// stack check) instead of single-stepping it: about 0.5 µs a hit against
-// 15 µs for a single-stepped one (docs/results.md). Never uretprobes: a
+// stack check) instead of single-stepping it: on the benchmark's VM about
+// 5 µs a hit against 21 µs for a single-stepped one (docs/cost.md). Never
+// uretprobes: a
 // uretprobe rewrites the return address on the goroutine's stack, which
 // Go's stack copying and traceback cannot follow.
 //

@@ -105,11 +105,14 @@ type goFuncsFound struct {
 // in: only amd64 code is disassembled, and g is in r14 only there.
 var errNotGoAMD64 = errors.New("not an x86-64 executable")
 
-// findGoFuncs finds the Go lock slow paths (goLockFuncs) in the Go
-// executable at path, from its symbol table or, when it was stripped of
-// one, from the runtime's own function table (pclntab), which every Go
-// binary keeps; and it disassembles each to find its RET instructions.
-// A function not found is listed in missing; an error means none can be
+// findGoFuncs finds what the Go lock probes need in the Go executable at
+// path: for the park/wake probes, goParkFunc, goWakeFunc and the return
+// addresses of goLockWrappers' calls; for the entry/return ones, the lock
+// slow paths (goLockFuncs) and their RET instructions. It reads the
+// symbol table or, when the binary was stripped of one, the runtime's own
+// function table (pclntab), which every Go binary keeps, and disassembles
+// each function found. A lock slow path not found is listed in missing,
+// what park/wake lacks in parkMissing; an error means nothing can be
 // probed.
 func findGoFuncs(path string) (*goFuncsFound, error) {
 	file, err := os.Open(path)
@@ -552,8 +555,8 @@ func callEnds(insts []decoded) []uint64 {
 // instruction when the function starts otherwise. The kernel single-steps
 // most probed instructions out of line, a second trap per hit, but
 // emulates a PUSH: on the machine the benchmark ran on, a uprobe costs
-// about 15 µs on the stack check and 0.5 µs on the PUSH (perf probe, no
-// BPF program attached). Up to the PUSH, the stack and frame pointers are
+// about 21 µs on a single-stepped instruction and 5 µs on the PUSH (perf
+// probe, no BPF program attached; docs/cost.md). Up to the PUSH, the stack and frame pointers are
 // those of the entry, so the stack is walked the same way; a call that
 // grows its stack runs the check again and reaches the PUSH once.
 func entryOffset(insts []decoded) uint64 {
