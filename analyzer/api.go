@@ -58,6 +58,7 @@ const (
 	EvGoSpinRunnable     = core.EvGoSpinRunnable
 	EvGoSpinYield        = core.EvGoSpinYield
 	EvHandoffs           = core.EvHandoffs
+	EvHandoffHolds       = core.EvHandoffHolds
 	EvHolderIO           = core.EvHolderIO
 	EvHolderPreempted    = core.EvHolderPreempted
 	EvHotStripe          = core.EvHotStripe

@@ -67,6 +67,13 @@ var liveCases = map[string]liveCase{
 	// rwstarve is not in package expect yet (fixtures/HOLDERS.md).
 	"c-rwstarve-bad":   {kind: analyzer.KindWriterStarvation, lock: "table_rw (rwstarve)"},
 	"c-rwstarve-fixed": {notKind: analyzer.KindWriterStarvation},
+	// semlock is not in package expect yet either (TestSemlockReplay).
+	"c-semlock-bad":   {kind: analyzer.KindIOUnderLock, lock: "log_sem (semlock)"},
+	"c-semlock-fixed": {notKind: analyzer.KindIOUnderLock},
+	// The same at 2 and at 64 threads per CPU.
+	"c-semlock-bad-4threads":     {kind: analyzer.KindIOUnderLock, lock: "log_sem (semlock)"},
+	"c-semlock-bad-128threads":   {kind: analyzer.KindIOUnderLock, lock: "log_sem (semlock)"},
+	"c-semlock-fixed-128threads": {notKind: analyzer.KindIOUnderLock},
 	// JVM fixtures, recorded with --jvm-dumps 3: the dumps name the lock
 	// objects; the spin recording carries the compiled code of its loop.
 	"jvm-spin-bad":   {fixture: "jvm/spin", variant: "bad"},

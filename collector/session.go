@@ -148,7 +148,11 @@ type Session struct {
 	unnamed int  // processes beyond maxProcesses, symbolized raw
 	endKind int
 	endAt   time.Duration
-	runErr  error
+	// endSilence is how long the recording's end took to take the
+	// recorded processes out of the target set, its clock read on both
+	// sides: the probes stopped somewhere in it (info_end_silence_ns).
+	endSilence time.Duration
+	runErr     error
 
 	done     chan struct{}
 	endOnce  sync.Once
@@ -466,6 +470,18 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	if n, ok := tr.(interface{ kernelNotes() []string }); ok {
 		s.meta.Warnings = append(s.meta.Warnings, n.kernelNotes()...)
 	}
+	// The processes named are in the target set before the clock starts:
+	// join reads their /proc entries and symbols before it adds them,
+	// which takes hundreds of milliseconds on a loaded machine, and what
+	// they did meanwhile fell inside the recording's window unseen (4-15 %
+	// of the switch-ins of TestOffCPURunqMatchesFtrace beside four CPU
+	// hogs). join adds them again, and takes out one that has gone.
+	for _, p := range pids {
+		if err := tr.setTarget(p, true); err != nil {
+			tr.detach()
+			return nil, err
+		}
+	}
 	// The recording starts once every probe is attached: attaching takes
 	// a noticeable time on a busy machine, and the on-CPU probes attach
 	// last.
@@ -611,12 +627,36 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	s.mu.Unlock()
 	o := s.opts
 	if err := checkTarget(o.ProcRoot, int(pid)); err != nil {
+		s.tr.setTarget(int(pid), false)
 		return err
 	}
 	p := &targetProc{pid: pid, alive: true, info: readTarget(o.ProcRoot, int(pid))}
 	p.proc = recording.Process{PID: int(pid), Comm: p.info.comm, Cmdline: p.info.cmdline, Exe: p.info.exe, GoVersion: p.info.goVersion, Joined: at}
 	if err := s.tr.setTarget(int(pid), true); err != nil {
 		return err
+	}
+	// The thread timeline starts first: what follows (symbols, a JVM's
+	// perf map through jcmd) takes seconds on a loaded machine, and the
+	// process's threads are sampled meanwhile.
+	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
+	switch {
+	case err == nil:
+		ctx, cancel := context.WithCancel(s.inner)
+		p.procs, p.cancel = ps, cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			// The sampler ends by itself when the process exits; any
+			// other end leaves the process's timeline short, and says so.
+			if err := ps.Run(ctx, s.clk.wall); err != nil {
+				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
+			}
+		}()
+	case errors.Is(err, ErrNoProcess):
+		s.tr.setTarget(int(pid), false)
+		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+	default:
+		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
 	}
 	p.sym = rawSymbols{}
 	if !o.NoProbes {
@@ -632,6 +672,9 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			}
 		case errors.Is(err, symbolize.ErrNoProcess):
 			s.tr.setTarget(int(pid), false)
+			if p.cancel != nil {
+				p.cancel()
+			}
 			return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 		default:
 			s.addWarning(fmt.Sprintf("pid %d: user frames are not symbolized and stack windows not unwound: %v", pid, err))
@@ -658,27 +701,6 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 		s.mu.Lock()
 		s.seededOpen += uint64(n)
 		s.mu.Unlock()
-	}
-	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
-	switch {
-	case err == nil:
-		ctx, cancel := context.WithCancel(s.inner)
-		p.procs, p.cancel = ps, cancel
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			// The sampler ends by itself when the process exits; any
-			// other end leaves the process's timeline short, and says so.
-			if err := ps.Run(ctx, s.clk.wall); err != nil {
-				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
-			}
-		}()
-	case errors.Is(err, ErrNoProcess):
-		s.tr.setTarget(int(pid), false)
-		p.sym.Close()
-		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
-	default:
-		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
 	}
 	s.mu.Lock()
 	if old := s.procs[pid]; old != nil && old.procs != nil {
@@ -1075,11 +1097,15 @@ func (s *Session) finish() {
 	// counted in its window. The rest of the set (processes the probes
 	// added since the last scan, --comm or --cgroup) is emptied after;
 	// what they record meanwhile falls past the end.
+	silencing := s.elapsed()
 	if err := s.tr.silence(s.Targets()); err != nil {
 		s.setErr(err)
 	}
 	// Nothing is recorded after this: the final drain ends here.
 	detached := s.elapsed()
+	s.mu.Lock()
+	s.endSilence = detached - silencing
+	s.mu.Unlock()
 	if err := s.tr.silenceAll(); err != nil {
 		s.setErr(err)
 	}
@@ -1378,7 +1404,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	s.mu.Lock()
 	meta := s.meta
 	meta.Warnings = append([]string(nil), s.meta.Warnings...)
-	kind, endAt, runErr := s.endKind, s.endAt, s.runErr
+	kind, endAt, runErr, endSilence := s.endKind, s.endAt, s.runErr, s.endSilence
 	unnamed := s.unnamed
 	type procView struct {
 		proc recording.Process
@@ -1402,6 +1428,9 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	}
 	for k, v := range d.counters {
 		meta.Counters[k] = v
+	}
+	if endSilence > 0 {
+		meta.Counters["info_end_silence_ns"] = uint64(endSilence)
 	}
 	var timelines []*recording.Timeline
 	for _, p := range procs {

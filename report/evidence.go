@@ -115,6 +115,11 @@ var evidenceWords = map[analyzer.EvidenceKind]func(w words) string{
 		}
 		return t + fmt.Sprintf("; the holds that ended in a hand-off lasted at most %s on average (%s / %s hand-offs)", w.sec("hold_bound_s"), w.sec("dur_s"), w.cnt("woken"))
 	},
+	analyzer.EvHandoffHolds: func(w words) string {
+		t := fmt.Sprintf("%s holds measured per hand-off, each from when its holder took the lock (its own wait ended, or a waiter found the lock taken) to its release: p50 %s, p90 %s, p99 %s, longest %s, mean %s; %s held in all, %s of it in I/O by the holder (%s)",
+			w.cnt("holds"), w.sec("p50_s"), w.sec("p90_s"), w.sec("p99_s"), w.sec("max_s"), w.sec("mean_s"), w.sec("held_s"), w.pct("io_share"), w.sec("io_s"))
+		return t + fmt.Sprintf("; %s of the %s hand-offs in the event log measured (%s counted in the kernel), the others' holds fit in the %s between hand-offs not measured as held", w.pct("coverage"), w.cnt("releases"), w.cnt("woken"), w.sec("unsure_s"))
+	},
 	analyzer.EvWaitQuantiles: func(w words) string {
 		var t string
 		if w.n("from") == "histogram" {

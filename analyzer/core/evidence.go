@@ -22,6 +22,13 @@ const (
 	// EvHandoffs — F: woken, rate, hold_bound_s, dur_s. N: releaser
 	// (optional).
 	EvHandoffs EvidenceKind = "handoffs"
+	// EvHandoffHolds — F: holds (measured), releases (hand-offs in the
+	// event log), woken (wakes of a waiter the kernel counted), coverage
+	// (holds / releases), mean_s, p50_s, p90_s, p99_s, max_s, held_s,
+	// io_s, io_share (of held_s the holders spent in I/O), unsure_s (the
+	// time between the first and last hand-off neither measured as held
+	// nor known free: what the unmeasured holds can add at most).
+	EvHandoffHolds EvidenceKind = "handoff-holds"
 	// EvWaitQuantiles — F: p50_s, p99_s, logged, max_s. N: from ("event
 	// log" or "histogram").
 	EvWaitQuantiles EvidenceKind = "wait-quantiles"
@@ -230,6 +237,7 @@ var EvidenceKinds = []EvidenceKind{
 	EvFutexWaits,
 	EvWaitPoints,
 	EvHandoffs,
+	EvHandoffHolds,
 	EvWaitQuantiles,
 	EvContendedSpan,
 	EvOwnerField,

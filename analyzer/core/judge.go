@@ -103,7 +103,7 @@ func JudgeLock(c *LockCase, dur time.Duration) Finding {
 	ev := append([]Evidence(nil), c.Ev...)
 	var r Remedy
 	switch {
-	case c.IO.Explains && !c.IO.WaitersDoIO:
+	case c.IO.Explains && (!c.IO.WaitersDoIO || c.IO.Transfer):
 		v.Kind, r = KindIOUnderLock, RemedyMoveIOOff
 		ev = append(ioEvidence(c), ev...) // the strongest fact first
 	case c.IO.Explains:

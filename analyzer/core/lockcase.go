@@ -178,6 +178,14 @@ type IOFacts struct {
 	// WaitersDoIO is set when every waiter does the I/O under the lock
 	// itself: the lock then orders their I/O rather than stalling others.
 	WaitersDoIO bool
+	// Transfer is set when that I/O is mostly plain data transfer
+	// (TransferIO: write, read, send, …) rather than commits (fsync,
+	// rename): the kernel keeps each such call whole and in order
+	// whether or not the lock is held, so what the lock adds is the
+	// waiting, and moving the I/O off it is the remedy even when every
+	// waiter does it. Commits are what a group commit shares, and their
+	// order is often the point of the lock.
+	Transfer bool
 	// Victims is how many waiters do no I/O under the lock.
 	Victims int
 	// Site is where the I/O is issued, when known; call names it

@@ -50,9 +50,12 @@ type Sugg struct {
 	Fn string
 	// calls names the I/O system calls; where is the I/O's function.
 	calls, where string
-	ioShare      float64
-	victimAt     string
-	holderSites  []string
+	// ownTransfer is set when every waiter does the I/O under the lock
+	// itself and that I/O is plain data transfer (IOFacts.Transfer).
+	ownTransfer bool
+	ioShare     float64
+	victimAt    string
+	holderSites []string
 	// foreignShare: see ioFacts.foreignShare.
 	foreignShare float64
 	// rate is the hand-off rate; cpus how many CPUs the machine has,
@@ -182,6 +185,13 @@ func moveIOOff(s Sugg) Suggestion {
 	}
 	if s.ioShare > 0 {
 		gain = fmt.Sprintf("up to %s less waiting on the lock (%s of it coincides with the holder's I/O)", units.Percent(s.ioShare), units.Percent(s.ioShare))
+	}
+	if s.ownTransfer {
+		return Suggestion{
+			Action:       fmt.Sprintf("Move %s off the lock: under the lock, do only what it guards (take the sequence number, format the record into a buffer of the thread's own); release the lock; then write the record in one call. If the records must reach the reader in sequence order, queue them under the lock and let one writer thread drain the queue.", where),
+			Reasoning:    fmt.Sprintf("Every %s that takes the lock does %s under it, and the holder keeps the lock while the call waits for the reader or the device, so the others queue behind it. The kernel keeps each such call whole without the lock (a pipe write of up to PIPE_BUF bytes, an O_APPEND write, a datagram); the lock adds only the waiting.", s.Whom, s.calls),
+			ExpectedGain: gain,
+		}
 	}
 	return Suggestion{
 		Action:       fmt.Sprintf("Move %s off the lock: under the lock, copy the state to write (a snapshot) and stamp it with a sequence number; release the lock; then write outside it, serialized by a separate lock, skipping any snapshot older than the last one written so an older snapshot never overwrites a newer one.", where),
@@ -374,6 +384,7 @@ func (c *LockCase) sugg() Sugg {
 		preempted:    c.EvWaitNS > 0 && float64(c.PreemptNS) >= IOMinExplained*float64(c.EvWaitNS),
 		CPUs:         c.CPUs,
 		rw:           c.RW,
+		ownTransfer:  c.IO.WaitersDoIO && c.IO.Transfer,
 	}
 	if c.PassOn > 0 {
 		s.group = float64(c.PassOnOf) / float64(c.PassOn)

@@ -73,6 +73,16 @@ const (
 	// independent of how many threads wait.
 	IOMinExplained = 0.25
 
+	// TransferMinShare is the share of the holders' I/O time that plain
+	// data transfer (TransferIO) must take for the I/O to be moved off
+	// the lock rather than coalesced when the waiters do it themselves
+	// (IOFacts.Transfer). Above half, moving the transfers off the lock
+	// wins back more waiting than a group commit of the rest could; a
+	// journal commit (write, fsync, rename) spends nearly all of its time
+	// in fsync and rename and stays far below. A share, so independent of
+	// how many threads wait.
+	TransferMinShare = 0.5
+
 	// hotStripeShare is the share of an array's waiting one element must
 	// take for the array to have a hot stripe. With keys spread by a hash,
 	// each of n stripes takes about 1/n of the waiting; one stripe with
@@ -188,3 +198,14 @@ const ChainMinShare = IOMinExplained
 // the event log: with fewer, p99 is the maximum of a handful, so the
 // in-kernel histogram (every wait, log2 buckets) answers instead.
 const MinLoggedWaits = 20
+
+// TransferIO names the system calls that move data without making it
+// durable: each is kept whole by the kernel (a pipe write of at most
+// PIPE_BUF bytes, an O_APPEND write, a datagram), so a lock around it
+// orders nothing the kernel does not.
+var TransferIO = map[string]bool{
+	"read": true, "readv": true, "pread64": true, "preadv": true, "preadv2": true,
+	"write": true, "writev": true, "pwrite64": true, "pwritev": true, "pwritev2": true,
+	"send": true, "sendto": true, "sendmsg": true, "sendmmsg": true,
+	"recv": true, "recvfrom": true, "recvmsg": true, "recvmmsg": true,
+}

@@ -107,6 +107,9 @@ func (ld *Data) lockEvidence(lf *lockFacts, c *core.LockCase) []core.Evidence {
 		ev = append(ev, core.Fact("futex", core.EvHandoffs, "woken", g.woken, "rate", lf.handoffRate,
 			"hold_bound_s", lf.holdBound, "dur_s", ld.dur, "releaser", rel))
 	}
+	if hf := lf.handoff; hf != nil && len(hf.holds) > 0 {
+		ev = append(ev, hf.evidence())
+	}
 	if lf.p99 > 0 {
 		src := "events"
 		if lf.quantFrom == "histogram" {
@@ -176,6 +179,14 @@ func (ld *Data) ioFacts(lf *lockFacts) core.IOFacts {
 	if len(io.Calls) > 0 {
 		io.Call = io.Calls[0].Name
 	}
+	var transfer, all int64
+	for k, ns := range lf.ioBySys {
+		all += ns
+		if core.TransferIO[k] {
+			transfer += ns
+		}
+	}
+	io.Transfer = all > 0 && float64(transfer) >= core.TransferMinShare*float64(all)
 	if site, ok := ld.ioSite(lf); ok {
 		io.Site = &site
 		io.HolderSites = []string{core.ShortFuncName(site.Function)}
@@ -187,7 +198,7 @@ func (ld *Data) ioFacts(lf *lockFacts) core.IOFacts {
 		site = core.PointString(*io.Site)
 	}
 	switch {
-	case io.WaitersDoIO:
+	case io.WaitersDoIO && !io.Transfer:
 		names := make([]string, len(io.Calls))
 		for i, c := range io.Calls {
 			names[i] = c.Name

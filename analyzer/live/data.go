@@ -202,10 +202,31 @@ func (ld *Data) readTimeline() {
 			}
 		}
 	}
-	if n := tl.Samples; n > 0 {
+	// The mean counts the instants at which the process was sampled: a
+	// process joined late (a JVM whose perf map took seconds to fetch on
+	// a loaded machine) has no thread at the instants before, and those
+	// are missing data, not instants with nothing runnable.
+	covered := make([]bool, tl.Samples)
+	for i := range tl.Threads {
+		s := &tl.Threads[i]
+		for k := 0; k < len(s.States); k++ {
+			if j := s.First + k; j >= 0 && j < len(covered) && s.States[k] != recording.NotSampled {
+				covered[j] = true
+			}
+		}
+	}
+	n := 0
+	for _, c := range covered {
+		if c {
+			n++
+		}
+	}
+	if n > 0 {
 		total := 0
-		for _, r := range tl.RunnableSeries() {
-			total += r
+		for i, r := range tl.RunnableSeries() {
+			if covered[i] {
+				total += r
+			}
 		}
 		ld.meanRunnable = float64(total) / float64(n)
 	}

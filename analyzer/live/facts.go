@@ -119,6 +119,10 @@ type lockFacts struct {
 	// holders waited on it while others waited for this lock.
 	holderWaits map[uint64]int64
 
+	// handoff holds the holds reconstructed from the hand-offs of a lock
+	// whose word names no holder (handoffLock), nil for any other lock.
+	handoff *handoffFacts
+
 	// CPU of the waiters (on-CPU samples): all of it, in lock machinery
 	// and the kernel paths of waiting and waking, inside the functions
 	// that take the lock (the critical section, upper bound), and outside.
@@ -184,13 +188,24 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 	if g.jvm != nil && !g.jvm.pause {
 		releases = x.wakesOn(addrs)
 	}
+	if handoffLock(g) {
+		if hf := ld.handoffHolds(g, own); hf.lockLike() {
+			lf.handoff = hf
+		}
+	}
 	for _, w := range g.words {
 		for _, e := range x.waits[w.addr] {
 			durs = append(durs, e.Dur)
 			spans = append(spans, span{e.T, e.End()})
 			lf.evWaitNS += e.Dur
 			var cover []span
-			for _, h := range ld.holdsDuring(*e, w, addrs, releases, own) {
+			var parts []holdPart
+			if lf.handoff != nil {
+				parts = lf.handoff.during(e.T, e.End())
+			} else {
+				parts = ld.holdsDuring(*e, w, addrs, releases, own)
+			}
+			for _, h := range parts {
 				if h.tid == e.Peer {
 					lf.holderPreempted(x, h.from, h.to, h.tid)
 				}

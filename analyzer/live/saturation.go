@@ -181,7 +181,7 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 		f.Confidence = core.ConfidenceHigh // /proc states agree with the scheduler's
 	}
 	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", CPUs: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)}
-	score := satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpus, ld.dur) + f.CPUSeconds
+	score := satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpuS/ld.dur.Seconds(), cpus, ld.dur) + f.CPUSeconds
 	f.Score = &score
 	a.Res.Findings = append(a.Res.Findings, core.Judge(f))
 }
@@ -195,10 +195,18 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 // queued on average over the recording. The rest is time queued behind
 // other processes, which fewer threads in this process would not give
 // back; counting it let two CPU hogs beside c/hotstripe rank saturation
-// above the hot stripe. Both terms are per CPU and per second, so the
-// rule reads the same at 2 and at 64 threads per CPU.
-func satRankSeconds(outsideLocksNS int64, runnable float64, cpus int, dur time.Duration) float64 {
-	own := max(0, runnable-float64(cpus)) * dur.Seconds()
+// above the hot stripe. The runnable count itself grows when other
+// processes take the CPUs (a thread that wakes, works briefly and sleeps
+// stays runnable longer), so the oversubscription is weighed by the share
+// of the CPUs the process kept busy (running / cpus, at most 1): a thread
+// can queue behind its own process's threads only while they hold the
+// CPUs. A process running 0.36 CPUs' worth of work on 2 CPUs with 4
+// threads runnable (c/mmapstorm beside a busy build) saturates nothing
+// by itself; a CPU-bound one alone keeps the weight whole. Every term is
+// per CPU and per second, so the rule reads the same at 2 and at 64
+// threads per CPU.
+func satRankSeconds(outsideLocksNS int64, runnable, running float64, cpus int, dur time.Duration) float64 {
+	own := max(0, runnable-float64(cpus)) * dur.Seconds() * min(1, running/float64(cpus))
 	return min(core.Seconds(outsideLocksNS), own)
 }
 
