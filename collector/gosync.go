@@ -276,7 +276,6 @@ func (s *Session) attachGoProbes(pid uint32) {
 	if g.attached == nil {
 		g.attached = map[uint32]bool{}
 		g.plans = map[uint32]goPlan{}
-		g.from = s.elapsed()
 	}
 	g.attached[pid] = true
 	paused := g.paused
@@ -314,6 +313,10 @@ func (s *Session) attachGoProbes(pid uint32) {
 		g.info.Missing = appendNew(g.info.Missing, found.missing...)
 	}
 	g.info.Table, g.info.Why = found.table, ""
+	if len(g.plans) == 0 && !paused {
+		// The first window opens with the first probes placed.
+		g.from = s.elapsed()
+	}
 	g.plans[pid] = goPlan{exe: exe, a: a}
 	first := !g.noted
 	g.noted = true
