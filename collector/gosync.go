@@ -318,9 +318,17 @@ func (s *Session) attachGoProbes(pid uint32) {
 		g.from = s.elapsed()
 	}
 	g.plans[pid] = goPlan{exe: exe, a: a}
+	// Paused while these probes were placed: the pause's detach ran
+	// before them, so they come off now, to be put back with the rest.
+	stray := !paused && g.paused
 	first := !g.noted
 	g.noted = true
 	g.mu.Unlock()
+	if stray {
+		if err := s.tr.detachGo(); err != nil {
+			s.addWarning(err.Error())
+		}
+	}
 	if first {
 		note := goProbesNote(found, a)
 		s.addWarning(note)
