@@ -19,13 +19,23 @@ struct ct_gosync_g {
 	__u32 _pad;
 };
 
-// ct_gosync_start is a goroutine inside a probed slow path: since when,
-// from which stack, in which function.
+// ct_gosync_start is a goroutine inside a probed slow path, or parked on
+// a lock's semaphore: since when, from which stack, on which lock, and
+// (parked) the sudog it queued, which names the wait its wake-up ends.
 struct ct_gosync_start {
 	__u64 ts;
 	__u64 stack;
 	__u64 addr;
+	__u64 sudog;
 	__u32 kind;
+	__u32 _pad;
+};
+
+// ct_gosync_caller names a return address in process pid: one after a
+// CALL in a runtime function that parks a goroutine for a lock.
+struct ct_gosync_caller {
+	__u64 ret;
+	__u32 pid;
 	__u32 _pad;
 };
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/arch/x86/x86asm"
@@ -29,6 +30,36 @@ type goFunc struct {
 	Entry uint64
 	// Rets holds the offsets of its RET instructions from its first.
 	Rets []uint64
+	// Calls holds the offsets, from its first instruction, of the
+	// instruction after each of its CALLs: its return addresses.
+	Calls []uint64
+}
+
+// goCaller is a return address in a Go executable, as a file offset, after
+// a call in one of the runtime's lock wait wrappers (goLockWrappers).
+type goCaller struct {
+	Off  uint64
+	Kind uint32
+}
+
+// The park/wake probes (bpf/gosync.bpf.c): the runtime function a
+// goroutine queues its sudog on a semaphore in just before it parks, and
+// the one it calls first when it runs again with the semaphore (both in
+// semacquire1, runtime/sema.go, the same since before Go 1.21).
+const (
+	goParkFunc = "runtime.(*semaRoot).queue"
+	goWakeFunc = "runtime.releaseSudog"
+)
+
+// goLockWrappers are the runtime functions that call semacquire1 for a
+// lock, one per waiting side, under each name across Go versions: the
+// return address of semacquire1 into one of them tells the park probe
+// which lock a semaphore belongs to. Every name found is used: a Go 1.24
+// binary may keep both Mutex wrappers.
+var goLockWrappers = []goLockFunc{
+	{goSyncMutex, "sync.Mutex", []string{"internal/sync.runtime_SemacquireMutex", "sync.runtime_SemacquireMutex"}},
+	{goSyncRLock, "sync.RWMutex readers", []string{"sync.runtime_SemacquireRWMutexR"}},
+	{goSyncWLock, "sync.RWMutex writers", []string{"sync.runtime_SemacquireRWMutex"}},
 }
 
 // goLockFunc is one waiting side of Go's locks, under each name it has
@@ -62,17 +93,26 @@ type goFuncsFound struct {
 	table string
 	// missing says, per lock kind not found, which names were looked for.
 	missing []string
+	// park and wake are goParkFunc and goWakeFunc, callers the return
+	// addresses in the lock wrappers: what the park/wake probes need.
+	// parkMissing says why they cannot be placed ("" when they can).
+	park, wake  goFunc
+	callers     []goCaller
+	parkMissing string
 }
 
 // errNotGoAMD64 reports an executable the Go lock probes cannot be placed
 // in: only amd64 code is disassembled, and g is in r14 only there.
 var errNotGoAMD64 = errors.New("not an x86-64 executable")
 
-// findGoFuncs finds the Go lock slow paths (goLockFuncs) in the Go
-// executable at path, from its symbol table or, when it was stripped of
-// one, from the runtime's own function table (pclntab), which every Go
-// binary keeps; and it disassembles each to find its RET instructions.
-// A function not found is listed in missing; an error means none can be
+// findGoFuncs finds what the Go lock probes need in the Go executable at
+// path: for the park/wake probes, goParkFunc, goWakeFunc and the return
+// addresses of goLockWrappers' calls; for the entry/return ones, the lock
+// slow paths (goLockFuncs) and their RET instructions. It reads the
+// symbol table or, when the binary was stripped of one, the runtime's own
+// function table (pclntab), which every Go binary keeps, and disassembles
+// each function found. A lock slow path not found is listed in missing,
+// what park/wake lacks in parkMissing; an error means nothing can be
 // probed.
 func findGoFuncs(path string) (*goFuncsFound, error) {
 	file, err := os.Open(path)
@@ -94,9 +134,15 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 	if f.Machine != elf.EM_X86_64 || f.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%s: %w (%s, %s)", path, errNotGoAMD64, f.Machine, f.Class)
 	}
-	var names []string
-	for _, lf := range goLockFuncs {
-		names = append(names, lf.names...)
+	names := []string{goParkFunc, goWakeFunc}
+	for _, lfs := range [][]goLockFunc{goLockFuncs, goLockWrappers} {
+		for _, lf := range lfs {
+			for _, n := range lf.names {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+		}
 	}
 	spans, table, err := funcTable(f, st.Size(), names)
 	if err != nil {
@@ -122,10 +168,57 @@ func findGoFuncs(path string) (*goFuncsFound, error) {
 			out.missing = append(out.missing, fmt.Sprintf("%s (%s: not in the %s; renamed or inlined in this Go version)", lf.what, strings.Join(lf.names, ", "), table))
 		}
 	}
-	if len(out.funcs) == 0 {
+	if err := out.findParkWake(f, spans); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(out.funcs) == 0 && out.parkMissing != "" {
 		return out, fmt.Errorf("%s: none of Go's lock slow paths is in its %s: %s", path, table, strings.Join(out.missing, "; "))
 	}
 	return out, nil
+}
+
+// findParkWake fills in what the park/wake probes need from spans, the
+// functions found in f, or says in parkMissing what is not there.
+func (out *goFuncsFound) findParkWake(f *elf.File, spans map[string]span) error {
+	var absent []string
+	for _, name := range []string{goParkFunc, goWakeFunc} {
+		sp, ok := spans[name]
+		if !ok {
+			absent = append(absent, name)
+			continue
+		}
+		fn, err := goFuncAt(f, name, 0, sp.lo, sp.hi)
+		if err != nil {
+			return err
+		}
+		if name == goParkFunc {
+			out.park = fn
+		} else {
+			out.wake = fn
+		}
+	}
+	for _, lf := range goLockWrappers {
+		for _, name := range lf.names {
+			sp, ok := spans[name]
+			if !ok {
+				continue
+			}
+			fn, err := goFuncAt(f, name, lf.kind, sp.lo, sp.hi)
+			if err != nil {
+				return err
+			}
+			for _, c := range fn.Calls {
+				out.callers = append(out.callers, goCaller{Off: fn.Offset + c, Kind: lf.kind})
+			}
+		}
+	}
+	if len(out.callers) == 0 {
+		absent = append(absent, "the lock wrappers (sync.runtime_SemacquireMutex and kin)")
+	}
+	if len(absent) > 0 {
+		out.parkMissing = fmt.Sprintf("%s not in the %s", strings.Join(absent, ", "), out.table)
+	}
+	return nil
 }
 
 // goBuildVersion returns the Go version that built the executable at
@@ -397,7 +490,7 @@ func goFuncAt(f *elf.File, name string, kind uint32, lo, hi uint64) (goFunc, err
 		if len(rets) == 0 {
 			return goFunc{}, fmt.Errorf("%s: no RET instruction", name)
 		}
-		return goFunc{Name: name, Kind: kind, Offset: lo - p.Vaddr + p.Off, Entry: entryOffset(insts), Rets: rets}, nil
+		return goFunc{Name: name, Kind: kind, Offset: lo - p.Vaddr + p.Off, Entry: entryOffset(insts), Rets: rets, Calls: callEnds(insts)}, nil
 	}
 	return goFunc{}, fmt.Errorf("%s at 0x%x: in no executable segment", name, lo)
 }
@@ -443,6 +536,18 @@ func retOffsets(insts []decoded) []uint64 {
 	return rets
 }
 
+// callEnds returns the offsets of the instructions after the CALLs of
+// insts: the return addresses the calls push.
+func callEnds(insts []decoded) []uint64 {
+	var ends []uint64
+	for _, d := range insts {
+		if d.inst.Op == x86asm.CALL {
+			ends = append(ends, d.off+uint64(d.inst.Len))
+		}
+	}
+	return ends
+}
+
 // entryOffset returns where the entry probe of a function goes: at the
 // PUSH of the frame pointer that follows Go's stack-growth check (a CMP
 // of the stack pointer, or of a register LEA computed from it, with g's
@@ -450,8 +555,8 @@ func retOffsets(insts []decoded) []uint64 {
 // instruction when the function starts otherwise. The kernel single-steps
 // most probed instructions out of line, a second trap per hit, but
 // emulates a PUSH: on the machine the benchmark ran on, a uprobe costs
-// about 15 µs on the stack check and 0.5 µs on the PUSH (perf probe, no
-// BPF program attached). Up to the PUSH, the stack and frame pointers are
+// about 21 µs on a single-stepped instruction and 5 µs on the PUSH (perf
+// probe, no BPF program attached; docs/cost.md). Up to the PUSH, the stack and frame pointers are
 // those of the entry, so the stack is walked the same way; a call that
 // grows its stack runs the check again and reaches the PUSH once.
 func entryOffset(insts []decoded) uint64 {

@@ -51,6 +51,23 @@ func TestFindGoFuncs(t *testing.T) {
 	if wantNames := []string{"internal/sync.(*Mutex).lockSlow", "sync.runtime_SemacquireRWMutexR", "sync.runtime_SemacquireRWMutex"}; !slices.Equal(names, wantNames) {
 		t.Errorf("found %q, want %q", names, wantNames)
 	}
+	// The park/wake probes: at the frame pointer's PUSH of queue and
+	// releaseSudog, and semacquire1's return into each lock wrapper
+	// listed with the wrapper's kind.
+	if got.parkMissing != "" {
+		t.Errorf("park/wake probes: %s", got.parkMissing)
+	}
+	for _, f := range []goFunc{got.park, got.wake} {
+		if w := want[f.Name]; f.Entry != w.push || f.Offset != w.entry-0x400000 {
+			t.Errorf("%s: probe at file offset 0x%x+0x%x, want 0x%x+0x%x", f.Name, f.Offset, f.Entry, w.entry-0x400000, w.push)
+		}
+	}
+	for name, kind := range map[string]uint32{"internal/sync.runtime_SemacquireMutex": goSyncMutex, "sync.runtime_SemacquireRWMutexR": goSyncRLock, "sync.runtime_SemacquireRWMutex": goSyncWLock} {
+		w := want[name]
+		if w.semaRet == 0 || !slices.Contains(got.callers, goCaller{Off: w.semaRet - 0x400000, Kind: kind}) {
+			t.Errorf("%s: semacquire1 returns to 0x%x, not among the callers %+v with kind %d", name, w.semaRet, got.callers, kind)
+		}
+	}
 
 	fromPcln, err := findGoFuncs(stripped)
 	if err != nil {
@@ -67,6 +84,9 @@ func TestFindGoFuncs(t *testing.T) {
 		if g := got.funcs[i]; f.Name != g.Name || f.Offset != g.Offset || f.Entry != g.Entry || !slices.Equal(f.Rets, g.Rets) {
 			t.Errorf("stripped binary: %+v, want %+v", f, g)
 		}
+	}
+	if fromPcln.park.Offset != got.park.Offset || fromPcln.wake.Offset != got.wake.Offset || !slices.Equal(fromPcln.callers, got.callers) {
+		t.Errorf("stripped binary: park %+v, wake %+v, callers %+v; want %+v, %+v, %+v", fromPcln.park, fromPcln.wake, fromPcln.callers, got.park, got.wake, got.callers)
 	}
 }
 
@@ -104,13 +124,16 @@ func TestFindGoFuncsRefuses(t *testing.T) {
 type objFunc struct {
 	entry, push uint64
 	rets        []uint64
+	// semaRet is the address after its call of runtime.semacquire1.
+	semaRet uint64
 }
 
-// objdumpRets disassembles the lock slow paths of bin with go tool
-// objdump and returns each one's entry address and RET offsets.
+// objdumpRets disassembles the lock slow paths, the park/wake probes'
+// functions and the Mutex wrapper of bin with go tool objdump and returns
+// each one's entry address, RET offsets and return from semacquire1.
 func objdumpRets(t *testing.T, bin string) map[string]objFunc {
 	t.Helper()
-	out, err := exec.Command("go", "tool", "objdump", "-s", `^(internal/sync\.\(\*Mutex\)\.lockSlow|sync\.runtime_SemacquireRWMutexR?)$`, bin).Output()
+	out, err := exec.Command("go", "tool", "objdump", "-s", `^(internal/sync\.\(\*Mutex\)\.lockSlow|sync\.runtime_SemacquireRWMutexR?|internal/sync\.runtime_SemacquireMutex|runtime\.\(\*semaRoot\)\.queue|runtime\.releaseSudog)$`, bin).Output()
 	if err != nil {
 		t.Fatalf("go tool objdump: %v", err)
 	}
@@ -118,6 +141,7 @@ func objdumpRets(t *testing.T, bin string) map[string]objFunc {
 	inst := regexp.MustCompile(`^\s+\S+\s+0x([0-9a-f]+)\s+[0-9a-f]+\s+(\S+)`)
 	funcs := map[string]objFunc{}
 	var cur string
+	afterSema := false
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		if m := text.FindStringSubmatch(sc.Text()); m != nil {
@@ -139,10 +163,14 @@ func objdumpRets(t *testing.T, bin string) map[string]objFunc {
 		if m[2] == "PUSHQ" && f.push == 0 && strings.Contains(sc.Text(), "PUSHQ BP") {
 			f.push = addr - f.entry
 		}
+		if afterSema {
+			f.semaRet = addr
+		}
+		afterSema = m[2] == "CALL" && strings.Contains(sc.Text(), "runtime.semacquire1(SB)")
 		funcs[cur] = f
 	}
-	if len(funcs) != 3 {
-		t.Fatalf("go tool objdump listed %d functions, want 3:\n%s", len(funcs), out)
+	if len(funcs) != 6 {
+		t.Fatalf("go tool objdump listed %d functions, want 6:\n%s", len(funcs), out)
 	}
 	return funcs
 }

@@ -21,12 +21,24 @@ import (
 )
 
 // TestGoProbesAttachAndDetach records the Go stripe fixture (no pprof
-// endpoint) through a session: the Go lock probes are attached to it, one
-// link at each probed function's entry and one at each of its RETs, the
-// go-lockwaits view holds the fixture's waits at the function that takes
-// the lock, and Stop leaves none of the links behind.
+// endpoint) through a session, with each way of placing the Go lock
+// probes: the park/wake probes (two links, at the entries of queue and
+// releaseSudog) and the entry/return ones (one link at each slow path's
+// entry and one at each of its RETs). Past their budget they come off,
+// and are put back after a pause; the go-lockwaits view holds the
+// fixture's waits at the function that takes the lock, under the slow
+// path, and Stop leaves none of the links behind.
 func TestGoProbesAttachAndDetach(t *testing.T) {
 	requireRoot(t)
+	for _, mode := range []string{"park-wake", "entry-return"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv(goProbesEnv, mode)
+			testGoProbes(t, mode == "park-wake")
+		})
+	}
+}
+
+func testGoProbes(t *testing.T, parkWake bool) {
 	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s")
 	testbin.StartCmd(t, fx)
 	time.Sleep(300 * time.Millisecond) // past the runtime's start
@@ -34,9 +46,12 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := 0
-	for _, f := range found.funcs {
-		want += 1 + len(f.Rets)
+	want := 2
+	if !parkWake {
+		want = 0
+		for _, f := range found.funcs {
+			want += 1 + len(f.Rets)
+		}
 	}
 	progs0, links0 := testbin.BPFObjects(t, os.Getpid())
 	s, err := Start(context.Background(), Options{PID: fx.Process.Pid})
@@ -46,10 +61,10 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 	progs1, links1 := testbin.BPFObjects(t, os.Getpid())
 	newProgs, newLinks := minus(progs1, progs0), minus(links1, links0)
 	if got := goSyncLinks(t, newLinks); got != want {
-		t.Errorf("%d links of the Go lock probes, want %d (an entry and each RET of %d functions)", got, want, len(found.funcs))
+		t.Errorf("%d links of the Go lock probes, want %d", got, want)
 	}
-	// The stripe fixture contends tens of thousands of times a second,
-	// far past goProbeBudget: the probes come off after
+	// The stripe fixture parks thousands of times a second, past
+	// goProbeBudget with either probes: the probes come off after
 	// goProbeJudgeAfter, while the other probes stay. Waited for, not
 	// timed: on a busy machine the judgement runs late.
 	var linksMid []uint32
@@ -60,6 +75,12 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 	if len(minus(linksMid, links0)) == 0 {
 		t.Error("every probe came off with the Go lock probes")
 	}
+	// After a pause that brings their average cost to the budget, they
+	// are put back, the same links again.
+	waitUntil(t, "the Go lock probes put back after their pause", func() bool {
+		_, l := testbin.BPFObjects(t, os.Getpid())
+		return goSyncLinks(t, minus(l, links0)) == want
+	})
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +102,9 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 	}
 	var waits int64
 	for _, smp := range p.Sample {
+		if leaf := smp.Location[0].Line; len(leaf) == 0 || leaf[0].Function.Name != "internal/sync.(*Mutex).lockSlow" {
+			continue
+		}
 		for _, loc := range smp.Location {
 			if slices.ContainsFunc(loc.Line, func(l profile.Line) bool {
 				return strings.HasSuffix(l.Function.Name, "stripe.(*subscription).onIncomingMessage")
@@ -91,7 +115,7 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 		}
 	}
 	if waits == 0 {
-		t.Errorf("no lock wait at stripe.(*subscription).onIncomingMessage in the go-lockwaits view (%d samples)", len(p.Sample))
+		t.Errorf("no lock wait under lockSlow at stripe.(*subscription).onIncomingMessage in the go-lockwaits view (%d samples)", len(p.Sample))
 	}
 	checkRoundTrip(t, rec)
 }

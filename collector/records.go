@@ -333,6 +333,21 @@ type goSyncKey struct {
 	Kind  uint32
 }
 
+// goGKey mirrors struct ct_gosync_g: one goroutine of process PID.
+type goGKey struct {
+	G   uint64
+	PID uint32
+	_   uint32
+}
+
+// goCallerKey mirrors struct ct_gosync_caller: a return address in
+// process PID after a call in one of the runtime's lock wrappers.
+type goCallerKey struct {
+	Ret uint64
+	PID uint32
+	_   uint32
+}
+
 // callStart mirrors struct ct_call_start: a thread's traced syscall that
 // left the CPU asleep, TS 0 once it ended, with the user registers of the
 // call and the stack walked from them.

@@ -52,6 +52,8 @@ func TestRecordLayouts(t *testing.T) {
 		{"ct_oncpu_val", oncpuVal{}},
 		{"ct_io_key", ioKey{}},
 		{"ct_gosync_key", goSyncKey{}},
+		{"ct_gosync_caller", goCallerKey{}},
+		{"ct_gosync_g", goGKey{}},
 		{"ct_window_hdr", windowHdr{}},
 		{"ct_event", rawEvent{}},
 		{"ct_sleep", sleepRec{}},

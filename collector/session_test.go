@@ -70,7 +70,7 @@ func (f *fakeTracer) unseed(c openCall) error { return nil }
 
 func (f *fakeTracer) detachGo() error { return nil }
 
-func (f *fakeTracer) attachGo(int, string, []goFunc) error {
+func (f *fakeTracer) attachGo(int, string, goAttach) error {
 	return errors.New("the fake tracer has no uprobes")
 }
 

@@ -130,9 +130,9 @@ type tracer interface {
 	// openTS returns the start of the call c's thread has in progress
 	// now (0 when none), false when the thread has no entry.
 	openTS(c openCall) (uint64, bool)
-	// attachGo attaches the Go lock probes to functions fns of the Go
+	// attachGo attaches the Go lock probes a describes to the Go
 	// executable exe of process pid; they are detached with the others.
-	attachGo(pid int, exe string, fns []goFunc) error
+	attachGo(pid int, exe string, a goAttach) error
 	// detachGo takes every Go lock probe off, leaving the other probes.
 	detachGo() error
 }
@@ -169,6 +169,6 @@ func (*noTracer) unseed(openCall) error          { return nil }
 func (*noTracer) openTS(openCall) (uint64, bool) { return 0, false }
 func (*noTracer) detachGo() error                { return nil }
 
-func (*noTracer) attachGo(int, string, []goFunc) error {
+func (*noTracer) attachGo(int, string, goAttach) error {
 	return errors.New("no probes are attached")
 }

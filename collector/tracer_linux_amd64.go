@@ -131,7 +131,10 @@ type bpfTracer struct {
 	// goLinks are the Go lock uprobes, apart so that detachGo can take
 	// them off alone (goProbeBudget).
 	goLinks []link.Link
-	perfFDs []int
+	// goCallers are the keys attachGo stored in ct_gosync_callers,
+	// deleted by detachGo.
+	goCallers []goCallerKey
+	perfFDs   []int
 	// notes says what the probes could not record on this kernel while
 	// the rest records (an optional program that did not load).
 	notes []string
@@ -377,38 +380,56 @@ func (t *bpfTracer) attachPerCPU(prog *ebpf.Program, cfg tracerConfig) error {
 	return nil
 }
 
-// attachGo attaches the Go lock probes to the functions fns of the Go
-// executable exe of process pid: ct_gosync_enter at each function's entry
-// (goFunc.Entry),
-// ct_gosync_exit at each of its RET instructions, filtered to pid. On
-// error the uprobes attached so far stay in the tracer's links, detached
-// with the others.
-func (t *bpfTracer) attachGo(pid int, exe string, fns []goFunc) error {
+// attachGo attaches the Go lock probes to the Go executable exe of
+// process pid, filtered to pid, as a says: the park/wake probes
+// (ct_gosync_wake first, so that every wait parked after the park probe
+// is in place has its end seen), after the lock wrappers' return
+// addresses are in ct_gosync_callers; or ct_gosync_enter at each slow
+// path's entry (goFunc.Entry) and ct_gosync_exit at each of its RET
+// instructions. On error the uprobes attached so far stay in the
+// tracer's links, detached with the others.
+func (t *bpfTracer) attachGo(pid int, exe string, a goAttach) error {
 	coll := t.colls["gosync"]
 	if coll == nil {
 		return errors.New("the gosync probes are not loaded")
 	}
-	enter, exit := coll.Programs["ct_gosync_enter"], coll.Programs["ct_gosync_exit"]
 	ex, err := link.OpenExecutable(exe)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", exe, err)
 	}
-	for _, f := range fns {
-		at := func(prog *ebpf.Program, off uint64) error {
-			l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: f.Offset, Offset: off, PID: pid, Cookie: uint64(f.Kind)})
-			if err != nil {
-				return fmt.Errorf("uprobe %s+0x%x in %s: %w", f.Name, off, exe, classify(err))
+	at := func(prog *ebpf.Program, f goFunc, off uint64) error {
+		l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: f.Offset, Offset: off, PID: pid, Cookie: uint64(f.Kind)})
+		if err != nil {
+			return fmt.Errorf("uprobe %s+0x%x in %s: %w", f.Name, off, exe, classify(err))
+		}
+		t.mu.Lock()
+		t.goLinks = append(t.goLinks, l)
+		t.mu.Unlock()
+		return nil
+	}
+	if a.parkWake {
+		callers := coll.Maps["ct_gosync_callers"]
+		for _, r := range a.rets {
+			k := goCallerKey{Ret: r.Addr, PID: uint32(pid)}
+			if err := callers.Put(&k, &r.Kind); err != nil {
+				return fmt.Errorf("store the Go lock wrappers' return addresses: %w", err)
 			}
 			t.mu.Lock()
-			t.goLinks = append(t.goLinks, l)
+			t.goCallers = append(t.goCallers, k)
 			t.mu.Unlock()
-			return nil
 		}
-		if err := at(enter, f.Entry); err != nil {
+		if err := at(coll.Programs["ct_gosync_wake"], a.wake, a.wake.Entry); err != nil {
+			return err
+		}
+		return at(coll.Programs["ct_gosync_park"], a.park, a.park.Entry)
+	}
+	enter, exit := coll.Programs["ct_gosync_enter"], coll.Programs["ct_gosync_exit"]
+	for _, f := range a.funcs {
+		if err := at(enter, f, f.Entry); err != nil {
 			return err
 		}
 		for _, r := range f.Rets {
-			if err := at(exit, r); err != nil {
+			if err := at(exit, f, r); err != nil {
 				return err
 			}
 		}
@@ -421,10 +442,40 @@ func (t *bpfTracer) detachGo() error {
 	t.mu.Lock()
 	links := t.goLinks
 	t.goLinks = nil
+	callers := t.goCallers
+	t.goCallers = nil
 	t.mu.Unlock()
 	var errs []error
 	for _, l := range links {
 		errs = append(errs, l.Close())
+	}
+	if coll := t.colls["gosync"]; coll != nil {
+		m := coll.Maps["ct_gosync_callers"]
+		for i := range callers {
+			if err := m.Delete(&callers[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, err)
+			}
+		}
+		// A wait parked before the probes came off ends unseen; its
+		// start would otherwise be matched, after they are put back, by
+		// the next wake of the same goroutine with the same sudog (the
+		// runtime reuses both).
+		inflight := coll.Maps["ct_gosync_inflight"]
+		var keys []goGKey
+		var prev any
+		for len(keys) < int(inflight.MaxEntries()) {
+			var k goGKey
+			if inflight.NextKey(prev, &k) != nil {
+				break
+			}
+			keys = append(keys, k)
+			prev = &keys[len(keys)-1]
+		}
+		for i := range keys {
+			if err := inflight.Delete(&keys[i]); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("detach Go lock probes: %w", err)

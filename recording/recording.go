@@ -123,9 +123,9 @@ const (
 	// meaning they share: each sample is where goroutines waited for a
 	// lock, the leaf the slow path (internal/sync.(*Mutex).lockSlow,
 	// sync.runtime_SemacquireRWMutexR, sync.runtime_SemacquireRWMutex),
-	// every contended acquisition counted (no sampling rate). Labels: pid,
-	// lock (the *Mutex lockSlow ran on, or the RWMutex's semaphore word,
-	// "0x…" in process pid).
+	// every parked acquisition counted (no sampling rate). Labels: pid,
+	// lock (the lock's semaphore word; with the entry/return probes the
+	// *Mutex lockSlow ran on; "0x…" in process pid).
 	ViewGoLockWaits View = "go-lockwaits"
 )
 
@@ -700,7 +700,9 @@ type GoData struct {
 
 // GoUprobes says where the Go lock probes were placed, or why not.
 type GoUprobes struct {
-	// Functions lists the lock slow paths probed
+	// Functions lists the functions probed: the park/wake probes'
+	// ("runtime.(*semaRoot).queue", "runtime.releaseSudog"), or the lock
+	// slow paths with the entry/return ones
 	// ("internal/sync.(*Mutex).lockSlow").
 	Functions []string `json:"functions,omitempty"`
 	// Table says where they were found: "symbol table", or "pclntab" in

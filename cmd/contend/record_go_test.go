@@ -117,7 +117,7 @@ func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Resu
 	if !strings.Contains(errb.String(), "contend: no Go runtime profiles: "+why) {
 		t.Errorf("stderr does not say no endpoint was found:\n%s", errb)
 	}
-	probed := "contend: Go lock waits measured with uprobes on internal/sync.(*Mutex).lockSlow, sync.runtime_SemacquireRWMutexR, sync.runtime_SemacquireRWMutex (found in the executable's " + table + ")"
+	probed := "contend: Go lock waits measured with uprobes at the entries of runtime.(*semaRoot).queue and runtime.releaseSudog (found in the executable's " + table + ")"
 	if !strings.Contains(errb.String(), probed) {
 		t.Errorf("stderr does not say the lock waits are measured with uprobes (%q):\n%s", probed, errb)
 	}
@@ -129,8 +129,8 @@ func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Resu
 	if gd == nil || gd.Endpoint != "" || len(gd.Absent()) != len(recording.GoKinds) {
 		t.Fatalf("meta go_data %+v, want every pprof kind absent", gd)
 	}
-	if u := gd.Uprobes; !u.Have() || u.Table != table || !slices.Contains(u.Functions, "internal/sync.(*Mutex).lockSlow") || len(u.Missing) != 0 {
-		t.Errorf("meta go_data uprobes %+v, want every lock slow path probed, found in the %s", u, table)
+	if u := gd.Uprobes; !u.Have() || u.Table != table || !slices.Contains(u.Functions, "runtime.(*semaRoot).queue") || len(u.Missing) != 0 {
+		t.Errorf("meta go_data uprobes %+v, want the park/wake probes, found in the %s", u, table)
 	}
 	if rec.Profile(recording.ViewGoLockWaits) == nil {
 		t.Fatalf("no %s view in the recording", recording.ViewGoLockWaits)
@@ -149,8 +149,8 @@ func recordGoNoEndpoint(t *testing.T, bin, variant, table string) *analyzer.Resu
 				found = strings.Contains(m.Decides, "Not recorded: no pprof endpoint: the process listens on no TCP socket")
 				if what == "the Go block profile" {
 					found = found && strings.Contains(m.Decides, "measured with uprobes instead (go-lockwaits), their channel and select waits were not")
-					// The fixture contends far past the probes' budget:
-					// they come off after a second, and the note says so.
+					// The fixture contends past the probes' budget: they
+					// come off after a second, and the note says so.
 					if gd.Uprobes.Detached != "" {
 						found = found && strings.HasSuffix(m.Decides, "; the uprobes were "+gd.Uprobes.Detached)
 					}

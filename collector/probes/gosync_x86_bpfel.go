@@ -23,6 +23,7 @@ const (
 	GosyncMapCtGen             = "ct_gen"
 	GosyncMapCtGosync0         = "ct_gosync_0"
 	GosyncMapCtGosync1         = "ct_gosync_1"
+	GosyncMapCtGosyncCallers   = "ct_gosync_callers"
 	GosyncMapCtGosyncInflight  = "ct_gosync_inflight"
 	GosyncMapCtIrq             = "ct_irq"
 	GosyncMapCtNamed           = "ct_named"
@@ -32,6 +33,8 @@ const (
 	GosyncMapCtTargets         = "ct_targets"
 	GosyncProgCtGosyncEnter    = "ct_gosync_enter"
 	GosyncProgCtGosyncExit     = "ct_gosync_exit"
+	GosyncProgCtGosyncPark     = "ct_gosync_park"
+	GosyncProgCtGosyncWake     = "ct_gosync_wake"
 	GosyncVarCtBtfTypes        = "ct_btf_types"
 	GosyncVarCtZero            = "ct_zero"
 	GosyncVarEventIntervalNs   = "event_interval_ns"
@@ -84,6 +87,8 @@ type GosyncSpecs struct {
 type GosyncProgramSpecs struct {
 	CtGosyncEnter *ebpf.ProgramSpec `ebpf:"ct_gosync_enter"`
 	CtGosyncExit  *ebpf.ProgramSpec `ebpf:"ct_gosync_exit"`
+	CtGosyncPark  *ebpf.ProgramSpec `ebpf:"ct_gosync_park"`
+	CtGosyncWake  *ebpf.ProgramSpec `ebpf:"ct_gosync_wake"`
 }
 
 // GosyncMapSpecs contains maps before they are loaded into the kernel.
@@ -97,6 +102,7 @@ type GosyncMapSpecs struct {
 	CtGen            *ebpf.MapSpec `ebpf:"ct_gen"`
 	CtGosync0        *ebpf.MapSpec `ebpf:"ct_gosync_0"`
 	CtGosync1        *ebpf.MapSpec `ebpf:"ct_gosync_1"`
+	CtGosyncCallers  *ebpf.MapSpec `ebpf:"ct_gosync_callers"`
 	CtGosyncInflight *ebpf.MapSpec `ebpf:"ct_gosync_inflight"`
 	CtIrq            *ebpf.MapSpec `ebpf:"ct_irq"`
 	CtNamed          *ebpf.MapSpec `ebpf:"ct_named"`
@@ -145,6 +151,7 @@ type GosyncMaps struct {
 	CtGen            *ebpf.Map `ebpf:"ct_gen"`
 	CtGosync0        *ebpf.Map `ebpf:"ct_gosync_0"`
 	CtGosync1        *ebpf.Map `ebpf:"ct_gosync_1"`
+	CtGosyncCallers  *ebpf.Map `ebpf:"ct_gosync_callers"`
 	CtGosyncInflight *ebpf.Map `ebpf:"ct_gosync_inflight"`
 	CtIrq            *ebpf.Map `ebpf:"ct_irq"`
 	CtNamed          *ebpf.Map `ebpf:"ct_named"`
@@ -163,6 +170,7 @@ func (m *GosyncMaps) Close() error {
 		m.CtGen,
 		m.CtGosync0,
 		m.CtGosync1,
+		m.CtGosyncCallers,
 		m.CtGosyncInflight,
 		m.CtIrq,
 		m.CtNamed,
@@ -191,12 +199,16 @@ type GosyncVariables struct {
 type GosyncPrograms struct {
 	CtGosyncEnter *ebpf.Program `ebpf:"ct_gosync_enter"`
 	CtGosyncExit  *ebpf.Program `ebpf:"ct_gosync_exit"`
+	CtGosyncPark  *ebpf.Program `ebpf:"ct_gosync_park"`
+	CtGosyncWake  *ebpf.Program `ebpf:"ct_gosync_wake"`
 }
 
 func (p *GosyncPrograms) Close() error {
 	return _GosyncClose(
 		p.CtGosyncEnter,
 		p.CtGosyncExit,
+		p.CtGosyncPark,
+		p.CtGosyncWake,
 	)
 }
 

@@ -1,0 +1,3 @@
+module gover
+
+go 1.21
