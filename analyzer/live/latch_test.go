@@ -125,3 +125,46 @@ func TestSameIORate(t *testing.T) {
 		}
 	}
 }
+
+// Rates a few points apart over a thousand holds each (PostgreSQL's 4
+// backends on one row: 77-86 % of each one's holds flush the WAL) are one
+// rate for the verdict, though the binomial test tells them apart; and so
+// are many threads' rates spread a little wider than the binomial (128
+// backends, ten holds each). A thread that does the I/O in a tenth as
+// many of its holds as the others is spared it, at any number of holds.
+func TestSameIORateBeyondTheBinomial(t *testing.T) {
+	build := func(counts [][2]int) (map[int][]hold, map[int]int) {
+		holds, wet := map[int][]hold{}, map[int]int{}
+		for i, c := range counts {
+			for j := 0; j < c[0]; j++ {
+				holds[i+1] = append(holds[i+1], hold{int64(j), int64(j + 1)})
+			}
+			wet[i+1] = c[1]
+		}
+		return holds, wet
+	}
+	pg4 := [][2]int{{1317, 1134}, {1119, 856}, {1147, 903}, {1332, 1102}}
+	if !sameIORate(build(pg4)) {
+		t.Error("4 threads flushing in 77-86 % of ~1,200 holds each: want one rate")
+	}
+	spared := append(append([][2]int(nil), pg4...), [2]int{1200, 90})
+	if sameIORate(build(spared)) {
+		t.Error("a fifth thread with I/O in 8 % of its holds beside 77-86 %: want it spared")
+	}
+	// 128 threads, ten holds each, I/O in 2 to 7 of them: 1.3 times the
+	// binomial's spread.
+	var many [][2]int
+	for i := 0; i < 128; i++ {
+		many = append(many, [2]int{10, 2 + i%6})
+	}
+	if !sameIORate(build(many)) {
+		t.Error("128 threads with I/O in 2-7 of 10 holds each: want one rate")
+	}
+	var half [][2]int
+	for i := 0; i < 128; i++ {
+		half = append(half, [2]int{10, map[bool]int{true: 8, false: 0}[i%2 == 0]})
+	}
+	if sameIORate(build(half)) {
+		t.Error("64 threads with I/O in 8 of 10 holds, 64 in none: want the latter spared")
+	}
+}
