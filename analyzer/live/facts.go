@@ -201,7 +201,25 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 			spans = append(spans, span{e.T, e.End()})
 			lf.evWaitNS += e.Dur
 			var cover []span
+			// holderIO adds the holder's I/O calls and uninterruptible
+			// sleep inside hold h to the wait's cover; tally also counts
+			// them by call and stack for the evidence.
+			holderIO := func(te *threadEvents, h holdPart, tally bool) {
+				te.io.each(h.from, h.to, func(io recording.Event, ov int64) {
+					cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
+					if tally {
+						lf.ioBySys[io.Syscall] += ov
+						lf.ioStacks[io.Stack] += ov
+					}
+					lf.ioHolders[h.tid] = true
+				})
+				te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
+					cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
+					lf.ioHolders[h.tid] = true
+				})
+			}
 			var parts []holdPart
+			fromOwner := false
 			if lf.handoff != nil {
 				parts = lf.handoff.during(e.T, e.End())
 			}
@@ -210,6 +228,7 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 				// dropped the hand-offs: the owner it read held the
 				// lock until its next release.
 				parts = ld.holdsDuring(*e, w, addrs, releases, own)
+				fromOwner = true
 			}
 			preempted := false
 			for _, h := range parts {
@@ -227,18 +246,9 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 						lf.holderWaits[hw.Addr] += ov
 					}
 				})
-				te.io.each(h.from, h.to, func(io recording.Event, ov int64) {
-					cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
-					lf.ioBySys[io.Syscall] += ov
-					lf.ioStacks[io.Stack] += ov
-					lf.ioHolders[h.tid] = true
-				})
-				te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
-					cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
-					lf.ioHolders[h.tid] = true
-				})
+				holderIO(te, h, true)
 			}
-			if lf.handoff != nil && len(g.owners) > 0 && e.Peer != e.TID {
+			if !fromOwner && len(g.owners) > 0 && e.Peer != e.TID {
 				// The owner the wait read held the lock from the wait's
 				// start to its release: a hold the per-hand-off rebuild
 				// can miss (a holder that took the lock with nobody
@@ -248,18 +258,8 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 				// thread: 39 % of the waiting behind its fsync and rename
 				// by the owner, under 25 % by the hand-offs alone).
 				for _, h := range ld.holdsDuring(*e, w, addrs, releases, own) {
-					if h.tid != e.Peer {
-						continue
-					}
-					if te := x.thread(h.tid); te != nil {
-						te.io.each(h.from, h.to, func(io recording.Event, _ int64) {
-							cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
-							lf.ioHolders[h.tid] = true
-						})
-						te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
-							cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
-							lf.ioHolders[h.tid] = true
-						})
+					if te := x.thread(h.tid); te != nil && h.tid == e.Peer {
+						holderIO(te, h, false)
 					}
 				}
 			}
