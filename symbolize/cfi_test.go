@@ -3,6 +3,7 @@ package symbolize
 import (
 	"bufio"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -305,4 +306,51 @@ func TestGlibcCFICoverage(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d glibc functions have no CFI: %s", len(missing), len(o.funcs.syms), strings.Join(missing, " "))
+}
+
+// TestCFIRowCacheAgrees looks up the unwind row at pcs across glibc
+// (every 16th byte of each exported function) through the cache, twice,
+// and checks each answer against the FDE program run afresh. More pcs than
+// rowCacheMax pass through it, so the cache starts over on the way and
+// holds no more than its bound.
+func TestCFIRowCacheAgrees(t *testing.T) {
+	path := libcPath(t)
+	o, err := openObjectFile(path, path, newLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	o.loadSymbols()
+	var pcs []uint64
+	for i := range o.funcs.syms {
+		s := &o.funcs.syms[i]
+		for pc := s.addr; pc < s.end; pc += 16 {
+			pcs = append(pcs, pc)
+		}
+	}
+	if len(pcs) <= rowCacheMax {
+		t.Fatalf("only %d pcs in %s: the cache's bound is not reached", len(pcs), path)
+	}
+	withRow := 0
+	for pass := 0; pass < 2; pass++ {
+		for _, pc := range pcs {
+			row, sig, ok := o.cfiAt(pc)
+			want, wantSig, wantOK := o.cfiLookup(pc)
+			if ok != wantOK || sig != wantSig || (ok && !reflect.DeepEqual(row, want)) {
+				t.Fatalf("pass %d, pc 0x%x: cached (%v, %v) differs from a fresh lookup (%v, %v)", pass, pc, ok, sig, wantOK, wantSig)
+			}
+			if ok && pass == 0 {
+				withRow++
+			}
+			if n := len(o.rows.byPC); n > rowCacheMax {
+				t.Fatalf("cache holds %d pcs, over its bound %d", n, rowCacheMax)
+			}
+		}
+	}
+	if withRow < len(pcs)/2 {
+		t.Fatalf("only %d of %d glibc pcs have a row", withRow, len(pcs))
+	}
+	if len(o.rows.pool) >= len(o.rows.byPC) {
+		t.Errorf("%d distinct rows for %d pcs: rows are not shared", len(o.rows.pool), len(o.rows.byPC))
+	}
 }

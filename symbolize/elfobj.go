@@ -55,6 +55,8 @@ type object struct {
 
 	cfiLoaded bool
 	cfis      []*cfiSection // .eh_frame first, then .debug_frame
+	// rows are the unwind rows looked up so far, by pc (cfiAt).
+	rows rowCache
 }
 
 // debugFile is a separate debug file matching an object.

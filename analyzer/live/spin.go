@@ -148,6 +148,17 @@ func (ld *Data) judgeSpin(a *core.Output, c *spinCand, spinning map[int]bool) (c
 	if core.GoPackage(c.fn) != "" && a.Rec.Profile(recording.ViewGoCPU) != nil {
 		return core.Finding{}, false
 	}
+	if ld.cpus() > 0 && ld.rec.Threads != nil && ld.meanRunnable <= float64(ld.cpus()) {
+		// A convoy needs more runnable threads than CPUs, so that the
+		// holder is descheduled while the others spin. With fewer, a
+		// tight loop is at worst wasteful, and threads that take turns
+		// through one hot function (behind a global lock) are the more
+		// likely reading: they never run it at the same time. Judged
+		// before the loop is looked for: reading the machine code of a
+		// large function (an interpreter's loop: 56 KB) was a tenth of
+		// an always-on recorder's CPU.
+		return core.Finding{}, false
+	}
 	loop, ok := ld.spinLoop(a, c)
 	if !ok || loop.spinNS == 0 || float64(loop.spinNS) < core.SpinMinCPUShare*float64(ld.cpuTotalNS) {
 		return core.Finding{}, false
@@ -160,14 +171,6 @@ func (ld *Data) judgeSpin(a *core.Output, c *spinCand, spinning map[int]bool) (c
 		}
 	}
 	if len(spinners) < core.MinSpinners {
-		return core.Finding{}, false
-	}
-	if ld.cpus() > 0 && ld.rec.Threads != nil && ld.meanRunnable <= float64(ld.cpus()) {
-		// A convoy needs more runnable threads than CPUs, so that the
-		// holder is descheduled while the others spin. With fewer, a
-		// tight loop is at worst wasteful, and threads that take turns
-		// through one hot function (behind a global lock) are the more
-		// likely reading: they never run it at the same time.
 		return core.Finding{}, false
 	}
 	// A lock that spins a while and then parks shows futex waits where it
