@@ -44,8 +44,8 @@ const defaultListen = "127.0.0.1:9464"
 // agentMemoryLimit is the soft limit of the agent's Go heap (GOMEMLIMIT,
 // when set, overrides it). Its live heap is about 40 MB between windows
 // (the session's symbol tables, event log and history) and peaks near
-// 80 MB while a window is built and analyzed; settleMemory gives that
-// memory back after each window and raises the limit when the live heap
+// 80 MB while a window is built and analyzed; settleMemory collects after
+// each window and raises the limit when the live heap
 // needs it, so the floor can sit under the peak without the collector
 // running through every window. Measured: docs/cost.md (make bench-agent).
 const agentMemoryLimit = 64 << 20
