@@ -61,24 +61,105 @@ func nativeLoops(a *core.Output, rec *recording.Recording, module string, addrs 
 		if c.Module != module || !c.Contains(hot) {
 			continue
 		}
-		insts := decodeAll(c.Code, c.Start)
-		if len(insts) == 0 {
-			return loopReport{}, false
-		}
-		return busyLoops(insts, addrs, c.Bias, nil), true
+		d := &localDecoder{code: c.Code, start: c.Start, at: map[uint64]inst{}}
+		return busyLoopsBy(func(a uint64) *loop { return d.innermostLoop(a - c.Bias) }, addrs, nil), true
 	}
 	return loopReport{}, false
+}
+
+// localDecoder finds the loops around sampled addresses by decoding the
+// few instructions near each, instead of the whole function: a busy-wait
+// loop is at most maxSpinLoopInsns instructions, and a sampled address is
+// the start of an instruction, so the decoding is in step from it.
+// Decoding all of an interpreter's dispatch loop (56 KB) for each window
+// was a tenth of an always-on recorder's CPU. Instructions are decoded
+// once per address.
+type localDecoder struct {
+	code  []byte
+	start uint64
+	at    map[uint64]inst
+}
+
+// decode returns the instruction at ELF address a.
+func (d *localDecoder) decode(a uint64) (inst, bool) {
+	if in, ok := d.at[a]; ok {
+		return in, in.Len > 0
+	}
+	var in inst
+	if a >= d.start && a-d.start < uint64(len(d.code)) {
+		if x, err := x86asm.Decode(d.code[a-d.start:], 64); err == nil && x.Len > 0 {
+			in = inst{addr: a, Inst: x}
+		}
+	}
+	d.at[a] = in
+	return in, in.Len > 0
+}
+
+// run decodes up to n instructions from a, stopping after the one at or
+// past stop.
+func (d *localDecoder) run(a, stop uint64, n int) []inst {
+	var out []inst
+	for len(out) < n {
+		in, ok := d.decode(a)
+		if !ok {
+			break
+		}
+		out = append(out, in)
+		if a >= stop {
+			break
+		}
+		a += uint64(in.Len)
+	}
+	return out
+}
+
+// innermostLoop returns the smallest loop of at most maxSpinLoopInsns
+// instructions (a backward branch and its target) that contains ELF
+// address a, nil when none does. A larger loop is never a busy-wait, so
+// it is not looked for.
+func (d *localDecoder) innermostLoop(a uint64) *loop {
+	var best *loop
+	for _, br := range d.run(a, ^uint64(0), maxSpinLoopInsns) {
+		target, ok := branchTarget(br)
+		if !ok || target > a {
+			continue
+		}
+		body := d.run(target, br.addr, maxSpinLoopInsns)
+		if len(body) == 0 || body[len(body)-1].addr != br.addr || !holds(body, a) {
+			continue
+		}
+		if best == nil || len(body) < len(best.insts) {
+			best = &loop{insts: body}
+		}
+	}
+	return best
+}
+
+// holds reports whether an instruction of insts starts at a.
+func holds(insts []inst, a uint64) bool {
+	for _, in := range insts {
+		if in.addr == a {
+			return true
+		}
+	}
+	return false
 }
 
 // busyLoops classifies the loops of insts that hold the sampled runtime
 // addresses (insts are at runtime address minus bias); prep, when not
 // nil, prepares each loop before it is judged.
 func busyLoops(insts []inst, addrs map[uint64]int64, bias uint64, prep func(*loop) *loop) loopReport {
+	return busyLoopsBy(func(a uint64) *loop { return innermostLoop(insts, a-bias) }, addrs, prep)
+}
+
+// busyLoopsBy is busyLoops with the loop around each runtime address
+// found by innermost.
+func busyLoopsBy(innermost func(uint64) *loop, addrs map[uint64]int64, prep func(*loop) *loop) loopReport {
 	rep := loopReport{busy: map[uint64]bool{}}
 	var best *loop
 	var bestW int64
 	for a, w := range addrs {
-		l := innermostLoop(insts, a-bias)
+		l := innermost(a)
 		if l != nil && prep != nil {
 			l = prep(l)
 		}

@@ -1,6 +1,7 @@
 package live
 
 import (
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -309,6 +310,11 @@ func TestBusyWaitLoops(t *testing.T) {
 		if got != c.busy {
 			t.Errorf("%s: busy-wait %v, want %v (loop %v)", c.name, got, c.busy, l)
 		}
+		d := &localDecoder{code: code, at: map[uint64]inst{}}
+		ll := d.innermostLoop(c.hot)
+		if got := ll != nil && ll.busyWait(); got != c.busy {
+			t.Errorf("%s: decoded around the address: busy-wait %v, want %v (loop %v)", c.name, got, c.busy, ll)
+		}
 	}
 }
 
@@ -424,4 +430,55 @@ func kinds(res *core.Result) []string {
 		out = append(out, fmt.Sprintf("%s@%s", f.Kind, f.Point.Function))
 	}
 	return out
+}
+
+// TestLocalLoopsMatchTheWholeFunction finds the loop around every
+// instruction of glibc's exported functions twice: decoding the whole
+// function, and decoding only near the address. Wherever the smallest loop
+// is small enough to be a busy-wait the two must be the same loop, and
+// elsewhere the local search must find none.
+func TestLocalLoopsMatchTheWholeFunction(t *testing.T) {
+	path := "/lib/x86_64-linux-gnu/libc.so.6"
+	ef, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("glibc, which every test machine has: %v", err)
+	}
+	defer ef.Close()
+	syms, err := ef.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ef.Section(".text")
+	data, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs, addrs, small := 0, 0, 0
+	for _, sym := range syms {
+		if elf.ST_TYPE(sym.Info) != elf.STT_FUNC || sym.Size == 0 || sym.Size > 8192 ||
+			sym.Value < text.Addr || sym.Value+sym.Size > text.Addr+text.Size {
+			continue
+		}
+		code := data[sym.Value-text.Addr : sym.Value-text.Addr+sym.Size]
+		insts := decodeAll(code, sym.Value)
+		d := &localDecoder{code: code, start: sym.Value, at: map[uint64]inst{}}
+		funcs++
+		for _, in := range insts {
+			addrs++
+			whole := innermostLoop(insts, in.addr)
+			local := d.innermostLoop(in.addr)
+			if whole != nil && len(whole.insts) <= maxSpinLoopInsns {
+				small++
+				if local == nil || local.insts[0].addr != whole.insts[0].addr || len(local.insts) != len(whole.insts) {
+					t.Fatalf("0x%x in %s: local loop %v, whole-function loop %v", in.addr, sym.Name, local, whole)
+				}
+			} else if local != nil {
+				t.Fatalf("0x%x in %s: local loop %v where the smallest is %v", in.addr, sym.Name, local, whole)
+			}
+		}
+	}
+	if funcs < 500 || small < 100 {
+		t.Fatalf("%d functions, %d addresses in small loops: too few to compare", funcs, small)
+	}
+	t.Logf("%d functions, %d addresses, %d in loops of at most %d instructions", funcs, addrs, small, maxSpinLoopInsns)
 }
