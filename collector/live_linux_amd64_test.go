@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -706,5 +707,62 @@ func TestOffCPURunqMatchesFtrace(t *testing.T) {
 				t.Errorf("off-CPU view saw %d switch-ins of the 4 threads (and %d counted lost), ftrace %d (%d up to the end's silence): want within 2 %%", switches, unseen, n, nEarly)
 			}
 		})
+	}
+}
+
+// TestCountersBatchMatchesLookups reads the kernel counters of a session
+// recording a lock convoy both ways, in one batch and one lookup per
+// counter, and checks that every counter lands under its own name: the
+// per-lookup values read after the batch can only be equal or larger,
+// and the event counters that moved must have moved in both.
+func TestCountersBatchMatchesLookups(t *testing.T) {
+	requireRoot(t)
+	bin := testbin.C(t, "testdata/cmutex.c", "-O2", "-g")
+	p := testbin.Start(t, bin, "4")
+	pid := mustPID(t, p)
+	s, err := Start(context.Background(), Options{PID: pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	bt, ok := s.tr.(*bpfTracer)
+	if !ok {
+		t.Fatalf("session tracer is %T, want the BPF tracer", s.tr)
+	}
+	var batch []uint64
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		bt.drainMu.Lock()
+		batch, err = bt.readCounters()
+		bt.drainMu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bt.noBatchCounters {
+			t.Fatal("this kernel (6.x) has batch map operations, but the batch read fell back to lookups")
+		}
+		if batch[slices.Index(bt.counters, "ev_futex_wait")] > 0 && batch[slices.Index(bt.counters, "ev_switch")] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no futex waits and switches counted within 20s of a convoy")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m := bt.shared["ct_counters"]
+	var perCPU []uint64
+	for i, name := range bt.counters {
+		if name == "" {
+			continue
+		}
+		if err := m.Lookup(uint32(i), &perCPU); err != nil {
+			t.Fatal(err)
+		}
+		var sum uint64
+		for _, v := range perCPU {
+			sum += v
+		}
+		if sum < batch[i] || batch[i] == 0 && sum > 1000 {
+			t.Errorf("%s: %d in the batch, %d by lookup just after", name, batch[i], sum)
+		}
 	}
 }

@@ -114,6 +114,9 @@ type Session struct {
 	readerDone chan struct{}
 
 	pollMu sync.Mutex // serializes drains so the history stays ordered
+	// openBefore are the calls in progress at the previous drain
+	// (unwindOpen). Guarded by pollMu.
+	openBefore map[evKey]bool
 	// aggMu guards the aggregates, counters and calls in progress (held
 	// by a drain and while a recording is built from them); mu guards
 	// the rest (the event log, the processes, the metadata).
@@ -828,7 +831,7 @@ func (s *Session) pollLoop(ctx context.Context) {
 		case <-s.done:
 			return
 		case <-t.C:
-			if err := s.poll(-1); err != nil {
+			if err := s.pollFor(-1, false); err != nil {
 				s.end(endError, err)
 				return
 			}
@@ -910,7 +913,12 @@ func (s *Session) rescan() {
 // aggregates go into the whole-session aggregates and the current delta;
 // stacks, counters and calls in progress are updated, and what is new is
 // named while the target is alive.
-func (s *Session) poll(at time.Duration) error {
+func (s *Session) poll(at time.Duration) error { return s.pollFor(at, true) }
+
+// pollFor is poll; every says whether the stacks of all calls in progress
+// are taken (for a recording about to be built), or only of those that
+// were in progress at the previous drain already (see unwindOpen).
+func (s *Session) pollFor(at time.Duration, every bool) error {
 	s.pollMu.Lock()
 	defer s.pollMu.Unlock()
 	if at < 0 {
@@ -959,7 +967,7 @@ func (s *Session) poll(at time.Duration) error {
 
 	s.checkGoProbeCost(d.counters["ev_gosync"], at)
 	s.nameNew(d)
-	s.unwindOpen(d.open)
+	s.unwindOpen(d.open, every)
 	return nil
 }
 
@@ -1017,8 +1025,19 @@ const maxOpenUnwinds = 1000
 // have none yet: stacks are otherwise taken at a call's end. A copy is
 // kept only if the thread was still in the same call after it was read
 // (its start entry unchanged), so that it shows the call's frames.
-func (s *Session) unwindOpen(calls []openCall) {
+//
+// Unless every is set, only the calls that were in progress at the
+// previous drain too are copied: most sleeps end within a drain (a
+// CPython thread waiting for the GIL sleeps 5 ms at a time), and their
+// stacks come with their end. Copying every sleep in progress at every
+// drain was a third of the agent's reads of the target's memory and
+// unwinds on 12 CPython threads (330 reads a second), for stacks the next
+// drain had anyway. A recording being built (a snapshot, the end) takes
+// them all, so no call in it lacks its stack for this.
+func (s *Session) unwindOpen(calls []openCall, every bool) {
 	open := make(map[evKey]bool, len(calls))
+	prev := s.openBefore
+	defer func() { s.openBefore = open }()
 	n := 0
 	// One buffer serves every copy: the unwinder reads a window and
 	// keeps none of it.
@@ -1026,7 +1045,7 @@ func (s *Session) unwindOpen(calls []openCall) {
 	for _, c := range calls {
 		k := evKey{c.tid, c.ts}
 		open[k] = true
-		if c.sp == 0 || n >= maxOpenUnwinds || s.res.hasOpen(k) {
+		if c.sp == 0 || n >= maxOpenUnwinds || !every && !prev[k] || s.res.hasOpen(k) {
 			continue
 		}
 		s.mu.Lock()
