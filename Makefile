@@ -172,12 +172,15 @@ check-generate: generate
 # bench: what the probes cost the target and the rest of the machine,
 # against perf, bpftrace and offcputime on the same workloads, what
 # contend loses and how much memory it holds, as one table (needs root);
+# then contend's own CPU and memory (record, top, agent) per workload:
+# paced, stripe, CPython's GIL, a JVM, PostgreSQL, Go (about 10 minutes);
 # then contend analyze against go tool pprof -top on one large profile.
 # Every cost is a ratio or difference against a baseline taken in the same
 # run. SOAK=1h runs only the soak test: RSS and losses over an hour.
 bench: build fixtures
 ifeq ($(SOAK),)
 	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures
+	$(GO) run ./fixtures/cmd/bench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -only-workloads
 	$(GO) test -run '^$$' -bench AnalyzeVsPprof -benchtime 5x ./cmd/contend
 	$(MAKE) bench-agent
 else
