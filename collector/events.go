@@ -173,6 +173,7 @@ func (c clock) wallAt(d time.Duration) time.Time {
 func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSource, objs map[objKey]sleepInfo) ([]recording.Event, []recording.Stack) {
 	t := newStackTable()
 	out := make([]recording.Event, 0, n)
+	joined := map[joinKey]int{}
 	each(func(r *rawEvent) {
 		if r.TS < from || r.TS >= to {
 			return
@@ -213,14 +214,27 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 			if r.Addr >= stackFirst {
 				st = src.kernelStack(r.Addr)
 			}
+			u := src.eventStack(r.PID, r.TID, r.TS, r.Stack)
+			// The parts are the stack sources' shared slices: a sleep
+			// whose three parts were joined before takes that entry
+			// without joining and hashing the frames again (a PostgreSQL
+			// backend's latch waits: tens of thousands a window, a few
+			// stacks).
+			jk := joinKey{kernel: framesID(st.Frames), sched: framesID(si.sched), user: framesID(u.Frames), truncated: u.Truncated}
+			if i, ok := joined[jk]; ok {
+				e.Stack = i
+				out = append(out, e)
+				return
+			}
 			st.Frames = joinKernel(si.sched, st.Frames)
-			if u := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(u.Frames) > 0 {
+			if len(u.Frames) > 0 {
 				st.Frames = append(st.Frames[:len(st.Frames):len(st.Frames)], u.Frames...)
 				st.Truncated = u.Truncated
 			}
 			if len(st.Frames) > 0 {
 				e.Stack = t.add(st)
 			}
+			joined[jk] = e.Stack
 			out = append(out, e)
 			return
 		default:
@@ -302,6 +316,22 @@ func (t *stackTable) addByContent(st recording.Stack) int {
 	// the table keeps its own copy of each stack it adds.
 	t.stacks = append(t.stacks, copyStack(st))
 	return len(t.stacks) - 1
+}
+
+// joinKey identifies a sleep's stack by its parts (kernel, scheduler and
+// user frames) as the stack sources handed them out.
+type joinKey struct {
+	kernel, sched, user sharedFrames
+	truncated           bool
+}
+
+// framesID is the identity of a frames slice: where it starts and its
+// length.
+func framesID(f []recording.Frame) sharedFrames {
+	if len(f) == 0 {
+		return sharedFrames{}
+	}
+	return sharedFrames{first: &f[0], n: len(f)}
 }
 
 // frameKey is what tells two frames of an event stack apart.

@@ -1075,7 +1075,7 @@ func (s *Session) unwindOpen(calls []openCall, every bool) {
 func (s *Session) nameNew(d *drained) {
 	for _, st := range d.stacks {
 		if st.pid != 0 {
-			s.res.userStack(st.hash)
+			s.res.nameUserStack(st.hash)
 		} else {
 			s.res.kernelStack(st.hash)
 		}

@@ -15,7 +15,8 @@ import (
 )
 
 // stackSource names the stacks and lock addresses the kernel recorded
-// (the resolver; a fake in unit tests).
+// (the resolver; a fake in unit tests). The stacks it returns may be
+// shared: callers copy before they change one.
 type stackSource interface {
 	userStack(hash uint64) recording.Stack
 	kernelStack(hash uint64) recording.Stack

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -159,9 +157,7 @@ func runAgent(ctx context.Context, o agentOptions, stderr io.Writer) error {
 		// Lines name targets by their process names: escaped.
 		fmt.Fprintln(stderr, "contend agent: "+termsafe.String(fmt.Sprintf(format, args...)))
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(agentMemoryLimit)
-	}
+	limitMemory(agentMemoryLimit)
 	a, err := agent.New(agent.Options{
 		Target: target,
 		Window: o.window,
