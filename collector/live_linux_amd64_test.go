@@ -712,7 +712,7 @@ func TestOffCPURunqMatchesFtrace(t *testing.T) {
 
 // TestCountersBatchMatchesLookups reads the kernel counters of a session
 // recording a lock convoy both ways, in one batch and one lookup per
-// counter, and checks that every counter lands under its own name: the
+// counter (and its calls in progress, in batches), and checks that every counter lands under its own name: the
 // per-lookup values read after the batch can only be equal or larger,
 // and the event counters that moved must have moved in both.
 func TestCountersBatchMatchesLookups(t *testing.T) {
@@ -747,6 +747,13 @@ func TestCountersBatchMatchesLookups(t *testing.T) {
 			t.Fatal("no futex waits and switches counted within 20s of a convoy")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	bt.drainMu.Lock()
+	_, err = bt.openCalls()
+	fell := bt.noBatchStarts
+	bt.drainMu.Unlock()
+	if err != nil || fell {
+		t.Errorf("calls in progress: error %v, read without batches %v: want one batch read", err, fell)
 	}
 	m := bt.shared["ct_counters"]
 	var perCPU []uint64

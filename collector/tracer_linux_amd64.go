@@ -127,11 +127,13 @@ type bpfTracer struct {
 
 	drainMu sync.Mutex
 	// statsAt is when the programs' statistics were last read, misses
-	// their recursion misses then; noBatchCounters is set on a kernel
-	// without batch map operations. Guarded by drainMu.
+	// their recursion misses then; noBatchCounters and noBatchStarts
+	// are set on a kernel without batch map operations. Guarded by
+	// drainMu.
 	statsAt         time.Time
 	misses          uint64
 	noBatchCounters bool
+	noBatchStarts   bool
 	// detached is set once the probes are off: the next drain is the
 	// last. Guarded by mu.
 	detached bool
@@ -845,9 +847,37 @@ func drainMapSlow[K comparable, V any](m *ebpf.Map, fn func(K, V)) error {
 // with a start time.
 func (t *bpfTracer) openCalls() ([]openCall, error) {
 	var out []openCall
+	m := t.shared["ct_call_start"]
+	if !t.noBatchStarts {
+		// One batch read per drainBatch entries: iterating took two
+		// system calls per thread in a call at every drain.
+		keys := make([]uint64, drainBatch)
+		vals := make([]callStart, drainBatch)
+		var cursor ebpf.MapBatchCursor
+		for {
+			n, err := m.BatchLookup(&cursor, keys, vals, nil)
+			for i := range n {
+				if vals[i].TS != 0 {
+					out = append(out, openFromStart(keys[i], vals[i]))
+				}
+			}
+			if errors.Is(err, ebpf.ErrKeyNotExist) {
+				slices.SortFunc(out, compareOpen)
+				return out, nil
+			}
+			if errors.Is(err, ebpf.ErrNotSupported) {
+				t.noBatchStarts = true
+				out = out[:0]
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read calls in progress: %w", err)
+			}
+		}
+	}
 	var k uint64
 	var v callStart
-	it := t.shared["ct_call_start"].Iterate()
+	it := m.Iterate()
 	for it.Next(&k, &v) {
 		if v.TS != 0 {
 			out = append(out, openFromStart(k, v))
