@@ -191,11 +191,13 @@ endif
 # a lock convoy, against the target's CPU in the same run and the budget
 # of an always-on recorder (needs root). AGENT_BENCH=1h for a soak;
 # AGENT_BASELINE=path/to/contend runs an earlier build's agent beside it on
-# the same target and prints the ratios of the two.
+# the same target and prints the ratios of the two; AGENT_TARGET=gil watches
+# 12 CPython threads on the GIL instead of the stripe fixture.
 AGENT_BENCH ?= 90s
 AGENT_BASELINE ?=
+AGENT_TARGET ?= stripe
 bench-agent: build fixtures
-	$(GO) run ./fixtures/cmd/agentbench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -duration $(AGENT_BENCH) $(if $(AGENT_BASELINE),-baseline $(AGENT_BASELINE))
+	$(GO) run ./fixtures/cmd/agentbench -contend $(BIN)/contend -fixtures $(BIN)/fixtures -duration $(AGENT_BENCH) -target $(AGENT_TARGET) $(if $(filter gil,$(AGENT_TARGET)),-threads 12) $(if $(AGENT_BASELINE),-baseline $(AGENT_BASELINE))
 
 # capture re-records the Go fixtures' profiles used by the golden tests.
 capture:
