@@ -39,12 +39,13 @@ const DefaultAnalyzeEvery = 2 * time.Second
 // its wall time and the CPU the process used meanwhile, which counts the
 // garbage collections the load's allocations caused on other threads),
 // the next starts no sooner than d/loadShare after its start. The goal
-// for contend top is 5% of a core in all, and the recording itself takes
-// most of it at 100k futex events a second (4.4 to 5.5% in make bench),
-// so the analyses get half of the goal, not all of it; a target whose
-// windows take long to analyze (thousands of threads and stacks) is then
-// refreshed less often, not analyzed without pause.
-const loadShare = 0.025
+// for contend top is 3% of a core in all, and the recording itself takes
+// 1.7 to 2.2% of it on paced, the GIL and Go targets (make bench's
+// per-workload table), so the analyses get a third of the goal; a target
+// whose windows take long to analyze (a JVM's 83 threads, 16 PostgreSQL
+// backends: 50-150 ms of CPU a load, collections included) is then
+// refreshed less often, up to maxAnalyzeGap, not analyzed without pause.
+const loadShare = 0.01
 
 // maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
 // (a machine short of CPU makes every load slow), the lists are never more
