@@ -76,11 +76,30 @@ func testGoProbes(t *testing.T, parkWake bool) {
 		t.Error("every probe came off with the Go lock probes")
 	}
 	// After a pause that brings their average cost to the budget, they
-	// are put back, the same links again.
-	waitUntil(t, "the Go lock probes put back after their pause", func() bool {
+	// are put back, the same links again. The pause grows with what the
+	// probes cost over their first second: the entry/return ones, 30 µs a
+	// hit, chose 7 to 30 s on this fixture (more the faster it ran).
+	// It is waited for from the time the session set, with the usual
+	// margin after it.
+	s.goUp.mu.Lock()
+	resumeAt := s.goUp.resumeAt
+	s.goUp.mu.Unlock()
+	pause := max(resumeAt-s.elapsed(), 0)
+	if pause > 2*time.Minute {
+		t.Fatalf("the Go lock probes paused for %s more, want at most 2m on this fixture", pause)
+	}
+	t.Logf("paused for %s more", pause)
+	deadline := time.Now().Add(pause + 30*time.Second)
+	for {
 		_, l := testbin.BPFObjects(t, os.Getpid())
-		return goSyncLinks(t, minus(l, links0)) == want
-	})
+		if goSyncLinks(t, minus(l, links0)) == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Go lock probes not put back within 30s of the end of their %s pause", pause)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
