@@ -737,7 +737,7 @@ func TestCountersBatchMatchesLookups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bt.noBatchCounters {
+		if bt.noBatch {
 			t.Fatal("this kernel (6.x) has batch map operations, but the batch read fell back to lookups")
 		}
 		if batch[slices.Index(bt.counters, "ev_futex_wait")] > 0 && batch[slices.Index(bt.counters, "ev_switch")] > 0 {
@@ -750,7 +750,7 @@ func TestCountersBatchMatchesLookups(t *testing.T) {
 	}
 	bt.drainMu.Lock()
 	_, err = bt.openCalls()
-	fell := bt.noBatchStarts
+	fell := bt.noBatch
 	bt.drainMu.Unlock()
 	if err != nil || fell {
 		t.Errorf("calls in progress: error %v, read without batches %v: want one batch read", err, fell)

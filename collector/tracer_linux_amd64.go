@@ -127,13 +127,11 @@ type bpfTracer struct {
 
 	drainMu sync.Mutex
 	// statsAt is when the programs' statistics were last read, misses
-	// their recursion misses then; noBatchCounters and noBatchStarts
-	// are set on a kernel without batch map operations. Guarded by
-	// drainMu.
-	statsAt         time.Time
-	misses          uint64
-	noBatchCounters bool
-	noBatchStarts   bool
+	// their recursion misses then; noBatch is set on a kernel without
+	// batch map operations. Guarded by drainMu.
+	statsAt time.Time
+	misses  uint64
+	noBatch bool
 	// detached is set once the probes are off: the next drain is the
 	// last. Guarded by mu.
 	detached bool
@@ -736,7 +734,7 @@ func (t *bpfTracer) readCounters() ([]uint64, error) {
 	m := t.shared["ct_counters"]
 	n := len(t.counters)
 	sums := make([]uint64, n)
-	if !t.noBatchCounters {
+	if !t.noBatch {
 		ncpu, err := ebpf.PossibleCPU()
 		if err != nil {
 			return nil, fmt.Errorf("read counters: %w", err)
@@ -760,7 +758,7 @@ func (t *bpfTracer) readCounters() ([]uint64, error) {
 			}
 			return sums, nil
 		case errors.Is(err, ebpf.ErrNotSupported):
-			t.noBatchCounters = true
+			t.noBatch = true
 		case err != nil:
 			return nil, fmt.Errorf("read counters: %w", err)
 		default:
@@ -848,7 +846,7 @@ func drainMapSlow[K comparable, V any](m *ebpf.Map, fn func(K, V)) error {
 func (t *bpfTracer) openCalls() ([]openCall, error) {
 	var out []openCall
 	m := t.shared["ct_call_start"]
-	if !t.noBatchStarts {
+	if !t.noBatch {
 		// One batch read per drainBatch entries: iterating took two
 		// system calls per thread in a call at every drain.
 		keys := make([]uint64, drainBatch)
@@ -866,7 +864,7 @@ func (t *bpfTracer) openCalls() ([]openCall, error) {
 				return out, nil
 			}
 			if errors.Is(err, ebpf.ErrNotSupported) {
-				t.noBatchStarts = true
+				t.noBatch = true
 				out = out[:0]
 				break
 			}
