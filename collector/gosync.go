@@ -230,7 +230,7 @@ func (g *goProbes) uprobes() *recording.GoUprobes {
 // target without a pprof endpoint. It attaches them to every Go process
 // recorded now; join attaches them to those that join later.
 func (s *Session) startGoProbes() {
-	if s.goSrc.endpoint != "" || s.meta.GoVersion == "" {
+	if s.goSrc.endpoint != "" || s.run.meta.GoVersion == "" {
 		return
 	}
 	g := &s.goUp
@@ -249,14 +249,14 @@ func (s *Session) startGoProbes() {
 	if !on {
 		return
 	}
-	s.mu.Lock()
+	s.run.mu.Lock()
 	var goPIDs []uint32
-	for pid, p := range s.procs {
+	for pid, p := range s.run.procs {
 		if p.alive && p.info.goVersion != "" {
 			goPIDs = append(goPIDs, pid)
 		}
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 	slices.Sort(goPIDs)
 	for _, pid := range goPIDs {
 		s.attachGoProbes(pid)

@@ -83,26 +83,23 @@ const (
 // whole run or of its last window. All methods are safe for concurrent
 // use.
 type Session struct {
-	opts Options
-	// sleepObjs names the objects of sleeps and failed lock attempts
-	// (onRecord, the ring buffer reader alone).
-	sleepObjs objCache
-	target    Target
-	cfg       tracerConfig
-	tr        tracer
-	res       *resolver
-	ksym      kernelSymbols
+	// Set by Start and not changed after: read without a lock.
+	opts   Options
+	target Target
+	cfg    tracerConfig
+	tr     tracer
+	res    *resolver
+	ksym   kernelSymbols
 	// objs shares the target processes' mapped objects and their tables
 	// (a server's processes map the same files).
 	objs *symbolize.ObjectCache
 	clk  clock
-	meta recording.Meta
 	// gofetch fetches a Go target's runtime profiles (Options.PprofURL).
 	gofetch *goendpoint.Fetcher
 	// goSrc says where a Go target's runtime profiles come from.
 	goSrc goSource
 	// goUp is the state of the Go lock probes (used when goSrc has no
-	// endpoint).
+	// endpoint); it has its own lock.
 	goUp goProbes
 
 	// inner is cancelled by Stop, ending every background goroutine.
@@ -112,16 +109,37 @@ type Session struct {
 	drainEvery time.Duration
 	deltaEvery time.Duration
 	readerDone chan struct{}
+	done       chan struct{}
+	endOnce    sync.Once
+	finished   chan struct{} // closed once probes are detached and drained
+	stopOnce   sync.Once
+	// stopErr is set once, inside stopOnce, and read after it.
+	stopErr error
 
-	pollMu sync.Mutex // serializes drains so the history stays ordered
+	// sleepObjs names the objects of sleeps and failed lock attempts: the
+	// ring buffer reader's own (onRecord), no lock.
+	sleepObjs objCache
+
+	// Three parts with a lock each, taken in this order when nested:
+	// drains, then agg, then run.
+	drains drainState
+	agg    aggState
+	run    runState
+}
+
+// drainState serializes drains so the history stays ordered.
+type drainState struct {
+	mu sync.Mutex
 	// openBefore are the calls in progress at the previous drain
-	// (unwindOpen). Guarded by pollMu.
+	// (unwindOpen).
 	openBefore map[evKey]bool
-	// aggMu guards the aggregates, counters and calls in progress (held
-	// by a drain and while a recording is built from them); mu guards
-	// the rest (the event log, the processes, the metadata).
-	aggMu sync.Mutex
-	mu    sync.Mutex
+}
+
+// aggState is what the drains add to and recordings are built from: the
+// aggregates, counters and calls in progress. Held by a drain and while a
+// recording is built from it.
+type aggState struct {
+	mu sync.Mutex
 	// cum holds the aggregates of the whole session, exited threads
 	// folded; cur the drains since the last delta; deltas the per-second
 	// deltas kept for windows.
@@ -133,16 +151,28 @@ type Session struct {
 	counters map[string]uint64
 	open     []openCall
 	at       time.Duration
-	log      eventLog
-	bad      uint64 // malformed ring buffer records
-	// seededOpen counts the waits and I/O calls found in progress when
-	// the probes attached (info_open_at_attach).
-	seededOpen uint64
 	// gone holds the threads that exited since the last fold; folded
 	// those folded lately (folded in arrival order in foldedFIFO).
 	gone       map[threadKey]bool
 	folded     map[threadKey]bool
 	foldedFIFO []threadKey
+	// closed is set by Close: no snapshot is built after it.
+	closed bool
+	// final is set while Stop builds the whole-session recording, the
+	// last use of the event log.
+	final bool
+}
+
+// runState is the rest of the session's changing state: the event log,
+// the processes, the metadata and how the session ended.
+type runState struct {
+	mu   sync.Mutex
+	meta recording.Meta
+	log  eventLog
+	bad  uint64 // malformed ring buffer records
+	// seededOpen counts the waits and I/O calls found in progress when
+	// the probes attached (info_open_at_attach).
+	seededOpen uint64
 	// procs holds every process that joined the recording, and tasks the
 	// kernel's thread and process records not yet handled.
 	procs   map[uint32]*targetProc
@@ -156,19 +186,8 @@ type Session struct {
 	// sides: the probes stopped somewhere in it (info_end_silence_ns).
 	endSilence time.Duration
 	runErr     error
-
-	done     chan struct{}
-	endOnce  sync.Once
-	finished chan struct{} // closed once probes are detached and drained
-	stopOnce sync.Once
-	// closed is set by Close: no snapshot is built after it. Guarded by
-	// aggMu.
-	closed bool
-	// final is set while Stop builds the whole-session recording, the
-	// last use of the event log.
-	final   bool
+	// stopRec is the whole session's recording, once Stop built it.
 	stopRec *recording.Recording
-	stopErr error
 }
 
 // delta is the aggregates of one interval of the session and the
@@ -197,10 +216,10 @@ type targetProc struct {
 	jvm *jvmTarget
 }
 
-// jvms returns the processes that are JVMs, by pid. Caller holds s.mu.
+// jvms returns the processes that are JVMs, by pid. Caller holds s.run.mu.
 func (s *Session) jvms() []*targetProc {
 	var out []*targetProc
-	for _, p := range s.procs {
+	for _, p := range s.run.procs {
 		if p.jvm != nil {
 			out = append(out, p)
 		}
@@ -256,29 +275,13 @@ func probeSet(names []string) (map[string]bool, error) {
 // ErrNoProcess), with nothing attached.
 func Start(ctx context.Context, o Options) (*Session, error) {
 	o = o.withDefaults()
-	if err := o.Target.Validate(); err != nil {
-		return nil, err
-	}
-	probes := map[string]bool{}
-	if !o.NoProbes {
-		var err error
-		if probes, err = probeSet(o.Probes); err != nil {
-			return nil, err
-		}
-	}
-	if o.OnCPUHz > MaxOnCPUHz {
-		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most %d Hz", o.OnCPUHz, MaxOnCPUHz)
-	}
-	if o.PprofURL != "" {
-		if _, err := goendpoint.BaseURL(o.PprofURL); err != nil {
-			return nil, fmt.Errorf("pprof URL: %w", err)
-		}
-	}
-	jcmd, err := FindJcmd(o.Jcmd)
+	probes, err := o.check()
 	if err != nil {
 		return nil, err
 	}
-	o.Jcmd = jcmd
+	if o.Jcmd, err = FindJcmd(o.Jcmd); err != nil {
+		return nil, err
+	}
 	pids, err := o.Target.Resolve(o.ProcRoot)
 	if err != nil {
 		return nil, err
@@ -300,25 +303,14 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	})
 	var tr tracer
 	if o.NoProbes {
-		for _, p := range pids {
-			if _, err := os.ReadDir(procPath(o.ProcRoot, strconv.Itoa(p), "task")); errors.Is(err, fs.ErrPermission) {
-				return nil, procAccessError(procPath(o.ProcRoot, strconv.Itoa(p), "task"), p)
-			}
-		}
-		s.meta = s.baseMeta(pids, s.noProbesWarnings(pids))
-		for k := range s.meta.Settings {
-			// Only the sampling settings apply without probes.
-			if k != "proc_interval" && k != "duration" {
-				delete(s.meta.Settings, k)
-			}
-		}
-		s.clk = clock{mono: monotonicNow(), wall: time.Now()}
-		tr = newNoTracer()
-		s.ksym = rawKernel{}
-	} else if tr, err = s.attach(pids); err != nil {
+		tr, err = s.startWithoutProbes(pids)
+	} else {
+		tr, err = s.attach(pids)
+	}
+	if err != nil {
 		return nil, err
 	}
-	s.meta.Start = s.clk.wall
+	s.run.meta.Start = s.clk.wall
 	s.launch(ctx, tr, s.ksym)
 	for _, p := range pids {
 		if err := s.join(uint32(p), 0); err != nil && !o.Target.Follows() {
@@ -329,22 +321,72 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	}
 	s.goSrc = s.findGoSource(ctx, pids)
 	s.startGoProbes()
-	if s.goSrc.endpoint != "" {
-		dur := o.Duration
-		if dur > 0 && s.goSrc.discovered {
-			// Probing took part of the recording: fetch over what is
-			// left of it, at least the endpoint's one-second unit.
-			dur = max(dur-s.elapsed(), time.Second)
-		}
-		g, err := goendpoint.Start(s.inner, goendpoint.Options{URL: s.goSrc.endpoint, Duration: dur, Command: o.GoFetchCommand})
-		if err != nil {
-			s.end(endError, nil)
-			s.Stop()
-			return nil, fmt.Errorf("--pprof: %w", err)
-		}
-		s.gofetch = g
+	if err := s.startGoFetch(); err != nil {
+		s.end(endError, nil)
+		s.Stop()
+		return nil, err
 	}
 	return s, nil
+}
+
+// check validates o (filled with its defaults) and returns its probe
+// families as a set (none with NoProbes).
+func (o Options) check() (map[string]bool, error) {
+	if err := o.Target.Validate(); err != nil {
+		return nil, err
+	}
+	if o.OnCPUHz > MaxOnCPUHz {
+		return nil, fmt.Errorf("on-CPU sampling at %d Hz: at most %d Hz", o.OnCPUHz, MaxOnCPUHz)
+	}
+	if o.PprofURL != "" {
+		if _, err := goendpoint.BaseURL(o.PprofURL); err != nil {
+			return nil, fmt.Errorf("pprof URL: %w", err)
+		}
+	}
+	if o.NoProbes {
+		return map[string]bool{}, nil
+	}
+	return probeSet(o.Probes)
+}
+
+// startWithoutProbes prepares a session of /proc and Go profiles only
+// (Options.NoProbes): the processes' task directories must be readable.
+func (s *Session) startWithoutProbes(pids []int) (tracer, error) {
+	for _, p := range pids {
+		if _, err := os.ReadDir(procPath(s.opts.ProcRoot, strconv.Itoa(p), "task")); errors.Is(err, fs.ErrPermission) {
+			return nil, procAccessError(procPath(s.opts.ProcRoot, strconv.Itoa(p), "task"), p)
+		}
+	}
+	s.run.meta = s.baseMeta(pids, s.noProbesWarnings(pids))
+	for k := range s.run.meta.Settings {
+		// Only the sampling settings apply without probes.
+		if k != "proc_interval" && k != "duration" {
+			delete(s.run.meta.Settings, k)
+		}
+	}
+	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
+	s.ksym = rawKernel{}
+	return newNoTracer(), nil
+}
+
+// startGoFetch starts fetching the Go target's runtime profiles from its
+// endpoint, if it has one, over what is left of the recording.
+func (s *Session) startGoFetch() error {
+	if s.goSrc.endpoint == "" {
+		return nil
+	}
+	dur := s.opts.Duration
+	if dur > 0 && s.goSrc.discovered {
+		// Probing took part of the recording: fetch over what is
+		// left of it, at least the endpoint's one-second unit.
+		dur = max(dur-s.elapsed(), time.Second)
+	}
+	g, err := goendpoint.Start(s.inner, goendpoint.Options{URL: s.goSrc.endpoint, Duration: dur, Command: s.opts.GoFetchCommand})
+	if err != nil {
+		return fmt.Errorf("--pprof: %w", err)
+	}
+	s.gofetch = g
+	return nil
 }
 
 // goSource says where a Go target's runtime profiles come from.
@@ -366,7 +408,7 @@ func (s *Session) findGoSource(ctx context.Context, pids []int) goSource {
 	switch {
 	case o.PprofURL != "":
 		return goSource{endpoint: o.PprofURL}
-	case s.meta.GoVersion == "" || len(pids) == 0:
+	case s.run.meta.GoVersion == "" || len(pids) == 0:
 		return goSource{}
 	case !o.DiscoverPprof:
 		return goSource{why: "no --pprof was given"}
@@ -455,7 +497,7 @@ func (s *Session) attach(pids []int) (tracer, error) {
 	} else if s.cfg.probes[ProbeOnCPU] {
 		warnings = append(warnings, fmt.Sprintf("kernel frames are not symbolized: %v", err))
 	}
-	s.meta = s.baseMeta(pids, warnings)
+	s.run.meta = s.baseMeta(pids, warnings)
 	if s.target.mode() == targetModeCgroup {
 		fd, err := s.target.openCgroup()
 		if err != nil {
@@ -469,7 +511,7 @@ func (s *Session) attach(pids []int) (tracer, error) {
 		return nil, err
 	}
 	if n, ok := tr.(interface{ kernelNotes() []string }); ok {
-		s.meta.Warnings = append(s.meta.Warnings, n.kernelNotes()...)
+		s.run.meta.Warnings = append(s.run.meta.Warnings, n.kernelNotes()...)
 	}
 	// The processes named are in the target set before the clock starts:
 	// join reads their /proc entries and symbols before it adds them,
@@ -523,14 +565,18 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		done:       make(chan struct{}),
 		finished:   make(chan struct{}),
 		readerDone: make(chan struct{}),
-		cum:        newAggregates(),
-		log:        eventLog{max: o.MaxEvents},
 		sleepObjs:  objCache{paths: fdPaths{root: o.ProcRoot}},
-		counters:   map[string]uint64{},
-		gone:       map[threadKey]bool{},
-		folded:     map[threadKey]bool{},
-		procs:      map[uint32]*targetProc{},
 		ksym:       rawKernel{},
+		agg: aggState{
+			cum:      newAggregates(),
+			counters: map[string]uint64{},
+			gone:     map[threadKey]bool{},
+			folded:   map[threadKey]bool{},
+		},
+		run: runState{
+			log:   eventLog{max: o.MaxEvents},
+			procs: map[uint32]*targetProc{},
+		},
 	}
 }
 
@@ -539,7 +585,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	s.tr = tr
 	s.res = newResolver(s.opts.ProcRoot, ksym, tr.markNamed)
-	s.cur = &delta{agg: newAggregates()}
+	s.agg.cur = &delta{agg: newAggregates()}
 	inner, cancel := context.WithCancel(context.Background())
 	s.inner, s.cancel = inner, cancel
 	go func() {
@@ -611,21 +657,21 @@ func (s *Session) baseMeta(pids []int, warnings []string) recording.Meta {
 }
 
 func (s *Session) addWarning(w string) {
-	s.mu.Lock()
-	s.meta.Warnings = append(s.meta.Warnings, w)
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	s.run.meta.Warnings = append(s.run.meta.Warnings, w)
+	s.run.mu.Unlock()
 }
 
 // join adds process pid to the recording at offset at: the target set,
 // its symbols, its calls in progress, its /proc sampler. A process that
 // has gone gives an error wrapping ErrNoProcess.
 func (s *Session) join(pid uint32, at time.Duration) error {
-	s.mu.Lock()
-	if p := s.procs[pid]; p != nil && p.alive {
-		s.mu.Unlock()
+	s.run.mu.Lock()
+	if p := s.run.procs[pid]; p != nil && p.alive {
+		s.run.mu.Unlock()
 		return nil
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 	o := s.opts
 	if err := checkTarget(o.ProcRoot, int(pid)); err != nil {
 		s.tr.setTarget(int(pid), false)
@@ -636,10 +682,45 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 	if err := s.tr.setTarget(int(pid), true); err != nil {
 		return err
 	}
-	// The thread timeline starts first: what follows (symbols, a JVM's
-	// perf map through jcmd) takes seconds on a loaded machine, and the
-	// process's threads are sampled meanwhile.
-	ps, err := NewProcSampler(o.ProcRoot, int(pid), o.ProcInterval)
+	// The thread timeline starts first (see startTimeline).
+	if err := s.startTimeline(p); err != nil {
+		return err
+	}
+	p.sym = rawSymbols{}
+	if !o.NoProbes {
+		if err := s.attachProcess(p, at); err != nil {
+			return err
+		}
+	}
+	s.run.mu.Lock()
+	if old := s.run.procs[pid]; old != nil && old.procs != nil {
+		// The same pid joined again (it left by exec and came back):
+		// keep its earlier timeline.
+		old.cancel()
+	}
+	s.run.procs[pid] = p
+	s.run.ever = true
+	s.run.mu.Unlock()
+	if p.jvm != nil {
+		// The session's duration runs from its start, before this
+		// process was attached and its perf map taken (jcmd takes a
+		// fraction of a second): the dumps are spread over what is left
+		// of it, so that none falls due after the end.
+		left := o.Duration
+		if left > 0 {
+			left = max(left-s.elapsed(), time.Millisecond)
+		}
+		p.jvm.startDumps(o.JVMDumps, left)
+	}
+	return nil
+}
+
+// startTimeline starts sampling p's threads from /proc, first of what a
+// joining process gets: the rest (symbols, a JVM's perf map through jcmd)
+// takes seconds on a loaded machine, and the threads are sampled
+// meanwhile. A process already gone gives ErrNoProcess.
+func (s *Session) startTimeline(p *targetProc) error {
+	ps, err := NewProcSampler(s.opts.ProcRoot, int(p.pid), s.opts.ProcInterval)
 	switch {
 	case err == nil:
 		ctx, cancel := context.WithCancel(s.inner)
@@ -650,97 +731,80 @@ func (s *Session) join(pid uint32, at time.Duration) error {
 			// The sampler ends by itself when the process exits; any
 			// other end leaves the process's timeline short, and says so.
 			if err := ps.Run(ctx, s.clk.wall); err != nil {
-				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", pid, err))
+				s.addWarning(fmt.Sprintf("pid %d: thread timeline stopped early: %v", p.pid, err))
 			}
 		}()
 	case errors.Is(err, ErrNoProcess):
-		s.tr.setTarget(int(pid), false)
-		return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
+		s.tr.setTarget(int(p.pid), false)
+		return fmt.Errorf("pid %d: %w", p.pid, ErrNoProcess)
 	default:
-		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", pid, err))
+		s.addWarning(fmt.Sprintf("pid %d: no thread timeline: %v", p.pid, err))
 	}
-	p.sym = rawSymbols{}
-	if !o.NoProbes {
-		sym, err := symbolize.Open(int(pid), symbolize.Options{ProcRoot: o.ProcRoot, Objects: s.objs})
-		switch {
-		case err == nil:
-			p.sym = sym
-			if exe, id := sym.Exe(); id != "" {
-				p.proc.BuildID = id
-				if p.proc.Exe == "" {
-					p.proc.Exe = exe
-				}
+	return nil
+}
+
+// attachProcess opens p's symbols, names a JVM or Go runtime in it, and
+// gives the calls it has in progress a start entry at offset at. A
+// process already gone gives ErrNoProcess.
+func (s *Session) attachProcess(p *targetProc, at time.Duration) error {
+	sym, err := symbolize.Open(int(p.pid), symbolize.Options{ProcRoot: s.opts.ProcRoot, Objects: s.objs})
+	switch {
+	case err == nil:
+		p.sym = sym
+		if exe, id := sym.Exe(); id != "" {
+			p.proc.BuildID = id
+			if p.proc.Exe == "" {
+				p.proc.Exe = exe
 			}
-		case errors.Is(err, symbolize.ErrNoProcess):
-			s.tr.setTarget(int(pid), false)
-			if p.cancel != nil {
-				p.cancel()
-			}
-			return fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
-		default:
-			s.addWarning(fmt.Sprintf("pid %d: user frames are not symbolized and stack windows not unwound: %v", pid, err))
 		}
-		if !s.res.addProcess(pid, p.sym) {
-			p.sym.Close()
-			p.sym = rawSymbols{}
-			s.mu.Lock()
-			s.unnamed++
-			s.mu.Unlock()
+	case errors.Is(err, symbolize.ErrNoProcess):
+		s.tr.setTarget(int(p.pid), false)
+		if p.cancel != nil {
+			p.cancel()
 		}
-		p.jvm = startJVM(o.ProcRoot, int(pid), p.sym, o.Jcmd)
-		if p.info.goVersion != "" {
-			// A Go process joining after the start (--comm, --cgroup):
-			// measured as the first ones are, when they are.
-			s.attachGoProbes(pid)
-		}
-		// Calls in progress at attach have no start entry (they left
-		// the CPU before); give them one, timed from now.
-		n := seedOpen(s.tr, o.ProcRoot, int(pid), s.clk.at(at))
-		if f, err := os.Open(procPath(o.ProcRoot, strconv.Itoa(int(pid)), "mem")); err == nil {
-			p.mem, p.memFile = f, f
-		}
-		s.mu.Lock()
-		s.seededOpen += uint64(n)
-		s.mu.Unlock()
+		return fmt.Errorf("pid %d: %w", p.pid, ErrNoProcess)
+	default:
+		s.addWarning(fmt.Sprintf("pid %d: user frames are not symbolized and stack windows not unwound: %v", p.pid, err))
 	}
-	s.mu.Lock()
-	if old := s.procs[pid]; old != nil && old.procs != nil {
-		// The same pid joined again (it left by exec and came back):
-		// keep its earlier timeline.
-		old.cancel()
+	if !s.res.addProcess(p.pid, p.sym) {
+		p.sym.Close()
+		p.sym = rawSymbols{}
+		s.run.mu.Lock()
+		s.run.unnamed++
+		s.run.mu.Unlock()
 	}
-	s.procs[pid] = p
-	s.ever = true
-	s.mu.Unlock()
-	if p.jvm != nil {
-		// The session's duration runs from its start, before this
-		// process was attached and its perf map taken (jcmd, 0.2-0.5 s):
-		// the dumps are spread over what is left of it. Spread over the
-		// whole duration from now, the one dump of a 2 s recording was
-		// due 1.2 s in and killed by the session's end 0.2 s later.
-		left := o.Duration
-		if left > 0 {
-			left = max(left-s.elapsed(), time.Millisecond)
-		}
-		p.jvm.startDumps(o.JVMDumps, left)
+	p.jvm = startJVM(s.opts.ProcRoot, int(p.pid), p.sym, s.opts.Jcmd)
+	if p.info.goVersion != "" {
+		// A Go process joining after the start (--comm, --cgroup):
+		// measured as the first ones are, when they are.
+		s.attachGoProbes(p.pid)
 	}
+	// Calls in progress at attach have no start entry (they left the CPU
+	// before); give them one, timed from now.
+	n := seedOpen(s.tr, s.opts.ProcRoot, int(p.pid), s.clk.at(at))
+	if f, err := os.Open(procPath(s.opts.ProcRoot, strconv.Itoa(int(p.pid)), "mem")); err == nil {
+		p.mem, p.memFile = f, f
+	}
+	s.run.mu.Lock()
+	s.run.seededOpen += uint64(n)
+	s.run.mu.Unlock()
 	return nil
 }
 
 // leave takes process pid out of the recording at offset at: it exited,
 // or exec'd out of the target's name or cgroup.
 func (s *Session) leave(pid uint32, at time.Duration, exited bool) {
-	s.mu.Lock()
-	p := s.procs[pid]
+	s.run.mu.Lock()
+	p := s.run.procs[pid]
 	if p == nil || !p.alive {
-		s.mu.Unlock()
+		s.run.mu.Unlock()
 		return
 	}
 	p.alive = false
 	p.proc.Left, p.proc.Exited = at, exited
 	mem := p.memFile
 	p.mem, p.memFile = nil, nil
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 	if !exited {
 		s.tr.setTarget(int(pid), false)
 		if p.cancel != nil {
@@ -757,10 +821,10 @@ func (s *Session) leave(pid uint32, at time.Duration, exited bool) {
 
 // aliveCount returns the number of processes recorded now.
 func (s *Session) aliveCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
 	n := 0
-	for _, p := range s.procs {
+	for _, p := range s.run.procs {
 		if p.alive {
 			n++
 		}
@@ -790,9 +854,9 @@ func (s *Session) onRecord(b []byte) {
 			return
 		}
 		si := sleepInfo{obj: s.sleepObjs.object(r), wakerPID: int(r.WakerPID), sched: s.sleepObjs.schedFrames(r, s.ksym)}
-		s.mu.Lock()
-		s.log.addObj(r.Ev, si)
-		s.mu.Unlock()
+		s.run.mu.Lock()
+		s.run.log.addObj(r.Ev, si)
+		s.run.mu.Unlock()
 		return
 	}
 	e, err := decodeEvent(b)
@@ -800,19 +864,19 @@ func (s *Session) onRecord(b []byte) {
 		s.countBad()
 		return
 	}
-	s.mu.Lock()
+	s.run.mu.Lock()
 	if e.Kind == kindTask {
-		s.tasks = append(s.tasks, e)
+		s.run.tasks = append(s.run.tasks, e)
 	} else {
-		s.log.add(e)
+		s.run.log.add(e)
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 }
 
 func (s *Session) countBad() {
-	s.mu.Lock()
-	s.bad++
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	s.run.bad++
+	s.run.mu.Unlock()
 }
 
 // elapsed returns the time since the start of the recording.
@@ -851,17 +915,17 @@ func (s *Session) pollLoop(ctx context.Context) {
 // threads are marked for folding, processes that joined or left the
 // target set join or leave the recording.
 func (s *Session) handleTasks() {
-	s.mu.Lock()
-	tasks := s.tasks
-	s.tasks = nil
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	tasks := s.run.tasks
+	s.run.tasks = nil
+	s.run.mu.Unlock()
 	for _, e := range tasks {
 		at := s.clk.since(e.TS)
 		switch e.Op {
 		case taskThreadExit:
-			s.aggMu.Lock()
-			s.gone[threadKey{e.PID, e.TID}] = true
-			s.aggMu.Unlock()
+			s.agg.mu.Lock()
+			s.agg.gone[threadKey{e.PID, e.TID}] = true
+			s.agg.mu.Unlock()
 		case taskProcExit:
 			s.leave(e.PID, at, true)
 		case taskProcJoin:
@@ -878,14 +942,14 @@ func (s *Session) handleTasks() {
 // yet (--comm, --cgroup), and for recorded processes that have gone
 // without the kernel saying so (a record lost to a full ring buffer).
 func (s *Session) rescan() {
-	s.mu.Lock()
+	s.run.mu.Lock()
 	var alive []uint32
-	for pid, p := range s.procs {
+	for pid, p := range s.run.procs {
 		if p.alive {
 			alive = append(alive, pid)
 		}
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 	at := s.elapsed()
 	for _, pid := range alive {
 		if checkTarget(s.opts.ProcRoot, int(pid)) != nil {
@@ -900,9 +964,9 @@ func (s *Session) rescan() {
 		return
 	}
 	for _, pid := range pids {
-		s.mu.Lock()
-		p := s.procs[uint32(pid)]
-		s.mu.Unlock()
+		s.run.mu.Lock()
+		p := s.run.procs[uint32(pid)]
+		s.run.mu.Unlock()
 		if p == nil || !p.alive {
 			s.join(uint32(pid), at)
 		}
@@ -919,8 +983,8 @@ func (s *Session) poll(at time.Duration) error { return s.pollFor(at, true) }
 // are taken (for a recording about to be built), or only of those that
 // were in progress at the previous drain already (see unwindOpen).
 func (s *Session) pollFor(at time.Duration, every bool) error {
-	s.pollMu.Lock()
-	defer s.pollMu.Unlock()
+	s.drains.mu.Lock()
+	defer s.drains.mu.Unlock()
 	if at < 0 {
 		at = s.elapsed()
 	}
@@ -934,36 +998,17 @@ func (s *Session) pollFor(at time.Duration, every bool) error {
 		d.counters[k] = v
 	}
 
-	s.mu.Lock()
+	s.run.mu.Lock()
 	d.counters["drop_event_log_full"] = 0
-	d.counters["sampled_event_log_evicted"] = s.log.evicted
-	d.counters["drop_record_malformed"] = s.bad
-	d.counters["info_open_at_attach"] = s.seededOpen
-	d.counters["info_processes_unsymbolized"] = uint64(s.unnamed)
-	s.mu.Unlock()
+	d.counters["sampled_event_log_evicted"] = s.run.log.evicted
+	d.counters["drop_record_malformed"] = s.run.bad
+	d.counters["info_open_at_attach"] = s.run.seededOpen
+	d.counters["info_processes_unsymbolized"] = uint64(s.run.unnamed)
+	s.run.mu.Unlock()
 
-	s.aggMu.Lock()
-	s.foldLate(d.agg)
-	s.cum.add(d.agg)
-	if len(s.gone) >= foldAfter || s.cum.entries() > cumBudget {
-		s.cum.fold(s.gone)
-		for k := range s.gone {
-			s.remember(k)
-		}
-		s.gone = map[threadKey]bool{}
-	}
-	s.counters = d.counters
-	s.open = d.open
-	s.at = at
-	s.cur.agg.add(d.agg)
-	s.cur.to = at
-	s.cur.counters = d.counters
-	if at-s.cur.from >= s.deltaEvery*9/10 {
-		s.deltas = append(s.deltas, s.cur)
-		s.cur = &delta{from: at, agg: newAggregates(), base: d.counters}
-		s.trimHistory()
-	}
-	s.aggMu.Unlock()
+	s.agg.mu.Lock()
+	s.agg.addDrain(d, at, s.deltaEvery, s.opts.History)
+	s.agg.mu.Unlock()
 
 	s.checkGoProbeCost(d.counters["ev_gosync"], at)
 	s.nameNew(d)
@@ -971,46 +1016,73 @@ func (s *Session) pollFor(at time.Duration, every bool) error {
 	return nil
 }
 
-// foldLate folds into a the entries of threads folded already: their last
-// data, drained after their exit. Caller holds s.aggMu.
-func (s *Session) foldLate(a *aggregates) {
-	if len(s.folded) == 0 {
+// addDrain adds one drain's aggregates, counters and calls in progress,
+// taken at offset at: into the whole session, folding exited threads
+// past foldAfter or cumBudget, and into the current delta, which is kept
+// once it spans deltaEvery (nearly: drains do not fall on the second).
+// Caller holds a.mu.
+func (a *aggState) addDrain(d *drained, at, deltaEvery, history time.Duration) {
+	a.foldLate(d.agg)
+	a.cum.add(d.agg)
+	if len(a.gone) >= foldAfter || a.cum.entries() > cumBudget {
+		a.cum.fold(a.gone)
+		for k := range a.gone {
+			a.remember(k)
+		}
+		a.gone = map[threadKey]bool{}
+	}
+	a.counters = d.counters
+	a.open = d.open
+	a.at = at
+	a.cur.agg.add(d.agg)
+	a.cur.to = at
+	a.cur.counters = d.counters
+	if at-a.cur.from >= deltaEvery*9/10 {
+		a.deltas = append(a.deltas, a.cur)
+		a.cur = &delta{from: at, agg: newAggregates(), base: d.counters}
+		a.trimHistory(int(min(history, maxHistory) / deltaEvery))
+	}
+}
+
+// foldLate folds into x the entries of threads folded already: their last
+// data, drained after their exit. Caller holds a.mu.
+func (a *aggState) foldLate(x *aggregates) {
+	if len(a.folded) == 0 {
 		return
 	}
 	late := map[threadKey]bool{}
-	a.eachThread(func(pid, tid uint32) {
-		if k := (threadKey{pid, tid}); s.folded[k] {
+	x.eachThread(func(pid, tid uint32) {
+		if k := (threadKey{pid, tid}); a.folded[k] {
 			late[k] = true
 		}
 	})
-	a.foldAgain(late)
+	x.foldAgain(late)
 }
 
 // remember notes a folded thread for foldLate, forgetting the oldest past
-// foldedMemory. Caller holds s.aggMu.
-func (s *Session) remember(k threadKey) {
-	if s.folded[k] {
+// foldedMemory. Caller holds a.mu.
+func (a *aggState) remember(k threadKey) {
+	if a.folded[k] {
 		return
 	}
-	if len(s.foldedFIFO) >= foldedMemory {
-		delete(s.folded, s.foldedFIFO[0])
-		s.foldedFIFO = s.foldedFIFO[1:]
+	if len(a.foldedFIFO) >= foldedMemory {
+		delete(a.folded, a.foldedFIFO[0])
+		a.foldedFIFO = a.foldedFIFO[1:]
 	}
-	s.folded[k] = true
-	s.foldedFIFO = append(s.foldedFIFO, k)
+	a.folded[k] = true
+	a.foldedFIFO = append(a.foldedFIFO, k)
 }
 
-// trimHistory drops the oldest deltas past Options.History or
-// historyBudget. Caller holds s.aggMu.
-func (s *Session) trimHistory() {
-	keep := int(min(s.opts.History, maxHistory) / s.deltaEvery)
+// trimHistory drops the oldest deltas past keep of them or past
+// historyBudget entries together. Caller holds a.mu.
+func (a *aggState) trimHistory(keep int) {
 	total := 0
-	for _, d := range s.deltas {
+	for _, d := range a.deltas {
 		total += d.agg.entries()
 	}
-	for len(s.deltas) > 0 && (len(s.deltas) > keep || total > historyBudget) {
-		total -= s.deltas[0].agg.entries()
-		s.deltas = s.deltas[1:]
+	for len(a.deltas) > 0 && (len(a.deltas) > keep || total > historyBudget) {
+		total -= a.deltas[0].agg.entries()
+		a.deltas = a.deltas[1:]
 	}
 }
 
@@ -1036,8 +1108,8 @@ const maxOpenUnwinds = 1000
 // them all, so no call in it lacks its stack for this.
 func (s *Session) unwindOpen(calls []openCall, every bool) {
 	open := make(map[evKey]bool, len(calls))
-	prev := s.openBefore
-	defer func() { s.openBefore = open }()
+	prev := s.drains.openBefore
+	defer func() { s.drains.openBefore = open }()
 	n := 0
 	// One buffer serves every copy: the unwinder reads a window and
 	// keeps none of it.
@@ -1048,12 +1120,12 @@ func (s *Session) unwindOpen(calls []openCall, every bool) {
 		if c.sp == 0 || n >= maxOpenUnwinds || !every && !prev[k] || s.res.hasOpen(k) {
 			continue
 		}
-		s.mu.Lock()
+		s.run.mu.Lock()
 		var mem memReader
-		if p := s.procs[c.pid]; p != nil && p.mem != nil {
+		if p := s.run.procs[c.pid]; p != nil && p.mem != nil {
 			mem = p.mem
 		}
-		s.mu.Unlock()
+		s.run.mu.Unlock()
 		if mem == nil {
 			continue
 		}
@@ -1093,11 +1165,11 @@ func (s *Session) nameNew(d *drained) {
 // last time.
 func (s *Session) end(kind int, err error) {
 	s.endOnce.Do(func() {
-		s.mu.Lock()
-		s.endKind = kind
-		s.endAt = s.elapsed()
-		s.runErr = err
-		s.mu.Unlock()
+		s.run.mu.Lock()
+		s.run.endKind = kind
+		s.run.endAt = s.elapsed()
+		s.run.runErr = err
+		s.run.mu.Unlock()
 		close(s.done)
 		go s.finish()
 	})
@@ -1120,9 +1192,9 @@ func (s *Session) finish() {
 	}
 	// Nothing is recorded after this: the final drain ends here.
 	detached := s.elapsed()
-	s.mu.Lock()
-	s.endSilence = detached - silencing
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	s.run.endSilence = detached - silencing
+	s.run.mu.Unlock()
 	if err := s.tr.silenceAll(); err != nil {
 		s.setErr(err)
 	}
@@ -1137,11 +1209,11 @@ func (s *Session) finish() {
 }
 
 func (s *Session) setErr(err error) {
-	s.mu.Lock()
-	if s.runErr == nil {
-		s.runErr = err
+	s.run.mu.Lock()
+	if s.run.runErr == nil {
+		s.run.runErr = err
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 }
 
 // Done is closed when the recording ends by itself: the duration has
@@ -1152,30 +1224,30 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // Stats returns the progress of the recording. Event and drop counts are
 // as of the last drain (at most drainEvery old).
 func (s *Session) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := Stats{Elapsed: s.elapsed(), TargetExited: s.endKind == endExited}
-	if s.endKind != endNone {
-		st.Elapsed = s.endAt
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	st := Stats{Elapsed: s.elapsed(), TargetExited: s.run.endKind == endExited}
+	if s.run.endKind != endNone {
+		st.Elapsed = s.run.endAt
 	}
-	for _, p := range s.procs {
+	for _, p := range s.run.procs {
 		if p.alive {
 			st.Processes++
 		}
 	}
-	s.aggMu.Lock()
-	st.Events, st.Drops = recording.Meta{Counters: s.counters}.CounterTotals()
-	s.aggMu.Unlock()
+	s.agg.mu.Lock()
+	st.Events, st.Drops = recording.Meta{Counters: s.agg.counters}.CounterTotals()
+	s.agg.mu.Unlock()
 	return st
 }
 
 // Targets returns the processes recorded now, for a caller that follows
 // the target set (the agent, the progress line).
 func (s *Session) Targets() []int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
 	var out []int
-	for pid, p := range s.procs {
+	for pid, p := range s.run.procs {
 		if p.alive {
 			out = append(out, int(pid))
 		}
@@ -1230,21 +1302,21 @@ type EventBatch struct {
 // every refresh, and a piece at a time: converted, a whole log (120,000
 // events) takes 12.5 MB at once.
 func (s *Session) EventsSince(seq uint64, limit int) EventBatch {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := EventBatch{Oldest: s.log.evicted, Next: s.log.evicted + uint64(s.log.n), Origin: s.clk.wall}
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	b := EventBatch{Oldest: s.run.log.evicted, Next: s.run.log.evicted + uint64(s.run.log.n), Origin: s.clk.wall}
 	if seq >= b.Next {
 		return b
 	}
 	skip := int(max(seq, b.Oldest) - b.Oldest)
-	n := s.log.n - skip
+	n := s.run.log.n - skip
 	if limit > 0 && n > limit {
 		n = limit
 		b.Next = b.Oldest + uint64(skip+n)
 	}
 	each := func(fn func(*rawEvent)) {
 		left, todo := skip, n
-		for _, c := range s.log.chunks {
+		for _, c := range s.run.log.chunks {
 			if left >= len(c) {
 				left -= len(c)
 				continue
@@ -1256,7 +1328,7 @@ func (s *Session) EventsSince(seq uint64, limit int) EventBatch {
 			left = 0
 		}
 	}
-	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res, s.log.objs)
+	b.Events, b.Stacks = buildEvents(each, n, s.clk.mono, math.MaxUint64, s.res, s.run.log.objs)
 	return b
 }
 
@@ -1266,42 +1338,49 @@ func (s *Session) snapshot(window time.Duration, events bool) *recording.Recordi
 	default:
 		s.poll(-1)
 	}
-	s.mu.Lock()
-	stopped := s.stopRec
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	stopped := s.run.stopRec
+	s.run.mu.Unlock()
 	if stopped != nil && (window <= 0 || window >= stopped.Meta.Duration) {
 		// Stop built the whole session's recording from the aggregates
 		// and the event log, and released them.
 		return stopped
 	}
-	s.aggMu.Lock()
-	if s.closed {
-		s.aggMu.Unlock()
+	s.agg.mu.Lock()
+	if s.agg.closed {
+		s.agg.mu.Unlock()
 		return nil
 	}
-	snap := &snapshot{at: s.at, counters: maps.Clone(s.counters), open: s.open}
-	from := time.Duration(0)
-	if window <= 0 || window >= s.at {
-		snap.aggregates = s.cum
-	} else {
-		want := s.at - window
-		snap.aggregates = newAggregates()
-		snap.add(s.cur.agg)
-		from = s.cur.from
-		base := s.cur.base
-		for i := len(s.deltas) - 1; i >= 0 && from > want; i-- {
-			d := s.deltas[i]
-			snap.add(d.agg)
-			from, base = d.from, d.base
-		}
-		for k, v := range snap.counters {
-			snap.counters[k] = sat(v, base[k])
-		}
-	}
-	rec := s.build(snap, from, s.at, events)
-	s.aggMu.Unlock()
+	snap, from := s.agg.window(window)
+	rec := s.build(snap, from, s.agg.at, events)
+	s.agg.mu.Unlock()
 	s.goWindow(rec)
 	return rec
+}
+
+// window returns the aggregates of the last window (0 or past the start:
+// the whole session) and the offset where they start: the deltas that
+// cover it, summed, with counters taken from the window's start. Caller
+// holds a.mu.
+func (a *aggState) window(window time.Duration) (*snapshot, time.Duration) {
+	snap := &snapshot{at: a.at, counters: maps.Clone(a.counters), open: a.open}
+	if window <= 0 || window >= a.at {
+		snap.aggregates = a.cum
+		return snap, 0
+	}
+	want := a.at - window
+	snap.aggregates = newAggregates()
+	snap.add(a.cur.agg)
+	from, base := a.cur.from, a.cur.base
+	for i := len(a.deltas) - 1; i >= 0 && from > want; i-- {
+		d := a.deltas[i]
+		snap.add(d.agg)
+		from, base = d.from, d.base
+	}
+	for k, v := range snap.counters {
+		snap.counters[k] = sat(v, base[k])
+	}
+	return snap, from
 }
 
 // applyGoWindow stores a window's Go profiles into rec, with a warning
@@ -1330,7 +1409,7 @@ func applyGoWindow(rec *recording.Recording, gp *goendpoint.Profiles) {
 // the recording short (the recording is still returned, marked partial).
 func (s *Session) Stop() (*recording.Recording, error) {
 	s.stopOnce.Do(func() { s.stop(true) })
-	return s.stopRec, s.stopErr
+	return s.run.stopRec, s.stopErr
 }
 
 // Close ends the recording as Stop does but builds no recording of the
@@ -1351,9 +1430,9 @@ func (s *Session) Close() error {
 func (s *Session) stop(whole bool) {
 	s.end(endStopped, nil)
 	<-s.finished
-	s.mu.Lock()
+	s.run.mu.Lock()
 	jvms := s.jvms()
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 	if whole {
 		for _, p := range jvms {
 			if w := p.jvm.finish(s.res); w >= time.Second && s.opts.OnNote != nil {
@@ -1367,40 +1446,40 @@ func (s *Session) stop(whole bool) {
 	}
 	s.cancel()
 	s.wg.Wait()
-	s.mu.Lock()
-	runErr := s.runErr
-	procs := slices.Collect(maps.Values(s.procs))
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	runErr := s.run.runErr
+	procs := slices.Collect(maps.Values(s.run.procs))
+	s.run.mu.Unlock()
 	s.stopErr = runErr
 	if whole {
-		s.aggMu.Lock()
-		snap := &snapshot{at: s.at, aggregates: s.cum, counters: maps.Clone(s.counters), open: s.open}
-		s.final = true
-		rec := s.build(snap, 0, s.at, true)
-		s.aggMu.Unlock()
-		s.mu.Lock()
-		s.stopRec = rec
-		s.mu.Unlock()
+		s.agg.mu.Lock()
+		snap := &snapshot{at: s.agg.at, aggregates: s.agg.cum, counters: maps.Clone(s.agg.counters), open: s.agg.open}
+		s.agg.final = true
+		rec := s.build(snap, 0, s.agg.at, true)
+		s.agg.mu.Unlock()
+		s.run.mu.Lock()
+		s.run.stopRec = rec
+		s.run.mu.Unlock()
 		for _, p := range jvms {
-			p.jvm.apply(s.stopRec)
+			p.jvm.apply(s.run.stopRec)
 			if p.memFile != nil {
-				p.jvm.copyCode(s.stopRec, p.sym, p.memFile)
+				p.jvm.copyCode(s.run.stopRec, p.sym, p.memFile)
 			}
 		}
 		if s.opts.JVMDumps > 0 && len(jvms) == 0 {
-			s.stopRec.Meta.Warnings = append(s.stopRec.Meta.Warnings, fmt.Sprintf("no Java thread dumps were taken: no process of the target (%s) is a Java process (none maps libjvm.so)", s.target))
+			s.run.stopRec.Meta.Warnings = append(s.run.stopRec.Meta.Warnings, fmt.Sprintf("no Java thread dumps were taken: no process of the target (%s) is a Java process (none maps libjvm.so)", s.target))
 		}
 		if gp != nil {
-			gp.Apply(s.stopRec)
+			gp.Apply(s.run.stopRec)
 		}
-		s.stopRec.Meta.GoData = s.goData(s.stopRec)
+		s.run.stopRec.Meta.GoData = s.goData(s.run.stopRec)
 	} else {
 		// A snapshot still being built (a view's load that its exit
 		// did not wait for) finishes before what it reads goes, and
 		// none starts after.
-		s.aggMu.Lock()
-		s.closed = true
-		s.aggMu.Unlock()
+		s.agg.mu.Lock()
+		s.agg.closed = true
+		s.agg.mu.Unlock()
 	}
 	for _, p := range procs {
 		if p.procs != nil {
@@ -1416,23 +1495,79 @@ func (s *Session) stop(whole bool) {
 
 // build assembles the recording of the interval [from, to) of the session
 // from the interval's snapshot d, with the event log's events of the
-// interval unless events is false. Caller holds s.aggMu.
+// interval unless events is false. Caller holds s.agg.mu.
 func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recording.Recording {
-	s.mu.Lock()
-	meta := s.meta
-	meta.Warnings = append([]string(nil), s.meta.Warnings...)
-	kind, endAt, runErr, endSilence := s.endKind, s.endAt, s.runErr, s.endSilence
-	unnamed := s.unnamed
+	meta, timelines := s.buildMeta(d, from, to)
+	rec := &recording.Recording{Meta: meta}
+	open := clipOpen(d.open, s.clk.at(from), s.clk.at(to))
+	s.run.mu.Lock()
+	words := s.res.wordStacks(s.run.log.each)
+	s.run.mu.Unlock()
+	for v, p := range buildViews(viewInput{
+		snap:    d,
+		open:    open,
+		stacks:  s.res,
+		start:   meta.Start,
+		dur:     meta.Duration,
+		onCPUHz: s.opts.OnCPUHz,
+		probes:  s.cfg.probes,
+		exe:     filepath.Base(meta.Exe),
+		words:   words,
+		goSync:  s.goUp.active(),
+		goCover: s.goUp.cover(from, to),
+	}) {
+		rec.SetProfile(v, p)
+	}
+	rec.NativeCode = s.res.nativeCode(rec.Profile(recording.ViewOnCPU))
+	if s.cfg.probes[ProbeFutex] {
+		rec.Locks = buildLocks(d, open, s.res)
+	}
+	if s.agg.final {
+		// The whole-session aggregates are in the views and locks now:
+		// let them go, and the views' builders with them, before the
+		// event log is converted, the largest part of the recording. A
+		// collection now keeps the two from adding up: allocating fast,
+		// the runtime would otherwise let the heap run past its soft
+		// limit (see cmd/contend's memoryLimit) rather than spend the
+		// CPU.
+		d.aggregates = nil
+		s.agg.cum = newAggregates()
+		runtime.GC()
+	}
+	if events {
+		rec.Events, rec.Stacks = s.buildEventLog(from, to)
+	}
+	if rec.Stacks == nil {
+		rec.Stacks = []recording.Stack{}
+	}
+	if len(timelines) > 0 {
+		rec.Threads = sliceTimeline(mergeTimelines(timelines), from, to)
+	}
+	// This build's lookups are done: DWARF read for them goes before
+	// the caller analyzes the recording (symbolize's dwarfQuickParses).
+	s.objs.DropDebugInfo()
+	return rec
+}
+
+// buildMeta returns the metadata of the interval [from, to) of the
+// session, with snapshot d's counters, and the thread timelines of its
+// processes.
+func (s *Session) buildMeta(d *snapshot, from, to time.Duration) (recording.Meta, []*recording.Timeline) {
+	s.run.mu.Lock()
+	meta := s.run.meta
+	meta.Warnings = append([]string(nil), s.run.meta.Warnings...)
+	kind, endAt, runErr, endSilence := s.run.endKind, s.run.endAt, s.run.runErr, s.run.endSilence
+	unnamed := s.run.unnamed
 	type procView struct {
 		proc recording.Process
 		tl   *ProcSampler
 	}
 	var procs []procView
-	for _, pid := range slices.Sorted(maps.Keys(s.procs)) {
-		p := s.procs[pid]
+	for _, pid := range slices.Sorted(maps.Keys(s.run.procs)) {
+		p := s.run.procs[pid]
 		procs = append(procs, procView{p.proc, p.procs})
 	}
-	s.mu.Unlock()
+	s.run.mu.Unlock()
 
 	meta.Start = s.clk.wallAt(from)
 	meta.Duration = to - from
@@ -1461,7 +1596,7 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 		}
 		meta.Processes = append(meta.Processes, proc)
 		if p.tl != nil {
-			if s.final {
+			if s.agg.final {
 				// The samplers have stopped: their timelines need
 				// no copy.
 				timelines = append(timelines, p.tl.take())
@@ -1485,71 +1620,29 @@ func (s *Session) build(d *snapshot, from, to time.Duration, events bool) *recor
 	if s.target.Follows() && len(meta.Processes) == 0 {
 		meta.Warnings = append(meta.Warnings, fmt.Sprintf("no process of the target (%s) was running", s.target))
 	}
+	return meta, timelines
+}
 
-	rec := &recording.Recording{Meta: meta}
-	open := clipOpen(d.open, s.clk.at(from), s.clk.at(to))
-	s.mu.Lock()
-	words := s.res.wordStacks(s.log.each)
-	s.mu.Unlock()
-	for v, p := range buildViews(viewInput{
-		snap:    d,
-		open:    open,
-		stacks:  s.res,
-		start:   meta.Start,
-		dur:     meta.Duration,
-		onCPUHz: s.opts.OnCPUHz,
-		probes:  s.cfg.probes,
-		exe:     filepath.Base(meta.Exe),
-		words:   words,
-		goSync:  s.goUp.active(),
-		goCover: s.goUp.cover(from, to),
-	}) {
-		rec.SetProfile(v, p)
-	}
-	rec.NativeCode = s.res.nativeCode(rec.Profile(recording.ViewOnCPU))
-	if s.cfg.probes[ProbeFutex] {
-		rec.Locks = buildLocks(d, open, s.res)
-	}
-	if s.final {
-		// The whole-session aggregates are in the views and locks now:
-		// let them go, and the views' builders with them, before the
-		// event log is converted, the largest part of the recording. A
-		// collection now keeps the two from adding up: allocating fast,
-		// the runtime would otherwise let the heap run past its soft
-		// limit (see cmd/contend's memoryLimit) rather than spend the
-		// CPU.
-		d.aggregates = nil
-		s.cum = newAggregates()
-		runtime.GC()
-	}
-	// The log is read in place, under s.mu: a copy would double the
+// buildEventLog converts the event log's events of [from, to), consuming
+// the log when the whole session's recording is being built.
+func (s *Session) buildEventLog(from, to time.Duration) ([]recording.Event, []recording.Stack) {
+	// The log is read in place, under s.run.mu: a copy would double the
 	// largest part of a recording's memory. The final recording consumes
 	// it.
-	if events {
-		s.mu.Lock()
-		each := s.log.each
-		if s.final {
-			each = s.log.consume
+	s.run.mu.Lock()
+	each := s.run.log.each
+	if s.agg.final {
+		each = s.run.log.consume
+	}
+	n := 0
+	s.run.log.each(func(e *rawEvent) {
+		if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
+			n++
 		}
-		n := 0
-		s.log.each(func(e *rawEvent) {
-			if e.TS >= s.clk.at(from) && e.TS < s.clk.at(to) {
-				n++
-			}
-		})
-		rec.Events, rec.Stacks = buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res, s.log.objs)
-		s.mu.Unlock()
-	}
-	if rec.Stacks == nil {
-		rec.Stacks = []recording.Stack{}
-	}
-	if len(timelines) > 0 {
-		rec.Threads = sliceTimeline(mergeTimelines(timelines), from, to)
-	}
-	// This build's lookups are done: DWARF read for them goes before
-	// the caller analyzes the recording (symbolize's dwarfQuickParses).
-	s.objs.DropDebugInfo()
-	return rec
+	})
+	evs, stacks := buildEvents(each, n, s.clk.at(from), s.clk.at(to), s.res, s.run.log.objs)
+	s.run.mu.Unlock()
+	return evs, stacks
 }
 
 // partial says whether, and why, a whole-session recording holds less
@@ -1606,7 +1699,7 @@ wait:
 	if err != nil {
 		return rec, err
 	}
-	if s.target.Follows() && !s.ever {
+	if s.target.Follows() && !s.run.ever {
 		return rec, fmt.Errorf("no process of the target (%s) ran during the %s recorded: %w", s.target, rec.Meta.Duration.Round(time.Millisecond), ErrNoProcess)
 	}
 	nothing := st.Events == 0

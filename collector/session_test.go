@@ -177,7 +177,7 @@ func startFakeWith(t *testing.T, ctx context.Context, o Options, f *fakeTracer, 
 	s.drainEvery = 10 * time.Millisecond
 	s.deltaEvery = 20 * time.Millisecond
 	s.clk = clock{mono: monotonicNow(), wall: time.Now()}
-	s.meta = recording.Meta{Source: recording.SourceLive, PID: fakePID}
+	s.run.meta = recording.Meta{Source: recording.SourceLive, PID: fakePID}
 	s.launch(ctx, f, rawKernel{})
 	if sym == nil {
 		sym = rawSymbols{}
@@ -185,9 +185,9 @@ func startFakeWith(t *testing.T, ctx context.Context, o Options, f *fakeTracer, 
 	s.res.addProcess(fakePID, sym)
 	// As join does: the session may already be ending (finish reads
 	// the processes to silence them).
-	s.mu.Lock()
-	s.procs[fakePID] = &targetProc{pid: fakePID, alive: true, sym: sym, mem: mem, proc: recording.Process{PID: fakePID}}
-	s.mu.Unlock()
+	s.run.mu.Lock()
+	s.run.procs[fakePID] = &targetProc{pid: fakePID, alive: true, sym: sym, mem: mem, proc: recording.Process{PID: fakePID}}
+	s.run.mu.Unlock()
 	return s
 }
 

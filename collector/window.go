@@ -30,22 +30,22 @@ func (s *Session) Next(since time.Duration) (*recording.Recording, time.Duration
 	default:
 		s.poll(-1)
 	}
-	s.aggMu.Lock()
+	s.agg.mu.Lock()
 	var parts []*delta
-	for _, d := range s.deltas {
+	for _, d := range s.agg.deltas {
 		if d.from >= since {
 			parts = append(parts, d)
 		}
 	}
-	if ended && s.cur.to > s.cur.from && s.cur.from >= since {
-		parts = append(parts, s.cur)
+	if ended && s.agg.cur.to > s.agg.cur.from && s.agg.cur.from >= since {
+		parts = append(parts, s.agg.cur)
 	}
 	if len(parts) == 0 {
-		s.aggMu.Unlock()
+		s.agg.mu.Unlock()
 		return nil, since
 	}
 	first, last := parts[0], parts[len(parts)-1]
-	snap := &snapshot{at: last.to, aggregates: newAggregates(), counters: map[string]uint64{}, open: s.open}
+	snap := &snapshot{at: last.to, aggregates: newAggregates(), counters: map[string]uint64{}, open: s.agg.open}
 	for _, d := range parts {
 		snap.add(d.agg)
 	}
@@ -53,7 +53,7 @@ func (s *Session) Next(since time.Duration) (*recording.Recording, time.Duration
 		snap.counters[k] = sat(v, first.base[k])
 	}
 	rec := s.build(snap, first.from, last.to, true)
-	s.aggMu.Unlock()
+	s.agg.mu.Unlock()
 	s.goWindow(rec)
 	return rec, last.to
 }
