@@ -32,7 +32,7 @@ const topMemoryLimit = 64 << 20
 // analyses (the window's events copied, indexed and analysed), and the
 // limit is soft, so a larger analysis costs collections during it, not a
 // stall. Go's own pacing (GOGC=100, a factor of 2) holds more at the
-// agent's peak: docs/cost.md, "What the heap limits rest on".
+// agent's peak: docs/cost.md, "What contend's own limits rest on".
 const settleHeadroom = 1.5
 
 // settleMemory runs after each of top's analyses and each of the agent's
@@ -45,8 +45,8 @@ const settleHeadroom = 1.5
 // scavenger, which gives back what the limit does not need: handing them
 // all back at once (debug.FreeOSMemory) and faulting them in again at the
 // next window costs the agent more CPU for the same peak, and lowers only
-// the resident size between windows (docs/cost.md, "What the heap limits
-// rest on"). With GOMEMLIMIT set only the collection runs.
+// the resident size between windows (docs/cost.md, "What contend's own
+// limits rest on"). With GOMEMLIMIT set only the collection runs.
 func settleMemory(floor int64) func() {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	return func() {
@@ -83,9 +83,9 @@ const followEvery = time.Second
 // whenever that is above it, at each tick. The limits are sized for the
 // fixtures and the usual targets; a live heap past them (many processes,
 // such as 16 PostgreSQL backends with their symbols, event log and
-// aggregates) would otherwise run the collector back to back (docs/cost.md,
-// "What the heap limits rest on"). settleMemory lowers the limit again
-// after each window or analysis.
+// aggregates) would otherwise run the collector back to back
+// (docs/cost.md, "What contend's own limits rest on"). settleMemory
+// lowers the limit again after each window or analysis.
 func followLiveHeap(tick <-chan time.Time) {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	for range tick {
