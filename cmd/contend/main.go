@@ -95,8 +95,8 @@ func main() {
 func run(args []string) int {
 	// A terminal hanging up (SIGHUP) ends a command as an interrupt
 	// does: the probes detached, the terminal left as it was found, what
-	// was recorded written. Left to its default, SIGHUP killed contend top
-	// with the screen in its alternate mode.
+	// was recorded written. Left to its default, SIGHUP would kill contend
+	// top with the screen still in its alternate mode.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	root := newRootCmd()

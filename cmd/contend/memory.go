@@ -31,8 +31,8 @@ const topMemoryLimit = 64 << 20
 // factor: an analysis's own memory is 0.5-1 times the live heap between
 // analyses (the window's events copied, indexed and analysed), and the
 // limit is soft, so a larger analysis costs collections during it, not a
-// stall. Go's own pacing (GOGC=100, a factor of 2) held about 5 MB more
-// at the agent's peak.
+// stall. Go's own pacing (GOGC=100, a factor of 2) holds more at the
+// agent's peak: docs/cost.md, "What contend's own limits rest on".
 const settleHeadroom = 1.5
 
 // settleMemory runs after each of top's analyses and each of the agent's
@@ -44,10 +44,9 @@ const settleHeadroom = 1.5
 // analysis and run it back to back. The freed pages are left to Go's
 // scavenger, which gives back what the limit does not need: handing them
 // all back at once (debug.FreeOSMemory) and faulting them in again at the
-// next window was 15 % of the agent's CPU on 12 CPython threads (4.6 %
-// of a core against 5.4 %), for the same peak (VmHWM 89 MB); only the
-// resident size between windows is lower that way (60 MB against 78 MB).
-// With GOMEMLIMIT set only the collection runs.
+// next window costs the agent more CPU for the same peak, and lowers only
+// the resident size between windows (docs/cost.md, "What contend's own
+// limits rest on"). With GOMEMLIMIT set only the collection runs.
 func settleMemory(floor int64) func() {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	return func() {
@@ -82,11 +81,11 @@ const followEvery = time.Second
 
 // followLiveHeap raises the limit to settleHeadroom times the live heap
 // whenever that is above it, at each tick. The limits are sized for the
-// fixtures and the usual targets; a live heap past them (16 PostgreSQL
-// backends, whose symbols, event log and aggregates held 50-110 MB)
-// made the collector run back to back: 22 collections a second, two
-// fifths of the agent's CPU at 40 % of a core. settleMemory lowers the
-// limit again after each window or analysis.
+// fixtures and the usual targets; a live heap past them (many processes,
+// such as 16 PostgreSQL backends with their symbols, event log and
+// aggregates) would otherwise run the collector back to back
+// (docs/cost.md, "What contend's own limits rest on"). settleMemory
+// lowers the limit again after each window or analysis.
 func followLiveHeap(tick <-chan time.Time) {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	for range tick {

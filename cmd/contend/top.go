@@ -71,15 +71,14 @@ const topHistory = 10 * time.Second
 // in package collector). Top holds the log three times over at each
 // analysis: the session's, its converted cache (tui.SessionSource) and
 // the window's copy handed to the analyzer, with the analyzer's index on
-// it; at 120,000 events that was 25 MB of the 63 MB live heap at an
-// analysis on the stripe fixture (a heap profile taken inside it), and
-// the largest part of top's memory above its 100 MB goal. 60,000 events
-// still hold a whole second at the kernel's full event rate (50,000 a
-// second, collector's eventRate, plus bursts), which the one-second
-// window shows whole, and five seconds of a 64-thread convoy (about
-// 12,000 a second); of the ten-second window they keep the most recent
-// part, and the aggregates, which the verdicts' shares and rates come
-// from, cover all of it.
+// it: at a recording's 120,000 events those copies are the largest part
+// of top's memory above its 100 MB goal (docs/cost.md, "What contend's
+// own limits rest on"). 60,000 events still hold a whole second at the
+// kernel's full event rate (50,000 a second, collector's eventRate, plus
+// bursts), which the one-second window shows whole, and five seconds of
+// a 64-thread convoy (about 12,000 a second); of the ten-second window
+// they keep the most recent part, and the aggregates, which the verdicts'
+// shares and rates come from, cover all of it.
 const topMaxEvents = 60000
 
 // runTop starts the session, then the view. Everything that can refuse
