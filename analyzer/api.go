@@ -128,6 +128,14 @@ const (
 // EvidenceKinds lists every evidence kind (core.EvidenceKinds).
 var EvidenceKinds = core.EvidenceKinds
 
+// EvidenceText words one fact behind a verdict from its figures
+// (core.EvidenceText).
+func EvidenceText(e core.Evidence) string { return core.EvidenceText(e) }
+
+// FillEvidenceText sets the Text of every evidence item of r
+// (core.FillEvidenceText).
+func FillEvidenceText(r *core.Result) { core.FillEvidenceText(r) }
+
 // IdleCount is how many distinct threads or goroutines idle in groups
 // (core.IdleCount).
 func IdleCount(groups []core.IdleGroup) int { return core.IdleCount(groups) }

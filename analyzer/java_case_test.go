@@ -7,7 +7,6 @@ import (
 
 	. "github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/recording"
-	"github.com/contend-dev/contend/report"
 )
 
 // javaDump analyzes Java thread dumps of javadump/testdata.
@@ -32,7 +31,7 @@ func javaDump(t *testing.T, names ...string) *Result {
 func evidenceText(f Finding) string {
 	var b strings.Builder
 	for _, e := range f.Evidence {
-		b.WriteString(report.EvidenceText(e))
+		b.WriteString(EvidenceText(e))
 		b.WriteString("\n")
 	}
 	return b.String()

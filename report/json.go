@@ -24,7 +24,7 @@ func JSON(w io.Writer, r *analyzer.Result) error {
 	for i := range out.Findings {
 		out.Findings[i].Evidence = append([]analyzer.Evidence(nil), out.Findings[i].Evidence...)
 	}
-	FillEvidenceText(&out)
+	analyzer.FillEvidenceText(&out)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

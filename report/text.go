@@ -281,7 +281,7 @@ func renderFinding(t *textWriter, r *analyzer.Result, i, maxFrames int) {
 		t.line("")
 		t.line("  " + t.style(ansiBold, "Evidence"))
 		for _, e := range f.Evidence {
-			t.para("    - ", "      ", "["+e.Source+"] "+EvidenceText(e))
+			t.para("    - ", "      ", "["+e.Source+"] "+analyzer.EvidenceText(e))
 		}
 	}
 	t.line("")

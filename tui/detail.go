@@ -7,7 +7,6 @@ import (
 	"github.com/contend-dev/contend/analyzer"
 	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
-	"github.com/contend-dev/contend/report"
 )
 
 // detailLines draws the open detail page at width w.
@@ -128,7 +127,7 @@ func (m *Model) findingDetail(item any, w int) []string {
 		p.add("  " + m.st.dim.Render("(none given)"))
 	}
 	for _, e := range f.Evidence {
-		p.para(fmt.Sprintf("[%s] %s", e.Source, report.EvidenceText(e)), "  - ", "    ")
+		p.para(fmt.Sprintf("[%s] %s", e.Source, analyzer.EvidenceText(e)), "  - ", "    ")
 	}
 
 	p.section("Stack (leaf first; > marks the program point)")

@@ -7,7 +7,7 @@ import (
 
 // EvidenceKind names one kind of fact behind a verdict. Each constant's
 // comment lists the figures (F) and names (N) it carries, and what its
-// items (I) are; report.EvidenceText words every kind.
+// items (I) are; EvidenceText (evidence_words.go) words every kind.
 type EvidenceKind string
 
 // Evidence kinds of lock verdicts, both paths.

@@ -2,8 +2,8 @@ package core
 
 // KindRule is what every verdict kind must have: the form of its
 // headline, the remedies its suggestion is worded from, the evidence
-// kinds that state its own fact (each has a sentence in
-// report.EvidenceText), and the words that describe each lock of a
+// kinds that state its own fact (each has a sentence in EvidenceText),
+// and the words that describe each lock of a
 // finding merged over one array of locks. A kind without a full row fails
 // TestEveryKindIsComplete.
 type KindRule struct {

@@ -192,8 +192,8 @@ type LockID struct {
 }
 
 // Evidence is one fact behind a verdict, as data: what kind of fact it
-// is and its figures. The analyzer never words it; report.EvidenceText
-// does, for the text report, the TUI and the JSON's text field.
+// is and its figures. EvidenceText words it, for the text report, the TUI
+// and the JSON's text field.
 type Evidence struct {
 	// Source is where the fact comes from: "go-mutex", "go-block",
 	// "goroutines", "go-cpu", "futex", "sched", "oncpu", "io", "proc",
