@@ -158,80 +158,19 @@ func rank(r *core.Result) {
 // the figures added up. Locks of different arrays, or on the heap (no
 // name), are never merged.
 func mergeArrayLocks(r *core.Result) {
-	type key struct {
-		kind  core.Kind
-		point string
-		array string
-	}
-	groups := map[key][]int{}
-	var order []key
-	for i, f := range r.Findings {
-		base, ok := arrayOf(f.Lock)
-		if !ok {
-			continue
-		}
-		k := key{f.Kind, core.PointString(f.Point), base}
-		if groups[k] == nil {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], i)
-	}
+	groups, order := arrayGroups(r.Findings)
 	drop := map[int]bool{}
 	for _, k := range order {
 		idx := groups[k]
 		if len(idx) < 2 {
 			continue
 		}
-		best := idx[0]
-		for _, i := range idx[1:] {
-			if r.Findings[i].Score > r.Findings[best].Score {
-				best = i
-			}
-		}
-		merged := r.Findings[best]
-		merged.Evidence = append([]core.Evidence(nil), merged.Evidence...)
-		lock := *merged.Lock
-		lock.Words = nil
-		var names []string
+		best := mergeArray(r, idx, k.array)
 		for _, i := range idx {
-			f := r.Findings[i]
 			if i != best {
-				merged.WaitSeconds += f.WaitSeconds
-				merged.CPUSeconds += f.CPUSeconds
-				merged.Participants += f.Participants
 				drop[i] = true
 			}
-			lock.Words = append(lock.Words, f.Lock.Words...)
-			if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
-				lock.Words = append(lock.Words, f.Lock.Address)
-			}
-			word, _ := core.SplitModule(f.Lock.Name)
-			names = append(names, word)
 		}
-		if merged.Population > 0 && merged.Participants > merged.Population {
-			merged.Participants = merged.Population
-		}
-		lock.Name = fmt.Sprintf("%d locks of %s", len(idx), k.array)
-		merged.Lock = &lock
-		core.Finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
-		shown := names
-		if len(shown) > 4 {
-			shown = append(shown[:4:4], "…")
-		}
-		var items []core.Item
-		for _, n := range shown {
-			items = append(items, core.Item{Name: n})
-		}
-		merged.Evidence = append([]core.Evidence{core.Fact("futex", core.EvArrayMerge, "locks", len(idx), "array", k.array,
-			"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
-		arr, _ := core.SymbolModule(k.array)
-		what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
-		if w := core.KindRules[merged.Kind].Merged; w != "" {
-			what += " (" + w + ")"
-		}
-		merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
-			units.Seconds(merged.WaitSeconds), what, core.PointString(merged.Point))
-		r.Findings[best] = merged
 	}
 	if len(drop) == 0 {
 		return
@@ -243,6 +182,92 @@ func mergeArrayLocks(r *core.Result) {
 		}
 	}
 	r.Findings = kept
+}
+
+// arrayKey is what findings share to be merged by mergeArrayLocks: their
+// kind, their program point and the global array their lock lies in.
+type arrayKey struct {
+	kind  core.Kind
+	point string
+	array string
+}
+
+// arrayGroups returns the indexes in findings of the findings whose lock
+// lies in a global array, grouped by arrayKey, and the keys in the order
+// their first finding comes.
+func arrayGroups(findings []core.Finding) (map[arrayKey][]int, []arrayKey) {
+	groups := map[arrayKey][]int{}
+	var order []arrayKey
+	for i, f := range findings {
+		base, ok := arrayOf(f.Lock)
+		if !ok {
+			continue
+		}
+		k := arrayKey{f.Kind, core.PointString(f.Point), base}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	return groups, order
+}
+
+// mergeArray merges the findings of r at indexes idx, whose locks lie in
+// array, into the one of them with the highest score, and returns its
+// index: the waiting, CPU and participants added up, the words of every
+// lock, evidence naming the merged locks and a headline about the array.
+// The others are left in place for the caller to drop.
+func mergeArray(r *core.Result, idx []int, array string) int {
+	best := idx[0]
+	for _, i := range idx[1:] {
+		if r.Findings[i].Score > r.Findings[best].Score {
+			best = i
+		}
+	}
+	merged := r.Findings[best]
+	merged.Evidence = append([]core.Evidence(nil), merged.Evidence...)
+	lock := *merged.Lock
+	lock.Words = nil
+	var names []string
+	for _, i := range idx {
+		f := r.Findings[i]
+		if i != best {
+			merged.WaitSeconds += f.WaitSeconds
+			merged.CPUSeconds += f.CPUSeconds
+			merged.Participants += f.Participants
+		}
+		lock.Words = append(lock.Words, f.Lock.Words...)
+		if len(f.Lock.Words) == 0 && f.Lock.Address != "" {
+			lock.Words = append(lock.Words, f.Lock.Address)
+		}
+		word, _ := core.SplitModule(f.Lock.Name)
+		names = append(names, word)
+	}
+	if merged.Population > 0 && merged.Participants > merged.Population {
+		merged.Participants = merged.Population
+	}
+	lock.Name = fmt.Sprintf("%d locks of %s", len(idx), array)
+	merged.Lock = &lock
+	core.Finish(&merged, r.Target.Duration, !merged.ParticipantsEstimated)
+	shown := names
+	if len(shown) > 4 {
+		shown = append(shown[:4:4], "…")
+	}
+	var items []core.Item
+	for _, n := range shown {
+		items = append(items, core.Item{Name: n})
+	}
+	merged.Evidence = append([]core.Evidence{core.Fact("futex", core.EvArrayMerge, "locks", len(idx), "array", array,
+		"point", core.PointString(merged.Point), "items", items)}, merged.Evidence...)
+	arr, _ := core.SymbolModule(array)
+	what := fmt.Sprintf("%d locks of one array, %s", len(idx), arr)
+	if w := core.KindRules[merged.Kind].Merged; w != "" {
+		what += " (" + w + ")"
+	}
+	merged.Headline = fmt.Sprintf("%s lost waiting for %s, at ONE program point: %s",
+		units.Seconds(merged.WaitSeconds), what, core.PointString(merged.Point))
+	r.Findings[best] = merged
+	return best
 }
 
 // arrayOf returns "sym (module)" for a lock named "sym+0xoff (module)" or

@@ -176,22 +176,21 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 	x := ld.ev
 	var durs []int64
 	var spans []span
-	own := map[uint64]bool{}
+	lw := lockAddrs{own: map[uint64]bool{}}
 	for _, w := range g.words {
-		own[w.addr] = true
+		lw.own[w.addr] = true
 	}
 	// A JVM monitor's waiters park on words of their own, and each exit
 	// wakes one successor: its releases are the wakes on any of the
 	// group's words.
-	addrs := g.addrs()
-	var releases []*recording.Event
+	lw.addrs = g.addrs()
 	if g.jvm != nil && !g.jvm.pause {
-		releases = x.wakesOn(addrs)
+		lw.releases = x.wakesOn(lw.addrs)
 	}
 	if handoffLock(g) {
 		// A mutex is a lock by its stacks; a word of no known kind
 		// is one when its releasers also wait on it.
-		if hf := ld.handoffHolds(g, own); len(hf.holds) > 0 && (g.role == roleMutex || hf.lockLike()) {
+		if hf := ld.handoffHolds(g, lw.own); len(hf.holds) > 0 && (g.role == roleMutex || hf.lockLike()) {
 			lf.handoff = hf
 		}
 	}
@@ -200,80 +199,108 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 			durs = append(durs, e.Dur)
 			spans = append(spans, span{e.T, e.End()})
 			lf.evWaitNS += e.Dur
-			var cover []span
-			// holderIO adds the holder's I/O calls and uninterruptible
-			// sleep inside hold h to the wait's cover; tally also counts
-			// them by call and stack for the evidence.
-			holderIO := func(te *threadEvents, h holdPart, tally bool) {
-				te.io.each(h.from, h.to, func(io recording.Event, ov int64) {
-					cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
-					if tally {
-						lf.ioBySys[io.Syscall] += ov
-						lf.ioStacks[io.Stack] += ov
-					}
-					lf.ioHolders[h.tid] = true
-				})
-				te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
-					cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
-					lf.ioHolders[h.tid] = true
-				})
-			}
-			var parts []holdPart
-			fromOwner := false
-			if lf.handoff != nil {
-				parts = lf.handoff.during(e.T, e.End())
-			}
-			if len(parts) == 0 && (lf.handoff == nil || len(g.owners) > 0) {
-				// A wait no measured hold overlaps, where the log
-				// dropped the hand-offs: the owner it read held the
-				// lock until its next release.
-				parts = ld.holdsDuring(*e, w, addrs, releases, own)
-				fromOwner = true
-			}
-			preempted := false
-			for _, h := range parts {
-				// Holds measured per hand-off are each a holder the
-				// waiter queued behind; otherwise the owner it read.
-				if lf.handoff != nil || h.tid == e.Peer {
-					preempted = lf.holderPreempted(x, h.from, h.to, h.tid) || preempted
-				}
-				te := x.thread(h.tid)
-				if te == nil {
-					continue
-				}
-				te.waits.each(h.from, h.to, func(hw recording.Event, ov int64) {
-					if !own[hw.Addr] {
-						lf.holderWaits[hw.Addr] += ov
-					}
-				})
-				holderIO(te, h, true)
-			}
-			if !fromOwner && len(g.owners) > 0 && e.Peer != e.TID {
-				// The owner the wait read held the lock from the wait's
-				// start to its release: a hold the per-hand-off rebuild
-				// can miss (a holder that took the lock with nobody
-				// asleep on it has no certain start). Its I/O in that
-				// hold is the holder's I/O as surely, so the two
-				// readings add up as a union of spans (c/iolock's commit
-				// thread: 39 % of the waiting behind its fsync and rename
-				// by the owner, under 25 % by the hand-offs alone).
-				for _, h := range ld.holdsDuring(*e, w, addrs, releases, own) {
-					if te := x.thread(h.tid); te != nil && h.tid == e.Peer {
-						holderIO(te, h, false)
-					}
-				}
-			}
-			lf.ioNS += unionLength(cover)
-			if preempted {
-				lf.preemptWaits++
-			}
+			ld.waitStalls(lf, e, w, &lw)
 		}
 	}
 	lf.evWaits = len(durs)
-	lf.passOn, lf.passOnOf = ld.passOn(g, own)
+	lf.passOn, lf.passOnOf = ld.passOn(g, lw.own)
 	if span := x.last - x.first; span > 0 && len(spans) > 0 {
 		lf.contended = float64(unionLength(spans)) / float64(span)
 	}
+	lf.waitQuantiles(durs)
+}
+
+// lockAddrs is what holdsDuring reads of a lock group: its words' addresses,
+// as a set (own) and in order (addrs), and its releases when each wakes a
+// waiter (a JVM monitor's; nil otherwise).
+type lockAddrs struct {
+	own      map[uint64]bool
+	addrs    []uint64
+	releases []*recording.Event
+}
+
+// waitStalls adds to lf what stalled the logged wait e on word w: its
+// holders' I/O and uninterruptible sleep (ioNS, as a union over the
+// wait), their waits on other locks (holderWaits), and whether a holder
+// it queued behind was preempted (preemptWaits).
+func (ld *Data) waitStalls(lf *lockFacts, e *recording.Event, w *futexWord, lw *lockAddrs) {
+	g := lf.g
+	x := ld.ev
+	var cover []span
+	var parts []holdPart
+	fromOwner := false
+	if lf.handoff != nil {
+		parts = lf.handoff.during(e.T, e.End())
+	}
+	if len(parts) == 0 && (lf.handoff == nil || len(g.owners) > 0) {
+		// A wait no measured hold overlaps, where the log
+		// dropped the hand-offs: the owner it read held the
+		// lock until its next release.
+		parts = ld.holdsDuring(*e, w, lw.addrs, lw.releases, lw.own)
+		fromOwner = true
+	}
+	preempted := false
+	for _, h := range parts {
+		// Holds measured per hand-off are each a holder the
+		// waiter queued behind; otherwise the owner it read.
+		if lf.handoff != nil || h.tid == e.Peer {
+			preempted = lf.holderPreempted(x, h.from, h.to, h.tid) || preempted
+		}
+		te := x.thread(h.tid)
+		if te == nil {
+			continue
+		}
+		te.waits.each(h.from, h.to, func(hw recording.Event, ov int64) {
+			if !lw.own[hw.Addr] {
+				lf.holderWaits[hw.Addr] += ov
+			}
+		})
+		cover = lf.holderIO(cover, te, h, true)
+	}
+	if !fromOwner && len(g.owners) > 0 && e.Peer != e.TID {
+		// The owner the wait read held the lock from the wait's
+		// start to its release: a hold the per-hand-off rebuild
+		// can miss (a holder that took the lock with nobody
+		// asleep on it has no certain start). Its I/O in that
+		// hold is the holder's I/O as surely, so the two
+		// readings add up as a union of spans (c/iolock's commit
+		// thread: 39 % of the waiting behind its fsync and rename
+		// by the owner, under 25 % by the hand-offs alone).
+		for _, h := range ld.holdsDuring(*e, w, lw.addrs, lw.releases, lw.own) {
+			if te := x.thread(h.tid); te != nil && h.tid == e.Peer {
+				cover = lf.holderIO(cover, te, h, false)
+			}
+		}
+	}
+	lf.ioNS += unionLength(cover)
+	if preempted {
+		lf.preemptWaits++
+	}
+}
+
+// holderIO returns cover with the holder's I/O calls and uninterruptible
+// sleep inside hold h added, and marks h's thread an I/O holder; tally
+// also counts the I/O by call and stack for the evidence.
+func (lf *lockFacts) holderIO(cover []span, te *threadEvents, h holdPart, tally bool) []span {
+	te.io.each(h.from, h.to, func(io recording.Event, ov int64) {
+		cover = append(cover, span{max(io.T, h.from), min(io.End(), h.to)})
+		if tally {
+			lf.ioBySys[io.Syscall] += ov
+			lf.ioStacks[io.Stack] += ov
+		}
+		lf.ioHolders[h.tid] = true
+	})
+	te.dsleep.each(h.from, h.to, func(d recording.Event, _ int64) {
+		cover = append(cover, span{max(d.T, h.from), min(d.End(), h.to)})
+		lf.ioHolders[h.tid] = true
+	})
+	return cover
+}
+
+// waitQuantiles sets the lock's median and 99th percentile wait from the
+// logged waits durs (sorting them) when there are core.MinLoggedWaits of
+// them, else from the lock's histogram.
+func (lf *lockFacts) waitQuantiles(durs []int64) {
 	if len(durs) >= core.MinLoggedWaits {
 		sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
 		lf.p50 = time.Duration(quantile(durs, 0.5))
@@ -281,8 +308,8 @@ func (ld *Data) eventFacts(lf *lockFacts) {
 		lf.quantFrom = "event log"
 		return
 	}
-	lf.p50 = time.Duration(histQuantile(g.hist, 0.5))
-	lf.p99 = time.Duration(histQuantile(g.hist, 0.99))
+	lf.p50 = time.Duration(histQuantile(lf.g.hist, 0.5))
+	lf.p99 = time.Duration(histQuantile(lf.g.hist, 0.99))
 	lf.quantFrom = "histogram"
 }
 

@@ -265,43 +265,7 @@ func (ld *Data) kobjLocks() []*kobjLock {
 		}
 		user, pi := userPart(fr)
 		pk := core.KeyOf(user, pi)
-		var key, name, group string
-		switch kind {
-		case kobjFlock:
-			name = "flock on " + fileName(e.Obj)
-			key = "flock " + fileName(e.Obj)
-		case kobjRecord:
-			name = "record lock on " + fileName(e.Obj) + ", " + rangeName(e.Obj.Range)
-			key = fmt.Sprintf("record-lock %s %d+%d", fileName(e.Obj), e.Obj.Range.Start, e.Obj.Range.Len)
-		case kobjInode:
-			name = "inode lock of " + fileName(e.Obj)
-			key = "inode-lock " + fileName(e.Obj)
-		case kobjMmap:
-			name = "mmap_lock of " + ld.commOf(e.PID)
-			key = "mmap-lock " + ld.commOf(e.PID)
-			group = fmt.Sprintf("%s pid %d", key, e.PID)
-		case kobjPipe:
-			// A pipe's inode is new at every start: the point that writes
-			// it names it across runs.
-			what := "pipe"
-			if e.Obj != nil && strings.HasPrefix(e.Obj.Path, "socket:") {
-				what = "socket"
-			}
-			name = fmt.Sprintf("%s written in %s", what, core.ShortFunc(pk.Fn))
-			if e.Obj != nil && e.Obj.Path != "" {
-				name += " (" + e.Obj.Path + ")"
-			}
-			key = what + " written at " + pk.Fn
-			if e.Obj != nil && e.Obj.Key() != "" {
-				group = e.Obj.Key()
-			}
-		}
-		if group == "" {
-			group = fileGroup(kind, e.Obj)
-		}
-		if group == "" {
-			group = key
-		}
+		key, name, group := ld.kobjNames(kind, e, pk)
 		l := byGroup[group]
 		if l != nil && l.named < 0 && e.Obj != nil && e.Obj.Path != "" {
 			// The file was first seen by device and inode (its process
@@ -338,6 +302,51 @@ func (ld *Data) kobjLocks() []*kobjLock {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].waitNS > out[j].waitNS })
 	return out
+}
+
+// kobjNames names the kernel object a sleep of kind waited on, by the
+// sleep's object and, for a pipe, the point pk that writes it: key is
+// the name that survives a restart, name the one shown, and group the
+// object the sleeps are grouped by (the file's identity where there is
+// one, else key).
+func (ld *Data) kobjNames(kind kobjKind, e *recording.Event, pk core.PointKey) (key, name, group string) {
+	switch kind {
+	case kobjFlock:
+		name = "flock on " + fileName(e.Obj)
+		key = "flock " + fileName(e.Obj)
+	case kobjRecord:
+		name = "record lock on " + fileName(e.Obj) + ", " + rangeName(e.Obj.Range)
+		key = fmt.Sprintf("record-lock %s %d+%d", fileName(e.Obj), e.Obj.Range.Start, e.Obj.Range.Len)
+	case kobjInode:
+		name = "inode lock of " + fileName(e.Obj)
+		key = "inode-lock " + fileName(e.Obj)
+	case kobjMmap:
+		name = "mmap_lock of " + ld.commOf(e.PID)
+		key = "mmap-lock " + ld.commOf(e.PID)
+		group = fmt.Sprintf("%s pid %d", key, e.PID)
+	case kobjPipe:
+		// A pipe's inode is new at every start: the point that writes
+		// it names it across runs.
+		what := "pipe"
+		if e.Obj != nil && strings.HasPrefix(e.Obj.Path, "socket:") {
+			what = "socket"
+		}
+		name = fmt.Sprintf("%s written in %s", what, core.ShortFunc(pk.Fn))
+		if e.Obj != nil && e.Obj.Path != "" {
+			name += " (" + e.Obj.Path + ")"
+		}
+		key = what + " written at " + pk.Fn
+		if e.Obj != nil && e.Obj.Key() != "" {
+			group = e.Obj.Key()
+		}
+	}
+	if group == "" {
+		group = fileGroup(kind, e.Obj)
+	}
+	if group == "" {
+		group = key
+	}
+	return key, name, group
 }
 
 // foldTruncated moves the waiting of a point whose user stack is the C

@@ -288,6 +288,62 @@ func (ld *Data) latchIO(l *latchLock) core.IOFacts {
 	if x == nil {
 		return io
 	}
+	wakeups := ld.latchReleaseWakeups(l)
+	cut := latchHoldCut(wakeups, x.last-x.first)
+	holds, cutOff := latchHolds(wakeups, cut)
+	m := x.latchHoldIO(holds)
+	if m.holdNS <= 0 {
+		return io
+	}
+	// The log keeps a rate-limited sample of the I/O calls, and the I/O
+	// view counts them all: scale the logged I/O by the share of the
+	// waiters' I/O time the log kept, as if the calls it dropped fell in
+	// the holds as often as those it kept.
+	// Uninterruptible sleep counts where it is not inside an I/O call
+	// (page faults, I/O through a mapping): the sleeps inside the logged
+	// calls are theirs, and as many again per call dropped, in
+	// proportion, are inside the calls the scaling adds back.
+	ioNS := m.sysNS
+	kept := ld.loggedIOShare(l.waiters)
+	inCalls := m.dInCalls
+	if kept > 0 {
+		ioNS = int64(float64(m.sysNS) / kept)
+		inCalls = int64(float64(m.dInCalls) / kept)
+	}
+	ioNS += max(m.dNS-inCalls, 0)
+	io.Share = min(float64(ioNS)/float64(m.holdNS), 1)
+	if io.Share < core.IOMinExplained {
+		return io
+	}
+	io.Explains = true
+	io.Holders = len(m.ioHolds)
+	// Every participant that held the lock did I/O in its holds: the lock
+	// orders their I/O. Threads never seen holding are not counted
+	// against it: the log is rate-limited. Nor are threads seen holding
+	// without I/O, as long as all the holders' I/O rates are alike
+	// (sameIORate): the log keeps a sample of the I/O, and a thread seen
+	// in a few holds may by chance show none.
+	io.WaitersDoIO = sameIORate(holds, m.ioHolds)
+	for _, k := range core.ByCount(m.bySys) {
+		io.Calls = append(io.Calls, core.Item{Name: k, Value: core.Seconds(m.bySys[k])})
+	}
+	if len(io.Calls) > 0 {
+		io.Call = io.Calls[0].Name
+	}
+	all := 0.0
+	if io.WaitersDoIO {
+		all = 1
+	}
+	io.Ev = []core.Evidence{core.Fact("events", core.EvLatchHolderIO, "io_s", core.Seconds(m.sysNS+m.dNS), "hold_s", core.Seconds(m.holdNS),
+		"share", io.Share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(m.ioHolds)), "all", all,
+		"cut", float64(cutOff), "cut_s", core.Seconds(cut), "calls", io.Calls)}
+	return io
+}
+
+// latchReleaseWakeups returns the logged wake-ups of one of the latch's
+// waiters by another from a release path (releaseWake), in time order.
+func (ld *Data) latchReleaseWakeups(l *latchLock) []recording.Event {
+	x := ld.ev
 	var wakeups []recording.Event
 	for tid := range l.waiters {
 		te := x.thread(tid)
@@ -301,10 +357,15 @@ func (ld *Data) latchIO(l *latchLock) core.IOFacts {
 		}
 	}
 	sort.Slice(wakeups, func(i, j int) bool { return wakeups[i].T < wakeups[j].T })
-	cut := latchHoldCut(wakeups, x.last-x.first)
+	return wakeups
+}
+
+// latchHolds rebuilds each thread's holds from the time-ordered release
+// wake-ups: from a wake-up it got to its next wake-up of a peer. A hold
+// longer than cut is dropped and counted in cutOff.
+func latchHolds(wakeups []recording.Event, cut int64) (holds map[int][]hold, cutOff int) {
 	start := map[int]int64{}
-	holds := map[int][]hold{}
-	cutOff := 0
+	holds = map[int][]hold{}
 	for _, e := range wakeups {
 		if from, ok := start[e.TID]; ok {
 			if e.T-from <= cut {
@@ -316,81 +377,50 @@ func (ld *Data) latchIO(l *latchLock) core.IOFacts {
 		}
 		start[e.Peer] = e.T
 	}
-	var holdNS, sysNS, dNS, dInCalls int64
-	bySys := map[string]int64{}
-	ioHolds := map[int]int{} // per thread seen doing I/O, its holds with logged I/O
+	return holds, cutOff
+}
+
+// latchIOSums is the logged I/O inside a latch's holds.
+type latchIOSums struct {
+	holdNS   int64            // the holds' total length
+	sysNS    int64            // logged I/O calls inside them
+	dNS      int64            // logged uninterruptible sleep inside them
+	dInCalls int64            // the part of dNS inside a logged I/O call
+	bySys    map[string]int64 // sysNS and dNS by call, sleep as "uninterruptible sleep"
+	ioHolds  map[int]int      // per thread seen doing I/O, its holds with logged I/O
+}
+
+// latchHoldIO sums the logged I/O calls and uninterruptible sleep of
+// each thread inside its holds.
+func (x *eventIndex) latchHoldIO(holds map[int][]hold) latchIOSums {
+	m := latchIOSums{bySys: map[string]int64{}, ioHolds: map[int]int{}}
 	for tid, hs := range holds {
 		te := x.thread(tid)
 		for _, h := range hs {
-			holdNS += h.to - h.from
+			m.holdNS += h.to - h.from
 			if te == nil {
 				continue
 			}
 			inIO := false
 			te.io.each(h.from, h.to, func(e recording.Event, ov int64) {
-				sysNS += ov
-				bySys[e.Syscall] += ov
+				m.sysNS += ov
+				m.bySys[e.Syscall] += ov
 				inIO = true
 			})
 			te.dsleep.each(h.from, h.to, func(e recording.Event, ov int64) {
-				dNS += ov
-				bySys["uninterruptible sleep"] += ov
+				m.dNS += ov
+				m.bySys["uninterruptible sleep"] += ov
 				inIO = true
 				// The part inside a logged I/O call is that call's time.
 				from, to := max(e.T, h.from), min(e.End(), h.to)
-				te.io.each(from, to, func(_ recording.Event, in int64) { dInCalls += in })
+				te.io.each(from, to, func(_ recording.Event, in int64) { m.dInCalls += in })
 			})
 			if inIO {
-				ioHolds[tid]++
+				m.ioHolds[tid]++
 			}
 		}
 	}
-	if holdNS <= 0 {
-		return io
-	}
-	// The log keeps a rate-limited sample of the I/O calls, and the I/O
-	// view counts them all: scale the logged I/O by the share of the
-	// waiters' I/O time the log kept, as if the calls it dropped fell in
-	// the holds as often as those it kept.
-	// Uninterruptible sleep counts where it is not inside an I/O call
-	// (page faults, I/O through a mapping): the sleeps inside the logged
-	// calls are theirs, and as many again per call dropped, in
-	// proportion, are inside the calls the scaling adds back.
-	ioNS := sysNS
-	kept := ld.loggedIOShare(l.waiters)
-	inCalls := dInCalls
-	if kept > 0 {
-		ioNS = int64(float64(sysNS) / kept)
-		inCalls = int64(float64(dInCalls) / kept)
-	}
-	ioNS += max(dNS-inCalls, 0)
-	io.Share = min(float64(ioNS)/float64(holdNS), 1)
-	if io.Share < core.IOMinExplained {
-		return io
-	}
-	io.Explains = true
-	io.Holders = len(ioHolds)
-	// Every participant that held the lock did I/O in its holds: the lock
-	// orders their I/O. Threads never seen holding are not counted
-	// against it: the log is rate-limited. Nor are threads seen holding
-	// without I/O, as long as all the holders' I/O rates are alike
-	// (sameIORate): the log keeps a sample of the I/O, and a thread seen
-	// in a few holds may by chance show none.
-	io.WaitersDoIO = sameIORate(holds, ioHolds)
-	for _, k := range core.ByCount(bySys) {
-		io.Calls = append(io.Calls, core.Item{Name: k, Value: core.Seconds(bySys[k])})
-	}
-	if len(io.Calls) > 0 {
-		io.Call = io.Calls[0].Name
-	}
-	all := 0.0
-	if io.WaitersDoIO {
-		all = 1
-	}
-	io.Ev = []core.Evidence{core.Fact("events", core.EvLatchHolderIO, "io_s", core.Seconds(sysNS+dNS), "hold_s", core.Seconds(holdNS),
-		"share", io.Share, "kept", kept, "holders", float64(len(holds)), "in_io", float64(len(ioHolds)), "all", all,
-		"cut", float64(cutOff), "cut_s", core.Seconds(cut), "calls", io.Calls)}
-	return io
+	return m
 }
 
 // latchDispersionZ is how far above its mean, in standard deviations, the

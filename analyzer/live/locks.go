@@ -587,56 +587,79 @@ func (ld *Data) sumGroup(g *LockGroup) {
 	roles := map[wordRole]int{}
 	for _, w := range g.words {
 		roles[w.role]++
-		st := w.stat
-		g.waits += st.Waits
-		g.blocked += st.Blocked
-		g.timeouts += st.Timeouts
-		g.woken += st.Woken
-		g.waitNS += int64(st.WaitNS)
-		g.runqNS += int64(st.RunqNS)
-		g.maxNS = max(g.maxNS, st.MaxNS)
-		g.truncated = g.truncated || st.WaitersTruncated
-		g.seen = max(g.seen, st.WaitersSeen)
-		for i, n := range st.Hist {
-			for len(g.hist) <= i {
-				g.hist = append(g.hist, 0)
-			}
-			g.hist[i] += n
+		ld.addWord(g, w)
+	}
+	g.role = groupRole(g, roles)
+	ld.judgeIdle(g)
+}
+
+// addWord adds one of the group's words to the group's figures: its
+// kernel statistics (or, without a locks.json entry, what the views
+// counted), its owners in the target, its waiters and wakers.
+func (ld *Data) addWord(g *LockGroup, w *futexWord) {
+	st := w.stat
+	g.waits += st.Waits
+	g.blocked += st.Blocked
+	g.timeouts += st.Timeouts
+	g.woken += st.Woken
+	g.waitNS += int64(st.WaitNS)
+	g.runqNS += int64(st.RunqNS)
+	g.maxNS = max(g.maxNS, st.MaxNS)
+	g.truncated = g.truncated || st.WaitersTruncated
+	g.seen = max(g.seen, st.WaitersSeen)
+	for i, n := range st.Hist {
+		for len(g.hist) <= i {
+			g.hist = append(g.hist, 0)
 		}
-		for o, n := range st.Owners {
-			if w.role != roleCond && ld.isTarget(o) {
-				g.owners[o] += n
-			}
-		}
-		if st.Waits == 0 && st.Addr == 0 {
-			// No locks.json entry: fall back to the views.
-			for _, s := range w.waitS {
-				g.waits += uint64(value(s, 0))
-				g.waitNS += value(s, 1)
-			}
-			for _, s := range w.wakeS {
-				g.woken += uint64(value(s, 1))
-			}
-		}
-		for t := range w.waiters {
-			g.waiters[t] = true
-		}
-		for t := range w.wakers {
-			g.wakers[t] = true
+		g.hist[i] += n
+	}
+	for o, n := range st.Owners {
+		if w.role != roleCond && ld.isTarget(o) {
+			g.owners[o] += n
 		}
 	}
+	if st.Waits == 0 && st.Addr == 0 {
+		// No locks.json entry: fall back to the views.
+		for _, s := range w.waitS {
+			g.waits += uint64(value(s, 0))
+			g.waitNS += value(s, 1)
+		}
+		for _, s := range w.wakeS {
+			g.woken += uint64(value(s, 1))
+		}
+	}
+	for t := range w.waiters {
+		g.waiters[t] = true
+	}
+	for t := range w.wakers {
+		g.wakers[t] = true
+	}
+}
+
+// groupRole returns the role of a group whose words have the roles
+// counted in roles: a queue stays one, a condition variable or a mutex
+// among the words makes the group one, and it is idle only when every
+// word is.
+func groupRole(g *LockGroup, roles map[wordRole]int) wordRole {
 	switch {
 	case g.queue:
-		g.role = roleQueue
+		return roleQueue
 	case roles[roleCond] > 0:
-		g.role = roleCond
+		return roleCond
 	case roles[roleMutex] > 0:
-		g.role = roleMutex
+		return roleMutex
 	case roles[roleIdle] > 0 && roles[roleIdle] == len(g.words):
-		g.role = roleIdle
+		return roleIdle
 	default:
-		g.role = roleUnknown
+		return roleUnknown
 	}
+}
+
+// judgeIdle sets, from the group's role and figures, whether it is idle
+// (a wait for work or an event, not a lock) and why; for a condition
+// variable or a queue also the interpreter it belongs to and whether its
+// threads take turns on it.
+func (ld *Data) judgeIdle(g *LockGroup) {
 	switch g.role {
 	case roleUnknown:
 		// A word of no known lock (a semaphore, a hand-rolled futex)

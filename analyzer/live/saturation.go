@@ -67,9 +67,72 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 	if ld.dur <= 0 || cpus <= 0 {
 		return
 	}
-	// Threads that take turns on a global lock wake to take it back and
-	// queue for a CPU on the way: that run-queue time is the lock's
-	// hand-offs, and the lock's verdict says so.
+	s := satLoad{cpus: cpus}
+	s.busy, s.runqNS, s.cpuS = demandingThreads(ld, spinning, turningThreads(locks))
+	s.runq = core.Seconds(s.runqNS) / ld.dur.Seconds()
+	if s.runq < satMinRunqPerCPU*float64(cpus) || len(s.busy) <= cpus {
+		return
+	}
+	s.runnable = ld.meanRunnable
+	if ld.rec.Threads == nil {
+		s.runnable = s.runq + s.cpuS/ld.dur.Seconds()
+	}
+	if s.runnable < satMinOwnRunnable*float64(cpus) {
+		return
+	}
+	// Lock waits must be the smaller part: a crowd queued on a lock whose
+	// holder is preempted is the lock's verdict, with the run queue as its
+	// cause in the chain. The run-queue time inside the lock waits, from a
+	// waiter's wake to its running again, is the lock's hand-off: it is
+	// weighed with the lock, and only what the threads queue for a CPU
+	// outside lock waits is weighed against it: otherwise a convoy whose
+	// woken waiters spend most of their wait queued for a CPU weighs the
+	// same time on both sides and the verdict is a coin toss. A recording
+	// without LockStat.RunqNS weighs the whole run queue.
+	s.lockNS, s.lockRunqNS = busyLockWaits(s.busy, locks, kernelWaits)
+	if s.lockNS >= s.runqNS-min(s.lockRunqNS, s.runqNS) {
+		return
+	}
+	for t := range s.busy {
+		s.busyRunq += ld.threads[t].runqNS
+	}
+	s.busyTime = int64(len(s.busy)) * int64(ld.dur)
+	if float64(s.busyRunq) < satMinRunnableShare*float64(s.busyTime) {
+		return
+	}
+	a.Res.Findings = append(a.Res.Findings, core.Judge(saturationVerdict(ld, &s)))
+}
+
+// satLoad is what liveSaturation measured of the threads that want a CPU,
+// over the whole recording.
+type satLoad struct {
+	cpus int          // CPUs the process may use
+	busy map[int]bool // threads wanting a CPU at least satMinThreadDemand of the time
+
+	// runqNS and cpuS are the run-queue and CPU time of every thread
+	// neither spinning nor taking turns on a lock; runq is runqNS per
+	// second of wall time, the threads queued on average.
+	runqNS int64
+	cpuS   float64
+	runq   float64
+
+	runnable float64 // the process's threads running or queued, on average
+
+	// lockNS is the busy threads' waiting on locks that are not idle and
+	// on kernel objects, lockRunqNS the run-queue time inside those lock
+	// waits (the locks' hand-offs).
+	lockNS, lockRunqNS int64
+
+	// busyRunq is the busy threads' run-queue time, busyTime their
+	// number times the recording's length.
+	busyRunq, busyTime int64
+}
+
+// turningThreads returns the waiters of the locks whose threads take
+// turns. Threads that take turns on a global lock wake to take it back and
+// queue for a CPU on the way: that run-queue time is the lock's
+// hand-offs, and the lock's verdict says so.
+func turningThreads(locks []*LockGroup) map[int]bool {
 	turning := map[int]bool{}
 	for _, g := range locks {
 		if g.turns {
@@ -78,9 +141,14 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 			}
 		}
 	}
-	busy := map[int]bool{}
-	var runqNS int64
-	var cpuS float64
+	return turning
+}
+
+// demandingThreads returns, of the threads neither spinning nor turning,
+// those that want a CPU (running or runnable) at least satMinThreadDemand
+// of the recording, and the run-queue and CPU time of all of them.
+func demandingThreads(ld *Data, spinning, turning map[int]bool) (busy map[int]bool, runqNS int64, cpuS float64) {
+	busy = map[int]bool{}
 	// In thread order: cpuS is a float sum, and a sum in map order
 	// differs in its last bits from run to run.
 	for _, tid := range slices.Sorted(maps.Keys(ld.threads)) {
@@ -94,27 +162,14 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 		runqNS += t.runqNS
 		cpuS += t.cpu()
 	}
-	runq := core.Seconds(runqNS) / ld.dur.Seconds()
-	if runq < satMinRunqPerCPU*float64(cpus) || len(busy) <= cpus {
-		return
-	}
-	runnable := ld.meanRunnable
-	if ld.rec.Threads == nil {
-		runnable = runq + cpuS/ld.dur.Seconds()
-	}
-	if runnable < satMinOwnRunnable*float64(cpus) {
-		return
-	}
-	// Lock waits must be the smaller part: a crowd queued on a lock whose
-	// holder is preempted is the lock's verdict, with the run queue as its
-	// cause in the chain. The run-queue time inside the lock waits, from a
-	// waiter's wake to its running again, is the lock's hand-off: it is
-	// weighed with the lock, and only what the threads queue for a CPU
-	// outside lock waits is weighed against it: otherwise a convoy whose
-	// woken waiters spend most of their wait queued for a CPU weighs the
-	// same time on both sides and the verdict is a coin toss. A recording
-	// without LockStat.RunqNS weighs the whole run queue.
-	var lockNS, lockRunqNS int64
+	return busy, runqNS, cpuS
+}
+
+// busyLockWaits returns the busy threads' waiting on the locks that are
+// not idle (each lock's wait and run-queue time shared evenly among its
+// waiters) plus their waiting in kernelWaits, and the run-queue time
+// inside those lock waits.
+func busyLockWaits(busy map[int]bool, locks []*LockGroup, kernelWaits map[int]int64) (lockNS, lockRunqNS int64) {
 	for _, g := range locks {
 		if !g.idle {
 			n := int64(max(len(g.waiters), 1))
@@ -131,43 +186,39 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 			lockNS += ns
 		}
 	}
-	if lockNS >= runqNS-min(lockRunqNS, runqNS) {
-		return
-	}
-	var busyRunq, busyTime int64
-	for t := range busy {
-		busyRunq += ld.threads[t].runqNS
-	}
-	busyTime = int64(len(busy)) * int64(ld.dur)
-	if float64(busyRunq) < satMinRunnableShare*float64(busyTime) {
-		return
-	}
+	return lockNS, lockRunqNS
+}
+
+// saturationVerdict builds the CPU saturation verdict from what
+// liveSaturation measured: the headline, the evidence, the remedy and
+// the score it is ranked by.
+func saturationVerdict(ld *Data, s *satLoad) core.Verdict {
 	f := core.Verdict{
 		Kind:         core.KindCPUSaturation,
-		Participants: len(busy),
+		Participants: len(s.busy),
 		Counted:      true,
 		Population:   ld.population,
 		Unit:         "threads",
-		WaitSeconds:  core.Seconds(runqNS),
+		WaitSeconds:  core.Seconds(s.runqNS),
 		Duration:     ld.dur,
 	}
-	pts := ld.runqPoints(busy)
+	pts := ld.runqPoints(s.busy)
 	if len(pts) > 0 {
 		f.Point = pts[0].point
 	}
-	who := core.Participants(len(busy), ld.population, "threads", true, 0)
-	cpuWord := fmt.Sprintf("the %d CPUs", cpus)
-	if cpus == 1 {
+	who := core.Participants(len(s.busy), ld.population, "threads", true, 0)
+	cpuWord := fmt.Sprintf("the %d CPUs", s.cpus)
+	if s.cpus == 1 {
 		cpuWord = "the 1 CPU"
 	}
-	f.Headline = fmt.Sprintf("%s threads wait for a CPU on average: %s want more than %s the process may use", units.Float(runq), who, cpuWord)
+	f.Headline = fmt.Sprintf("%s threads wait for a CPU on average: %s want more than %s the process may use", units.Float(s.runq), who, cpuWord)
 	if f.Point.Function != "" {
 		f.Headline += ", most in " + funcIn(f.Point)
 	}
 	f.Evidence = []core.Evidence{
-		core.Fact("sched", core.EvRunQueue, "runq_threads", runq, "cpus", cpus, "running", cpuS/ld.dur.Seconds(),
-			"runnable", ld.meanRunnable, "threads", len(busy), "dur_s", ld.dur),
-		core.Fact("sched", core.EvRunnableShare, "share", float64(busyRunq)/float64(busyTime), "lock_share", float64(lockNS)/float64(busyTime)),
+		core.Fact("sched", core.EvRunQueue, "runq_threads", s.runq, "cpus", s.cpus, "running", s.cpuS/ld.dur.Seconds(),
+			"runnable", ld.meanRunnable, "threads", len(s.busy), "dur_s", ld.dur),
+		core.Fact("sched", core.EvRunnableShare, "share", float64(s.busyRunq)/float64(s.busyTime), "lock_share", float64(s.lockNS)/float64(s.busyTime)),
 	}
 	if len(pts) > 1 {
 		items := make([]core.Item, 0, 4)
@@ -180,10 +231,10 @@ func liveSaturation(a *core.Output, ld *Data, locks []*LockGroup, spinning map[i
 	if ld.rec.Threads != nil {
 		f.Confidence = core.ConfidenceHigh // /proc states agree with the scheduler's
 	}
-	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", CPUs: cpus, RunqThreads: runq, WaitS: core.Seconds(runqNS)}
-	score := satRankSeconds(runqNS-min(lockRunqNS, runqNS), runnable, cpuS/ld.dur.Seconds(), cpus, ld.dur) + f.CPUSeconds
+	f.Remedy, f.Sugg = core.RemedyFewerThreads, core.Sugg{Whom: "thread", CPUs: s.cpus, RunqThreads: s.runq, WaitS: core.Seconds(s.runqNS)}
+	score := satRankSeconds(s.runqNS-min(s.lockRunqNS, s.runqNS), s.runnable, s.cpuS/ld.dur.Seconds(), s.cpus, ld.dur) + f.CPUSeconds
 	f.Score = &score
-	a.Res.Findings = append(a.Res.Findings, core.Judge(f))
+	return f
 }
 
 // satRankSeconds is the time a CPU saturation finding is ranked by
