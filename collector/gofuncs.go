@@ -381,18 +381,41 @@ const (
 // layouts debug/gosym reads). A table whose header claims more functions
 // than its bytes hold is refused.
 func pclnFuncs(data []byte, text uint64, names []string) (map[string]span, error) {
-	// 4-byte magic, two zero bytes, the instruction size quantum, the
-	// pointer size; then the header's words.
-	if len(data) < 16 || data[4] != 0 || data[5] != 0 || data[7] != 8 {
-		return nil, fmt.Errorf("%d bytes: not the table of a 64-bit Go executable", len(data))
+	t, err := parsePclnHeader(data)
+	if err != nil {
+		return nil, err
 	}
-	le := binary.LittleEndian
-	var nwords int
+	return t.funcSpans(text, names), nil
+}
+
+// pclnTable is where a Go function table keeps what pclnFuncs reads.
+type pclnTable struct {
+	// funcnames holds the function names, at the name offsets of the
+	// _func records; recs holds the records, at the offsets functab
+	// gives; functab holds nfunc (entry pc, record offset) pairs and the
+	// end of the last function.
+	funcnames, recs, functab []byte
+	nfunc                    uint64
 	// field is the width of each of a function's two functab fields
 	// (entry pc and _func record offset): a pointer before Go 1.18, a
 	// 32-bit offset from text since; the record's name offset follows
 	// its entry field.
-	field := 8
+	field int
+}
+
+// parsePclnHeader reads the header of data, the Go function table of a
+// little-endian 64-bit executable, and checks that the offsets it gives
+// lie inside data and that its functab holds the functions it claims.
+func parsePclnHeader(data []byte) (pclnTable, error) {
+	var t pclnTable
+	// 4-byte magic, two zero bytes, the instruction size quantum, the
+	// pointer size; then the header's words.
+	if len(data) < 16 || data[4] != 0 || data[5] != 0 || data[7] != 8 {
+		return t, fmt.Errorf("%d bytes: not the table of a 64-bit Go executable", len(data))
+	}
+	le := binary.LittleEndian
+	var nwords int
+	t.field = 8
 	// functabWord, nameWord: which header words give the offsets of the
 	// functab (which the _func record offsets are relative to) and the
 	// function names; -1 for Go 1.2's, where all offsets are from the
@@ -404,12 +427,12 @@ func pclnFuncs(data []byte, text uint64, names []string) (map[string]span, error
 	case pclnGo116:
 		nwords, nameWord, functabWord = 7, 2, 6
 	case pclnGo118, pclnGo120:
-		nwords, nameWord, functabWord, field = 8, 3, 7, 4
+		nwords, nameWord, functabWord, t.field = 8, 3, 7, 4
 	default:
-		return nil, fmt.Errorf("magic 0x%x: not a Go function table this version reads", m)
+		return t, fmt.Errorf("magic 0x%x: not a Go function table this version reads", m)
 	}
 	if len(data) < 8+8*nwords {
-		return nil, fmt.Errorf("%d bytes: shorter than its header", len(data))
+		return t, fmt.Errorf("%d bytes: shorter than its header", len(data))
 	}
 	word := func(i int) uint64 { return le.Uint64(data[8+8*i:]) }
 	at := func(i int) ([]byte, error) {
@@ -421,46 +444,53 @@ func pclnFuncs(data []byte, text uint64, names []string) (map[string]span, error
 		}
 		return data[word(i):], nil
 	}
-	funcnames, err := at(nameWord)
-	if err != nil {
-		return nil, err
+	var err error
+	if t.funcnames, err = at(nameWord); err != nil {
+		return t, err
 	}
-	recs, err := at(functabWord)
-	if err != nil {
-		return nil, err
+	if t.recs, err = at(functabWord); err != nil {
+		return t, err
 	}
-	functab := recs
+	t.functab = t.recs
 	if functabWord < 0 {
-		functab = data[16:]
+		t.functab = data[16:]
 	}
 	// The functab holds nfunc entries of two fields, then the end of the
 	// last function: 2*nfunc+1 fields.
-	nfunc, fields := word(0), uint64(len(functab)/field)
-	if fields == 0 || nfunc > (fields-1)/2 {
-		return nil, fmt.Errorf("header claims %d functions, its function table's %d bytes hold at most %d", nfunc, len(functab), (max(fields, 1)-1)/2)
+	fields := uint64(len(t.functab) / t.field)
+	if t.nfunc = word(0); fields == 0 || t.nfunc > (fields-1)/2 {
+		return t, fmt.Errorf("header claims %d functions, its function table's %d bytes hold at most %d", t.nfunc, len(t.functab), (max(fields, 1)-1)/2)
 	}
+	return t, nil
+}
+
+// funcSpans returns the addresses of the named functions in t, the first
+// of each name, for a table whose text starts at text. Entries whose
+// record lies past the end of the table are skipped.
+func (t *pclnTable) funcSpans(text uint64, names []string) map[string]span {
+	le := binary.LittleEndian
 	pc := func(i uint64) uint64 {
-		if field == 4 {
-			return text + uint64(le.Uint32(functab[8*i:]))
+		if t.field == 4 {
+			return text + uint64(le.Uint32(t.functab[8*i:]))
 		}
-		return le.Uint64(functab[16*i:])
+		return le.Uint64(t.functab[16*i:])
 	}
 	out := map[string]span{}
-	for i := uint64(0); i < nfunc && len(out) < len(names); i++ {
+	for i := uint64(0); i < t.nfunc && len(out) < len(names); i++ {
 		var rec uint64
-		if field == 4 {
-			rec = uint64(le.Uint32(functab[8*i+4:]))
+		if t.field == 4 {
+			rec = uint64(le.Uint32(t.functab[8*i+4:]))
 		} else {
-			rec = le.Uint64(functab[16*i+8:])
+			rec = le.Uint64(t.functab[16*i+8:])
 		}
-		if rec > uint64(len(recs)) || uint64(len(recs))-rec < uint64(field)+4 {
+		if rec > uint64(len(t.recs)) || uint64(len(t.recs))-rec < uint64(t.field)+4 {
 			continue
 		}
-		if name, ok := nameAt(funcnames, le.Uint32(recs[rec+uint64(field):]), names, out); ok {
+		if name, ok := nameAt(t.funcnames, le.Uint32(t.recs[rec+uint64(t.field):]), names, out); ok {
 			out[name] = span{pc(i), pc(i + 1)}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // maxGoFuncBytes bounds the code read of one probed function: lockSlow is

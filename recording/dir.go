@@ -338,6 +338,33 @@ func IsRecording(dir string) bool {
 // Timeline.Validate), as are the lock histograms and the events' stack
 // references; errors name the file at fault.
 func Read(dir string) (*Recording, error) {
+	r, err := readMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read recording: %w", err)
+	}
+	if err := checkComplete(dir, r.Meta, entries); err != nil {
+		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+	}
+	if err := r.readProfiles(dir, entries); err != nil {
+		return nil, err
+	}
+	if err := r.readTables(dir); err != nil {
+		return nil, err
+	}
+	if r.empty() {
+		return nil, fmt.Errorf("read recording %s: it holds %s and nothing else: no profile, lock table, thread timeline or event log: %w", dir, MetaFile, ErrInvalid)
+	}
+	return r, nil
+}
+
+// readMeta returns a Recording holding only the metadata of the
+// recording in dir, checked for a format version this code reads and for
+// figures that cannot be negative. Its errors are Read's.
+func readMeta(dir string) (*Recording, error) {
 	metaData, err := readBudgeted(filepath.Join(dir, MetaFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read recording %s: %w", dir, ErrNotRecording)
@@ -355,13 +382,13 @@ func Read(dir string) (*Recording, error) {
 	if r.Meta.Duration < 0 || r.Meta.NumCPU < 0 {
 		return nil, fmt.Errorf("read recording %s: %s: negative duration_ns or num_cpu: %w", dir, MetaFile, ErrInvalid)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read recording: %w", err)
-	}
-	if err := checkComplete(dir, r.Meta, entries); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
-	}
+	return r, nil
+}
+
+// readProfiles reads into r the pprof profiles, the Java thread dumps and
+// the goroutine dumps among entries, the files of dir, the goroutine
+// dumps in the order they were taken. Its errors are Read's.
+func (r *Recording) readProfiles(dir string, entries []os.DirEntry) error {
 	var dumps []string
 	for _, e := range entries {
 		name := e.Name()
@@ -369,61 +396,67 @@ func Read(dir string) (*Recording, error) {
 		case strings.HasSuffix(name, profileSuffix):
 			p, err := readProfile(filepath.Join(dir, name))
 			if err != nil {
-				return nil, fmt.Errorf("read recording %s: %w", dir, err)
+				return fmt.Errorf("read recording %s: %w", dir, err)
 			}
 			r.SetProfile(View(strings.TrimSuffix(name, profileSuffix)), p)
 		case strings.HasPrefix(name, goroutinePrefix) && strings.HasSuffix(name, ".txt"):
 			dumps = append(dumps, name)
 		}
 	}
+	var err error
 	if r.JavaDumps, err = readJavaDumps(dir, entries); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	sort.Slice(dumps, func(i, j int) bool { return dumpIndex(dumps[i]) < dumpIndex(dumps[j]) })
 	for _, name := range dumps {
 		data, err := goprof.ReadFileWith(filepath.Join(dir, name), inside)
 		if err != nil {
-			return nil, fmt.Errorf("read recording: %w", err)
+			return fmt.Errorf("read recording: %w", err)
 		}
 		d, err := goprof.ParseDumpWithin(data, goprof.InputBudget())
 		if err != nil {
-			return nil, fmt.Errorf("read recording %s: %s: %w", dir, name, err)
+			return fmt.Errorf("read recording %s: %s: %w", dir, name, err)
 		}
 		r.Goroutines = append(r.Goroutines, d)
 	}
+	return nil
+}
+
+// readTables reads into r the JSON files of dir (JIT and native code,
+// locks, the thread timeline, stacks) and its event log, validating the
+// lock histograms and the timeline. Its errors are Read's.
+func (r *Recording) readTables(dir string) error {
+	var err error
 	if err := readJSON(filepath.Join(dir, JITCodeFile), &r.JITCode); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if r.NativeCode, err = readNativeCode(dir); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if err := readJSON(filepath.Join(dir, LocksFile), &r.Locks); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	for i := range r.Locks {
 		if n := len(r.Locks[i].Hist); n > maxHistBuckets {
-			return nil, fmt.Errorf("read recording %s: %s: lock %d: %d histogram buckets, more than %d: %w", dir, LocksFile, i, n, maxHistBuckets, ErrInvalid)
+			return fmt.Errorf("read recording %s: %s: lock %d: %d histogram buckets, more than %d: %w", dir, LocksFile, i, n, maxHistBuckets, ErrInvalid)
 		}
 	}
 	var tl Timeline
 	if ok, err := readJSONOpt(filepath.Join(dir, ThreadsFile), &tl); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	} else if ok {
 		if err := tl.Validate(); err != nil {
-			return nil, fmt.Errorf("read recording %s: %s: %w: %w", dir, ThreadsFile, err, ErrInvalid)
+			return fmt.Errorf("read recording %s: %s: %w: %w", dir, ThreadsFile, err, ErrInvalid)
 		}
 		r.Threads = &tl
 	}
 	if err := readJSON(filepath.Join(dir, StacksFile), &r.Stacks); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
 	if err := readEvents(filepath.Join(dir, EventsFile), r); err != nil {
-		return nil, fmt.Errorf("read recording %s: %w", dir, err)
+		return fmt.Errorf("read recording %s: %w", dir, err)
 	}
-	if r.empty() {
-		return nil, fmt.Errorf("read recording %s: it holds %s and nothing else: no profile, lock table, thread timeline or event log: %w", dir, MetaFile, ErrInvalid)
-	}
-	return r, nil
+	return nil
 }
 
 // empty reports whether r holds no data besides its metadata.

@@ -630,6 +630,10 @@ func (ur *unitReader) globalize(e *dwarf.Entry) {
 	}
 }
 
+// loadUnit returns the unit whose entry is at off, indexing its
+// functions and its line table on first use and caching the result; nil
+// when the unit cannot be read. A unit whose entry cannot be parsed is
+// cached empty.
 func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 	if u, ok := dw.units[off]; ok {
 		return u
@@ -648,62 +652,8 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 		return u
 	}
 	u.entry = cu
-	// Walk the unit's entries, tracking the enclosing function node per
-	// depth; lexical blocks and other entries pass their parent through.
-	parents := []int32{-1}
 	if cu.Children {
-		for len(parents) > 0 && len(parents) <= maxDIEDepth {
-			e, err := r.Next()
-			if err != nil || e == nil {
-				break
-			}
-			if e.Tag == 0 {
-				parents = parents[:len(parents)-1]
-				if len(parents) == 0 {
-					break
-				}
-				continue
-			}
-			parent := parents[len(parents)-1]
-			cur := parent
-			if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
-				if rs, err := d.Ranges(e); err == nil && len(rs) > 0 {
-					if !dw.budget.take(costNode+costRange*int64(len(rs)), "indexing its DWARF functions") {
-						// Over the budget: this unit gives line
-						// numbers without inline frames.
-						u.nodes, u.tops = nil, nil
-						break
-					}
-					n := dnode{ranges: rs}
-					ur.globalize(e)
-					n.name, n.nameRef = entryName(e)
-					dw.chargeName(&n.name)
-					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
-						n.callFile = int(v)
-					}
-					if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
-						n.callLine = int(v)
-					}
-					cur = int32(len(u.nodes))
-					u.nodes = append(u.nodes, n)
-					if parent >= 0 {
-						u.nodes[parent].children = append(u.nodes[parent].children, cur)
-					} else {
-						for _, rg := range rs {
-							u.tops = append(u.tops, nodeRange{rg[0], rg[1], cur})
-						}
-					}
-				}
-			}
-			if e.Children {
-				if descend[e.Tag] {
-					parents = append(parents, cur)
-				} else {
-					// Types, variables and parameters hold no code.
-					r.SkipChildren()
-				}
-			}
-		}
+		dw.indexFunctions(u, ur, r)
 	}
 	sort.Slice(u.tops, func(i, j int) bool { return u.tops[i].lo < u.tops[j].lo })
 	u.loadLines(d, dw.budget)
@@ -714,6 +664,80 @@ func (dw *dwarfInfo) loadUnit(off dwarf.Offset) *cuInfo {
 		dw.nodeName(&u.nodes[i], ur)
 	}
 	return u
+}
+
+// indexFunctions reads the entries of u's unit after its unit entry,
+// where r stands, into u.nodes and u.tops. Over the budget it leaves u
+// with no functions, so the unit gives line numbers without inline
+// frames.
+func (dw *dwarfInfo) indexFunctions(u *cuInfo, ur *unitReader, r *dwarf.Reader) {
+	// Walk the unit's entries, tracking the enclosing function node per
+	// depth; lexical blocks and other entries pass their parent through.
+	parents := []int32{-1}
+	for len(parents) > 0 && len(parents) <= maxDIEDepth {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			parents = parents[:len(parents)-1]
+			if len(parents) == 0 {
+				break
+			}
+			continue
+		}
+		parent := parents[len(parents)-1]
+		cur := parent
+		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
+			var ok bool
+			if cur, ok = dw.addFunction(u, ur, e, parent); !ok {
+				u.nodes, u.tops = nil, nil
+				break
+			}
+		}
+		if e.Children {
+			if descend[e.Tag] {
+				parents = append(parents, cur)
+			} else {
+				// Types, variables and parameters hold no code.
+				r.SkipChildren()
+			}
+		}
+	}
+}
+
+// addFunction adds e, a subprogram or inlined subroutine, to u as a child
+// of the node at parent (-1: at the top, indexed by its ranges) and
+// returns its index. An entry without code adds nothing and returns
+// parent; ok is false when the budget refuses the node.
+func (dw *dwarfInfo) addFunction(u *cuInfo, ur *unitReader, e *dwarf.Entry, parent int32) (int32, bool) {
+	rs, err := ur.d.Ranges(e)
+	if err != nil || len(rs) == 0 {
+		return parent, true
+	}
+	if !dw.budget.take(costNode+costRange*int64(len(rs)), "indexing its DWARF functions") {
+		return parent, false
+	}
+	n := dnode{ranges: rs}
+	ur.globalize(e)
+	n.name, n.nameRef = entryName(e)
+	dw.chargeName(&n.name)
+	if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
+		n.callFile = int(v)
+	}
+	if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+		n.callLine = int(v)
+	}
+	cur := int32(len(u.nodes))
+	u.nodes = append(u.nodes, n)
+	if parent >= 0 {
+		u.nodes[parent].children = append(u.nodes[parent].children, cur)
+	} else {
+		for _, rg := range rs {
+			u.tops = append(u.tops, nodeRange{rg[0], rg[1], cur})
+		}
+	}
+	return cur, true
 }
 
 // maxDIEDepth bounds the nesting of the entries walked in one unit: real

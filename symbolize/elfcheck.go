@@ -39,104 +39,141 @@ var errELFNames = errors.New("section headers beyond what a real ELF file has")
 func CheckELF(r io.ReaderAt, size int64) error {
 	var ident [64]byte
 	n, _ := r.ReadAt(ident[:], 0)
-	if n < 52 || string(ident[:4]) != "\x7fELF" {
-		return nil // not ELF, or too short: debug/elf refuses it
-	}
-	var order binary.ByteOrder
-	switch ident[5] {
-	case 1:
-		order = binary.LittleEndian
-	case 2:
-		order = binary.BigEndian
-	default:
+	l, ok := parseELFHeader(ident[:n])
+	if !ok || l.shoff == 0 || size <= 0 || l.shoff >= uint64(size) {
 		return nil
 	}
-	// Offsets of the header fields and section header fields used, per
-	// class: e_shoff, e_shentsize, e_shnum, e_shstrndx; sh_flags,
-	// sh_offset, sh_size, sh_link, and the width of the wide ones.
-	var shoff uint64
-	var entsize, shnum, strndx uint64
-	var fFlags, fOff, fSize, fLink, wide int
-	switch ident[4] {
-	case 1: // ELFCLASS32
-		shoff = uint64(order.Uint32(ident[0x20:]))
-		entsize, shnum, strndx = uint64(order.Uint16(ident[0x2e:])), uint64(order.Uint16(ident[0x30:])), uint64(order.Uint16(ident[0x32:]))
-		fFlags, fOff, fSize, fLink, wide = 8, 16, 20, 24, 4
-		if entsize < 40 {
-			return nil
-		}
-	case 2: // ELFCLASS64
-		if n < 64 {
-			return nil
-		}
-		shoff = order.Uint64(ident[0x28:])
-		entsize, shnum, strndx = uint64(order.Uint16(ident[0x3a:])), uint64(order.Uint16(ident[0x3c:])), uint64(order.Uint16(ident[0x3e:]))
-		fFlags, fOff, fSize, fLink, wide = 8, 24, 32, 40, 8
-		if entsize < 64 {
-			return nil
-		}
-	default:
+	if err := l.resolveExtended(r); err != nil {
+		return err
+	}
+	if l.shnum > maxSections || l.shnum*l.entsize > uint64(size)-l.shoff {
+		return fmt.Errorf("%d section headers of %d bytes at offset %d in a file of %d: %w", l.shnum, l.entsize, l.shoff, size, errELFNames)
+	}
+	if l.strndx == 0 || l.strndx >= l.shnum {
 		return nil
 	}
-	if shoff == 0 || size <= 0 || shoff >= uint64(size) {
-		return nil
-	}
-	word := func(b []byte) uint64 {
-		if wide == 4 {
-			return uint64(order.Uint32(b))
-		}
-		return order.Uint64(b)
-	}
-	header := func(i uint64) ([]byte, error) {
-		b := make([]byte, entsize)
-		if _, err := r.ReadAt(b, int64(shoff+i*entsize)); err != nil {
-			return nil, fmt.Errorf("read section header %d: %w", i, err)
-		}
-		return b, nil
-	}
-	if shnum == 0 || strndx == 0xffff { // SHN_XINDEX: the real values are in section 0
-		s0, err := header(0)
-		if err != nil {
-			return err
-		}
-		if shnum == 0 {
-			shnum = word(s0[fSize:])
-		}
-		if strndx == 0xffff {
-			strndx = uint64(order.Uint32(s0[fLink:]))
-		}
-	}
-	if shnum > maxSections || shnum*entsize > uint64(size)-shoff {
-		return fmt.Errorf("%d section headers of %d bytes at offset %d in a file of %d: %w", shnum, entsize, shoff, size, errELFNames)
-	}
-	if strndx == 0 || strndx >= shnum {
-		return nil
-	}
-	table := make([]byte, shnum*entsize)
-	if _, err := r.ReadAt(table, int64(shoff)); err != nil {
+	table := make([]byte, l.shnum*l.entsize)
+	if _, err := r.ReadAt(table, int64(l.shoff)); err != nil {
 		return fmt.Errorf("read section headers: %w", err)
 	}
-	str := table[strndx*entsize:]
+	names, err := l.readNameTable(r, size, table)
+	if names == nil || err != nil {
+		return err
+	}
+	return l.checkNames(table, names)
+}
+
+// elfLayout is where CheckELF finds the section headers of one file and
+// the fields it reads in each; the offsets and widths of those fields
+// differ between ELFCLASS32 and ELFCLASS64.
+type elfLayout struct {
+	order                  binary.ByteOrder
+	shoff                  uint64 // e_shoff
+	entsize, shnum, strndx uint64 // e_shentsize, e_shnum, e_shstrndx
+	// Offsets of sh_flags, sh_offset, sh_size, sh_link in a header, and
+	// the width in bytes of sh_flags, sh_offset and sh_size.
+	fFlags, fOff, fSize, fLink, wide int
+}
+
+// parseELFHeader reads the layout from ident, the first bytes of a file.
+// It reports false for what is not ELF, is too short, or has an unknown
+// class or byte order or headers too small to hold the fields: debug/elf
+// refuses all of those itself.
+func parseELFHeader(ident []byte) (elfLayout, bool) {
+	var l elfLayout
+	if len(ident) < 52 || string(ident[:4]) != "\x7fELF" {
+		return l, false
+	}
+	switch ident[5] {
+	case 1:
+		l.order = binary.LittleEndian
+	case 2:
+		l.order = binary.BigEndian
+	default:
+		return l, false
+	}
+	order := l.order
+	switch ident[4] {
+	case 1: // ELFCLASS32
+		l.shoff = uint64(order.Uint32(ident[0x20:]))
+		l.entsize, l.shnum, l.strndx = uint64(order.Uint16(ident[0x2e:])), uint64(order.Uint16(ident[0x30:])), uint64(order.Uint16(ident[0x32:]))
+		l.fFlags, l.fOff, l.fSize, l.fLink, l.wide = 8, 16, 20, 24, 4
+		return l, l.entsize >= 40
+	case 2: // ELFCLASS64
+		if len(ident) < 64 {
+			return l, false
+		}
+		l.shoff = order.Uint64(ident[0x28:])
+		l.entsize, l.shnum, l.strndx = uint64(order.Uint16(ident[0x3a:])), uint64(order.Uint16(ident[0x3c:])), uint64(order.Uint16(ident[0x3e:]))
+		l.fFlags, l.fOff, l.fSize, l.fLink, l.wide = 8, 24, 32, 40, 8
+		return l, l.entsize >= 64
+	}
+	return l, false
+}
+
+// word reads a field of the class's width (sh_flags, sh_offset, sh_size)
+// from the start of b.
+func (l *elfLayout) word(b []byte) uint64 {
+	if l.wide == 4 {
+		return uint64(l.order.Uint32(b))
+	}
+	return l.order.Uint64(b)
+}
+
+// resolveExtended replaces a zero e_shnum or an SHN_XINDEX e_shstrndx with
+// the real value, which extended numbering keeps in section 0's sh_size
+// and sh_link. The caller has checked that shoff lies inside the file.
+func (l *elfLayout) resolveExtended(r io.ReaderAt) error {
+	if l.shnum != 0 && l.strndx != 0xffff {
+		return nil
+	}
+	s0 := make([]byte, l.entsize)
+	if _, err := r.ReadAt(s0, int64(l.shoff)); err != nil {
+		return fmt.Errorf("read section header 0: %w", err)
+	}
+	if l.shnum == 0 {
+		l.shnum = l.word(s0[l.fSize:])
+	}
+	if l.strndx == 0xffff {
+		l.strndx = uint64(l.order.Uint32(s0[l.fLink:]))
+	}
+	return nil
+}
+
+// readNameTable reads the section name table that the header at strndx in
+// table points to. It returns an error for a compressed table or one
+// larger than maxSectionNameBytes, and nil bytes with no error for one
+// that runs past the end of the file, which debug/elf refuses.
+func (l *elfLayout) readNameTable(r io.ReaderAt, size int64, table []byte) ([]byte, error) {
+	str := table[l.strndx*l.entsize:]
 	const shfCompressed = 0x800
-	strOff, strSize := word(str[fOff:]), word(str[fSize:])
+	strOff, strSize := l.word(str[l.fOff:]), l.word(str[l.fSize:])
 	switch {
-	case word(str[fFlags:])&shfCompressed != 0:
-		return fmt.Errorf("compressed section name table: %w", errELFNames)
+	case l.word(str[l.fFlags:])&shfCompressed != 0:
+		return nil, fmt.Errorf("compressed section name table: %w", errELFNames)
 	case strSize > maxSectionNameBytes:
-		return fmt.Errorf("section name table of %d bytes: %w", strSize, errELFNames)
+		return nil, fmt.Errorf("section name table of %d bytes: %w", strSize, errELFNames)
 	case strOff > uint64(size) || strSize > uint64(size)-strOff:
-		return nil // past the end: debug/elf refuses it
+		return nil, nil // past the end: debug/elf refuses it
 	}
 	names := make([]byte, strSize)
 	if _, err := r.ReadAt(names, int64(strOff)); err != nil {
-		return fmt.Errorf("read section name table: %w", err)
+		return nil, fmt.Errorf("read section name table: %w", err)
 	}
+	return names, nil
+}
+
+// checkNames returns an error when a section in table names a string in
+// names longer than maxNameLen, or the names debug/elf would copy sum
+// past maxSectionNameBytes.
+func (l *elfLayout) checkNames(table, names []byte) error {
 	// The sum of the names debug/elf copies, each up to its NUL: a name
 	// longer than maxNameLen, or a sum past maxSectionNameBytes, is
 	// refused as soon as it is seen, so the scan costs no more than that.
+	strSize := uint64(len(names))
 	var total uint64
-	for i := range shnum {
-		off := uint64(order.Uint32(table[i*entsize:]))
+	for i := range l.shnum {
+		off := uint64(l.order.Uint32(table[i*l.entsize:]))
 		if off >= strSize {
 			continue // debug/elf refuses the file
 		}

@@ -130,73 +130,105 @@ func legacyNameBytes(data []byte) (total int64, ok bool) {
 	if !legacyCountFits(data) {
 		return 0, false
 	}
-	order := binary.ByteOrder(binary.LittleEndian)
-	magic := order.Uint32(data)
+	l, ok := readLegacyLayout(data)
+	if !ok {
+		return 0, false
+	}
+	offs, ok := l.nameOffsets()
+	if !ok {
+		return 0, false
+	}
+	return sumNameBytes(l.names, offs)
+}
+
+// legacyLayout is where legacyNameBytes finds the parts of a Go function
+// table that debug/gosym reads the names through.
+type legacyLayout struct {
+	order binary.ByteOrder
+	nfunc uint64
+	// names holds the function names, at the name offsets of the _func
+	// records; funcdata holds the records, at the offsets that functab's
+	// (entry, record offset) pairs give.
+	names, funcdata, functab []byte
+	field                    uint64 // each functab field: a pointer before Go 1.18, 32 bits since
+}
+
+// readLegacyLayout finds the layout of data, a table legacyCountFits
+// accepts (so its pointer size is 4 or 8). ok is false when a header
+// offset points past the end of data.
+func readLegacyLayout(data []byte) (l legacyLayout, ok bool) {
+	l.order = binary.LittleEndian
+	magic := l.order.Uint32(data)
 	if magic != go12magic && magic != go116magic && magic != go118magic && magic != go120magic {
-		order = binary.BigEndian
-		magic = order.Uint32(data)
+		l.order = binary.BigEndian
+		magic = l.order.Uint32(data)
 	}
 	ps := uint64(data[7])
-	uptr := func(b []byte, at uint64) (uint64, bool) {
-		if at > uint64(len(b)) || uint64(len(b))-at < ps {
-			return 0, false
-		}
-		if ps == 4 {
-			return uint64(order.Uint32(b[at:])), true
-		}
-		return order.Uint64(b[at:]), true
-	}
 	word := func(i uint64) ([]byte, bool) {
-		off, ok := uptr(data, 8+i*ps)
+		off, ok := readUint(l.order, data, 8+i*ps, ps)
 		if !ok || off > uint64(len(data)) {
 			return nil, false
 		}
 		return data[off:], true
 	}
-	nfunc, _ := uptr(data, 8)
-	var names, funcdata, functab []byte
-	field := ps // each functab field: a pointer before Go 1.18, 32 bits since
+	l.nfunc, _ = readUint(l.order, data, 8, ps)
+	l.field = ps
 	ok1, ok2 := true, true
 	switch magic {
 	case go12magic:
-		names, funcdata, functab = data, data, data[min(8+ps, uint64(len(data))):]
+		l.names, l.funcdata, l.functab = data, data, data[min(8+ps, uint64(len(data))):]
 	case go116magic:
-		names, ok1 = word(2)
-		funcdata, ok2 = word(6)
-		functab = funcdata
+		l.names, ok1 = word(2)
+		l.funcdata, ok2 = word(6)
+		l.functab = l.funcdata
 	default: // go118magic, go120magic: other pointer sizes or byte orders
-		names, ok1 = word(3)
-		funcdata, ok2 = word(7)
-		functab, field = funcdata, 4
+		l.names, ok1 = word(3)
+		l.funcdata, ok2 = word(7)
+		l.functab, l.field = l.funcdata, 4
 	}
-	if !ok1 || !ok2 {
+	return l, ok1 && ok2
+}
+
+// readUint reads the size-byte (4 or 8) value at offset at of b; ok is
+// false when it does not lie inside b.
+func readUint(order binary.ByteOrder, b []byte, at, size uint64) (uint64, bool) {
+	if at > uint64(len(b)) || uint64(len(b))-at < size {
 		return 0, false
 	}
-	read := func(b []byte, at, size uint64) (uint64, bool) {
-		if at > uint64(len(b)) || uint64(len(b))-at < size {
-			return 0, false
-		}
-		if size == 4 {
-			return uint64(order.Uint32(b[at:])), true
-		}
-		return order.Uint64(b[at:]), true
+	if size == 4 {
+		return uint64(order.Uint32(b[at:])), true
 	}
+	return order.Uint64(b[at:]), true
+}
+
+// nameOffsets returns the name offset of each function's _func record,
+// in table order; ok is false when an entry or a record lies past the
+// end of the table.
+func (l *legacyLayout) nameOffsets() ([]uint32, bool) {
 	// nfunc <= len(data)/8 (legacyCountFits): the offsets take half the
 	// table's size at most.
-	offs := make([]uint32, 0, nfunc)
-	for i := range nfunc {
-		rec, ok := read(functab, (2*i+1)*field, field)
+	offs := make([]uint32, 0, l.nfunc)
+	for i := range l.nfunc {
+		rec, ok := readUint(l.order, l.functab, (2*i+1)*l.field, l.field)
 		if !ok {
-			return 0, false
+			return nil, false
 		}
 		// The _func record: its entry (a pointer, 32 bits since Go
 		// 1.18), then the name offset.
-		nameOff, ok := read(funcdata, rec+field, 4)
+		nameOff, ok := readUint(l.order, l.funcdata, rec+l.field, 4)
 		if !ok {
-			return 0, false
+			return nil, false
 		}
 		offs = append(offs, uint32(nameOff))
 	}
+	return offs, true
+}
+
+// sumNameBytes returns the bytes from each distinct offset in offs up to
+// the NUL that ends its name in names, scanning names once from the end.
+// ok is false when an offset lies past names or a name has no NUL.
+// It sorts offs in place.
+func sumNameBytes(names []byte, offs []uint32) (total int64, ok bool) {
 	slices.Sort(offs)
 	offs = slices.Compact(offs)
 	nul, scanned := -1, len(names)

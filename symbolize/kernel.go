@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -62,16 +63,33 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		return nil, fmt.Errorf("open kernel symbols: %w", err)
 	}
 	defer f.Close()
+	k, nonzero, err := parseKallsyms(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(k.syms) == 0 {
+		return nil, fmt.Errorf("read %s: no symbols", path)
+	}
+	if !nonzero {
+		return nil, fmt.Errorf("read %s: %w", path, ErrKallsymsHidden)
+	}
+	k.sortSymbols()
+	return k, nil
+}
+
+// parseKallsyms reads the symbols of r, in kallsyms' format, in file
+// order; nonzero reports whether any has an address other than zero.
+// Absolute and undefined entries and malformed lines are skipped.
+func parseKallsyms(r io.Reader) (k *Kernel, nonzero bool, err error) {
 	// The tables grow by doubling from about a kernel's size (this
 	// machine's has 122,000 symbols, 3 MB of names): append's own growth
 	// for large slices (a quarter at a time) allocated five times their
 	// final size, 34 MB at every start of contend, the largest part of
 	// its memory's high-water mark.
-	k := &Kernel{modules: []span{{}}, syms: make([]ksym, 0, 1<<17)}
+	k = &Kernel{modules: []span{{}}, syms: make([]ksym, 0, 1<<17)}
 	names := make([]byte, 0, 4<<20)
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	nonzero := false
 	// Lines are split in place and names appended to one buffer: the
 	// table holds no line of kallsyms and no string per symbol.
 	modules := map[string]uint16{"": 0}
@@ -112,15 +130,15 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		k.syms = appendDoubling(k.syms, s)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(k.syms) == 0 {
-		return nil, fmt.Errorf("read %s: no symbols", path)
-	}
-	if !nonzero {
-		return nil, fmt.Errorf("read %s: %w", path, ErrKallsymsHidden)
+		return nil, false, err
 	}
 	k.names = string(names)
+	return k, nonzero, nil
+}
+
+// sortSymbols orders k's symbols by address and keeps one per address,
+// the one a frame is named by.
+func (k *Kernel) sortSymbols() {
 	sort.SliceStable(k.syms, func(i, j int) bool {
 		a, b := &k.syms[i], &k.syms[j]
 		if a.addr != b.addr {
@@ -141,7 +159,6 @@ func OpenKernel(procRoot string) (*Kernel, error) {
 		out = append(out, s)
 	}
 	k.syms = slices.Clone(out) // at its size: the doubling left up to half unused
-	return k, nil
 }
 
 // appendDoubling is append that doubles a full slice's capacity.

@@ -116,22 +116,8 @@ func buildSymTable(srcs []symSource, kind symKind, budget *objBudget) *symTable 
 	t := &symTable{}
 	ch := &charger{budget: budget, what: "its symbol table", cost: costSymbol}
 	for _, s := range srcs {
-		var sec *elf.Section
-		for _, sc := range s.ef.Sections {
-			if sc.Type == s.typ {
-				sec = sc
-				break
-			}
-		}
-		if sec == nil || sec.Link == 0 || int(sec.Link) >= len(s.ef.Sections) {
-			continue
-		}
-		symb, err := sectionBytes(s.data, sec, budget)
-		if err != nil || len(symb) == 0 {
-			continue
-		}
-		strb, err := sectionBytes(s.data, s.ef.Sections[sec.Link], budget)
-		if err != nil || len(strb) == 0 {
+		symb, strb, ok := s.tables(budget)
+		if !ok {
 			continue
 		}
 		if len(t.strtabs) >= 255 {
@@ -139,60 +125,97 @@ func buildSymTable(srcs []symSource, kind symKind, budget *objBudget) *symTable 
 		}
 		src := uint8(len(t.strtabs))
 		t.strtabs = append(t.strtabs, strb)
-		const entSize = 24 // sizeof(Elf64_Sym)
-		for off := entSize; off+entSize <= len(symb); off += entSize {
-			e := symb[off : off+entSize]
-			nameOff := binary.LittleEndian.Uint32(e[0:])
-			info := e[4]
-			shndx := binary.LittleEndian.Uint16(e[6:])
-			value := binary.LittleEndian.Uint64(e[8:])
-			size := binary.LittleEndian.Uint64(e[16:])
-			if nameOff == 0 || shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
-				continue
-			}
-			if value+size < value {
-				continue
-			}
-			typ := elf.ST_TYPE(info)
-			var want bool
-			switch kind {
-			case kindFunc:
-				switch typ {
-				case elf.STT_FUNC, elf.STT_GNU_IFUNC:
-					want = true
-				case elf.STT_NOTYPE:
-					want = int(shndx) < len(s.ef.Sections) && s.ef.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
-				}
-			case kindData:
-				want = typ == elf.STT_OBJECT || typ == elf.STT_COMMON
-			}
-			if !want {
-				continue
-			}
-			rank := uint8(2)
-			switch elf.ST_BIND(info) {
-			case elf.STB_GLOBAL:
-				rank = 0
-			case elf.STB_WEAK:
-				rank = 1
-			}
-			if !ch.add() {
-				// Over the budget: the symbols kept so far name
-				// what they cover.
-				break
-			}
-			ent := symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank}
-			if size == 0 {
-				if kind == kindFunc {
-					t.unsized = append(t.unsized, ent)
-				}
-				continue
-			}
-			t.syms = append(t.syms, ent)
-		}
+		t.addSymbols(s.ef, symb, src, kind, ch)
 	}
 	t.finish()
 	return t
+}
+
+// tables returns the bytes of s's symbol table and of the string table
+// it links to; ok is false when either is missing, empty or unreadable.
+func (s symSource) tables(budget *objBudget) (symb, strb []byte, ok bool) {
+	var sec *elf.Section
+	for _, sc := range s.ef.Sections {
+		if sc.Type == s.typ {
+			sec = sc
+			break
+		}
+	}
+	if sec == nil || sec.Link == 0 || int(sec.Link) >= len(s.ef.Sections) {
+		return nil, nil, false
+	}
+	symb, err := sectionBytes(s.data, sec, budget)
+	if err != nil || len(symb) == 0 {
+		return nil, nil, false
+	}
+	strb, err = sectionBytes(s.data, s.ef.Sections[sec.Link], budget)
+	if err != nil || len(strb) == 0 {
+		return nil, nil, false
+	}
+	return symb, strb, true
+}
+
+// addSymbols appends the defined symbols of kind in symb, an Elf64_Sym
+// array of ef whose names are in the string table numbered src, to t:
+// sized ones to t.syms, unsized functions to t.unsized. It stops when ch
+// refuses a symbol.
+func (t *symTable) addSymbols(ef *elf.File, symb []byte, src uint8, kind symKind, ch *charger) {
+	const entSize = 24 // sizeof(Elf64_Sym)
+	for off := entSize; off+entSize <= len(symb); off += entSize {
+		e := symb[off : off+entSize]
+		nameOff := binary.LittleEndian.Uint32(e[0:])
+		info := e[4]
+		shndx := binary.LittleEndian.Uint16(e[6:])
+		value := binary.LittleEndian.Uint64(e[8:])
+		size := binary.LittleEndian.Uint64(e[16:])
+		if nameOff == 0 || shndx == uint16(elf.SHN_UNDEF) || shndx >= uint16(elf.SHN_LORESERVE) {
+			continue
+		}
+		if value+size < value {
+			continue
+		}
+		if !wantSymbol(ef, kind, elf.ST_TYPE(info), shndx) {
+			continue
+		}
+		rank := uint8(2)
+		switch elf.ST_BIND(info) {
+		case elf.STB_GLOBAL:
+			rank = 0
+		case elf.STB_WEAK:
+			rank = 1
+		}
+		if !ch.add() {
+			// Over the budget: the symbols kept so far name
+			// what they cover.
+			break
+		}
+		ent := symEntry{addr: value, end: value + size, name: nameOff, src: src, rank: rank}
+		if size == 0 {
+			if kind == kindFunc {
+				t.unsized = append(t.unsized, ent)
+			}
+			continue
+		}
+		t.syms = append(t.syms, ent)
+	}
+}
+
+// wantSymbol reports whether a symbol of type typ in section shndx of ef
+// is of kind: functions (or untyped symbols in executable sections) for
+// kindFunc, objects for kindData.
+func wantSymbol(ef *elf.File, kind symKind, typ elf.SymType, shndx uint16) bool {
+	switch kind {
+	case kindFunc:
+		switch typ {
+		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+			return true
+		case elf.STT_NOTYPE:
+			return int(shndx) < len(ef.Sections) && ef.Sections[shndx].Flags&elf.SHF_EXECINSTR != 0
+		}
+	case kindData:
+		return typ == elf.STT_OBJECT || typ == elf.STT_COMMON
+	}
+	return false
 }
 
 // finish sorts the symbols, collapses aliases and indexes the table.

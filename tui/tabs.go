@@ -77,108 +77,134 @@ type tabSpec struct {
 }
 
 // specs holds the five list views in tab order.
-var specs [numTabs]tabSpec
+var specs = [numTabs]tabSpec{
+	tabFindings: findingsTab(),
+	tabPoints:   pointsTab(),
+	tabLocks:    locksTab(),
+	tabThreads:  threadsTab(),
+	tabIdle:     idleTab(),
+}
 
-func init() {
-	specs = [numTabs]tabSpec{
-		tabFindings: {
-			name: "Findings",
-			cols: []column{
-				{title: "#", width: 2, right: true},
-				{title: "Finding"},
-				{title: "Wait", width: 7, right: true},
-				{title: "CPU", width: 7, right: true},
-			},
-			sorts: []sortSpec{
-				{name: "rank", col: 0},
-				{name: "wait", col: 2},
-				{name: "cpu", col: 3},
-				{name: "participants", col: -1},
-			},
-			rowLines: 2,
-			build:    findingRows,
-			detail:   (*Model).findingDetail,
-			empty:    "No contention found in this window.",
+// findingsTab describes the Findings view: the ranked findings, two
+// lines each.
+func findingsTab() tabSpec {
+	return tabSpec{
+		name: "Findings",
+		cols: []column{
+			{title: "#", width: 2, right: true},
+			{title: "Finding"},
+			{title: "Wait", width: 7, right: true},
+			{title: "CPU", width: 7, right: true},
 		},
-		tabPoints: {
-			name: "Points",
-			cols: []column{
-				{title: "Program point", split: true},
-				{title: "N", width: 4, right: true},
-				{title: "State mix", width: 18},
-				{title: "Wait", width: 6, right: true},
-				{title: "CPU", width: 6, right: true},
-			},
-			sorts: []sortSpec{
-				{name: "count", col: 1},
-				{name: "wait", col: 3},
-				{name: "cpu", col: 4},
-				{name: "name", col: 0, text: true},
-			},
-			rowLines: 1,
-			build:    pointRows,
-			detail:   (*Model).pointDetail,
-			empty:    "No program points in this window.",
+		sorts: []sortSpec{
+			{name: "rank", col: 0},
+			{name: "wait", col: 2},
+			{name: "cpu", col: 3},
+			{name: "participants", col: -1},
 		},
-		tabLocks: {
-			name: "Locks",
-			cols: []column{
-				{title: "Lock"},
-				{title: "Waits", width: 6, right: true},
-				{title: "Wtrs", width: 4, right: true},
-				{title: "Total", width: 7, right: true},
-				{title: "p50", width: 7, right: true},
-				{title: "p99", width: 7, right: true},
-			},
-			sorts: []sortSpec{
-				{name: "total wait", col: 3},
-				{name: "waits", col: 1},
-				{name: "waiters", col: 2},
-				{name: "p99", col: 5},
-			},
-			rowLines: 1,
-			build:    lockRows,
-			detail:   (*Model).lockDetail,
-			empty:    "No lock waits in this window.",
+		rowLines: 2,
+		build:    findingRows,
+		detail:   (*Model).findingDetail,
+		empty:    "No contention found in this window.",
+	}
+}
+
+// pointsTab describes the Points view: one row per program point, with
+// its sampled states, wait and CPU.
+func pointsTab() tabSpec {
+	return tabSpec{
+		name: "Points",
+		cols: []column{
+			{title: "Program point", split: true},
+			{title: "N", width: 4, right: true},
+			{title: "State mix", width: 18},
+			{title: "Wait", width: 6, right: true},
+			{title: "CPU", width: 6, right: true},
 		},
-		tabThreads: {
-			name: "Threads",
-			cols: []column{
-				{title: "TID", width: 7, right: true},
-				{title: "Comm", width: 12},
-				{title: "States (newest right)", tail: true},
-				{title: "CPU", width: 6, right: true},
-				{title: "Vol", width: 6, right: true},
-				{title: "Invol", width: 6, right: true},
-			},
-			sorts: []sortSpec{
-				{name: "cpu", col: 3},
-				{name: "involuntary", col: 5},
-				{name: "voluntary", col: 4},
-				{name: "wait", col: -1},
-				{name: "tid", col: 0, text: true},
-			},
-			rowLines: 1,
-			build:    threadRows,
-			detail:   (*Model).threadDetail,
-			empty:    "No /proc thread timeline in this recording (Go profiles carry none).",
+		sorts: []sortSpec{
+			{name: "count", col: 1},
+			{name: "wait", col: 3},
+			{name: "cpu", col: 4},
+			{name: "name", col: 0, text: true},
 		},
-		tabIdle: {
-			name: "Idle",
-			cols: []column{
-				{title: "Not contention: why"},
-				{title: "N", width: 5, right: true},
-				{title: "Wait", width: 7, right: true},
-			},
-			sorts: []sortSpec{
-				{name: "count", col: 1},
-				{name: "wait", col: 2},
-			},
-			rowLines: 2,
-			build:    idleRows,
-			detail:   (*Model).idleDetail,
-			empty:    "No idle waits in this window.",
+		rowLines: 1,
+		build:    pointRows,
+		detail:   (*Model).pointDetail,
+		empty:    "No program points in this window.",
+	}
+}
+
+// locksTab describes the Locks view: one row per lock, with its waits,
+// waiters and wait times.
+func locksTab() tabSpec {
+	return tabSpec{
+		name: "Locks",
+		cols: []column{
+			{title: "Lock"},
+			{title: "Waits", width: 6, right: true},
+			{title: "Wtrs", width: 4, right: true},
+			{title: "Total", width: 7, right: true},
+			{title: "p50", width: 7, right: true},
+			{title: "p99", width: 7, right: true},
 		},
+		sorts: []sortSpec{
+			{name: "total wait", col: 3},
+			{name: "waits", col: 1},
+			{name: "waiters", col: 2},
+			{name: "p99", col: 5},
+		},
+		rowLines: 1,
+		build:    lockRows,
+		detail:   (*Model).lockDetail,
+		empty:    "No lock waits in this window.",
+	}
+}
+
+// threadsTab describes the Threads view: one row per thread of the
+// /proc timeline, with its state strip, CPU and context switches.
+func threadsTab() tabSpec {
+	return tabSpec{
+		name: "Threads",
+		cols: []column{
+			{title: "TID", width: 7, right: true},
+			{title: "Comm", width: 12},
+			{title: "States (newest right)", tail: true},
+			{title: "CPU", width: 6, right: true},
+			{title: "Vol", width: 6, right: true},
+			{title: "Invol", width: 6, right: true},
+		},
+		sorts: []sortSpec{
+			{name: "cpu", col: 3},
+			{name: "involuntary", col: 5},
+			{name: "voluntary", col: 4},
+			{name: "wait", col: -1},
+			{name: "tid", col: 0, text: true},
+		},
+		rowLines: 1,
+		build:    threadRows,
+		detail:   (*Model).threadDetail,
+		empty:    "No /proc thread timeline in this recording (Go profiles carry none).",
+	}
+}
+
+// idleTab describes the Idle view: waits that are not contention,
+// grouped by the reason, two lines each.
+func idleTab() tabSpec {
+	return tabSpec{
+		name: "Idle",
+		cols: []column{
+			{title: "Not contention: why"},
+			{title: "N", width: 5, right: true},
+			{title: "Wait", width: 7, right: true},
+		},
+		sorts: []sortSpec{
+			{name: "count", col: 1},
+			{name: "wait", col: 2},
+		},
+		rowLines: 2,
+		build:    idleRows,
+		detail:   (*Model).idleDetail,
+		empty:    "No idle waits in this window.",
 	}
 }
 
