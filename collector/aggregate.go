@@ -151,7 +151,7 @@ func (a *aggregates) fold(gone map[threadKey]bool) int { return a.foldThreads(go
 // foldAgain is fold for the late entries of threads folded already (their
 // last data, drained after their exit): each was counted among its locks'
 // distinct waiters and wakers when it was first folded, and is not
-// counted again (it was, once in 3,000 in TestChurnNothingLost).
+// counted again (TestChurnNothingLost checks it).
 func (a *aggregates) foldAgain(gone map[threadKey]bool) int { return a.foldThreads(gone, false) }
 
 func (a *aggregates) foldThreads(gone map[threadKey]bool, count bool) int {

@@ -97,10 +97,8 @@ func goProbesWant(word string) bool {
 // says so. Figures: docs/cost.md (gomutex rows of make bench, this kind
 // of VM, where the trap of any uprobe costs microseconds).
 const (
-	// goParkWakeHitCost is the cost of one park/wake probe hit: in one
-	// run, a parked acquisition paid 0.40 of what the entry/return pair
-	// costs (+11.7 µs against +29.1 µs on a busy machine), 6.8 µs of the
-	// 17 µs the pair costs on an idle one, in two hits.
+	// goParkWakeHitCost is the cost of one park/wake probe hit, two per
+	// parked acquisition, on the VM of docs/cost.md's gomutex rows.
 	goParkWakeHitCost = 3400 * time.Nanosecond
 	// goEntryReturnHitCost is the measured cost of one entry/return
 	// pair, per contended acquisition.

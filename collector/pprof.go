@@ -23,15 +23,14 @@ type profileBuilder struct {
 	// samples with the same labels (one thread's, or one lock's, across
 	// its stacks) share one pair of maps. A window's views hold tens of
 	// thousands of samples over a few hundred label sets, and two maps
-	// per sample were two thirds of the views' memory (9.5 of 13.5 MB on
-	// the stripe fixture, a heap profile of contend top at an analysis).
+	// per sample would be two thirds of the views' memory (docs/cost.md).
 	// A view's label maps are therefore read-only: code that changes a
 	// sample's labels copies the profile first (profile.Copy).
 	labels map[string]labelSet
 	// key is the buffer the keys of locs and samples are built in: a map
 	// looked up with string(key) copies nothing, so only a new entry's
-	// key is allocated (building them with fmt was most of what taking a
-	// live snapshot allocated).
+	// key is allocated (building them with fmt would be most of what
+	// taking a live snapshot allocates).
 	key []byte
 }
 

@@ -1102,10 +1102,10 @@ const maxOpenUnwinds = 1000
 // previous drain too are copied: most sleeps end within a drain (a
 // CPython thread waiting for the GIL sleeps 5 ms at a time), and their
 // stacks come with their end. Copying every sleep in progress at every
-// drain was a third of the agent's reads of the target's memory and
-// unwinds on 12 CPython threads (330 reads a second), for stacks the next
-// drain had anyway. A recording being built (a snapshot, the end) takes
-// them all, so no call in it lacks its stack for this.
+// drain would cost a third of the agent's reads of the target's memory
+// and unwinds on 12 CPython threads, for stacks the next drain has
+// anyway. A recording being built (a snapshot, the end) takes them all,
+// so no call in it lacks its stack for this.
 func (s *Session) unwindOpen(calls []openCall, every bool) {
 	open := make(map[evKey]bool, len(calls))
 	prev := s.drains.openBefore
@@ -1179,13 +1179,12 @@ func (s *Session) finish() {
 	defer close(s.finished)
 	// The processes recorded now first: a few words of the target set,
 	// so that the recording ends, as its clock reads just after, where
-	// their probes stopped. Emptying the whole set (65,536 words) took
-	// 13-40 ms with four CPU-bound threads on the 2 CPUs
-	// (TestOffCPURunqMatchesFtrace), a recording that long past what its
-	// probes saw: 0.2-2.7 % of the switch-ins in 3 s fewer than ftrace
-	// counted in its window. The rest of the set (processes the probes
-	// added since the last scan, --comm or --cgroup) is emptied after;
-	// what they record meanwhile falls past the end.
+	// their probes stopped. Emptying the whole set (65,536 words) takes
+	// tens of milliseconds on a loaded machine, and a recording that ran
+	// on past what its probes saw would undercount against ftrace
+	// (TestOffCPURunqMatchesFtrace). The rest of the set (processes the
+	// probes added since the last scan, --comm or --cgroup) is emptied
+	// after; what they record meanwhile falls past the end.
 	silencing := s.elapsed()
 	if err := s.tr.silence(s.Targets()); err != nil {
 		s.setErr(err)
@@ -1416,9 +1415,8 @@ func (s *Session) Stop() (*recording.Recording, error) {
 // whole session: for a caller that has shown what it wanted from
 // snapshots (contend top), so that leaving costs what detaching the
 // probes costs. Building the whole session (every aggregate and the
-// event log, symbolized) took seconds on a busy target, growing with the
-// session (3 s after 25 s on the stripe fixture), with the probes'
-// programs held meanwhile. The error is Stop's; Stop after
+// event log, symbolized) takes seconds on a busy target, growing with the
+// session. The error is Stop's; Stop after
 // Close returns no recording, and snapshots after it none.
 func (s *Session) Close() error {
 	s.stopOnce.Do(func() { s.stop(false) })

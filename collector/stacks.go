@@ -109,7 +109,7 @@ func (n *stackNamer) best(id uint64) (pcs []uint64, complete, ok bool) {
 	}
 	// One pass for the best, no sort: converting events asks this for
 	// each event with a hashed stack (a sort per call, with its slice,
-	// was a tenth of contend top's CPU).
+	// would cost a tenth of contend top's CPU).
 	var best *variant
 	for _, v := range w.variants {
 		if best == nil || beats(v, best) {

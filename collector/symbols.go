@@ -415,8 +415,8 @@ func cutUnmapped(st recording.Stack) recording.Stack {
 // eventStack returns the stack of one event: its own window when one was
 // taken, else the name of its stack. Its frames are the symbolizer
 // cache's, shared with every event of the same stack: the caller must not
-// change them (a copy per event was most of what converting the event
-// log allocated).
+// change them (a copy per event would be most of what converting the
+// event log allocates).
 func (r *resolver) eventStack(pid, tid uint32, ts uint64, hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -480,7 +480,7 @@ func copyStack(st recording.Stack) recording.Stack {
 // kernelStack returns the symbolized kernel stack of hash: the cache's
 // frames, which the caller must not change. A copy for each event that
 // names one (a PostgreSQL backend's latch sleeps, tens of thousands a
-// window) was the largest allocation of a window's conversion.
+// window) would be the largest allocation of a window's conversion.
 func (r *resolver) kernelStack(hash uint64) recording.Stack {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -379,7 +379,7 @@ type LockStat struct {
 	// (Meta.Counters' info_wake_sched_futex); without that record it is
 	// in neither Timeouts nor the waits woken by a call, and
 	// drop_wake_unseen counts it, for every lock together (absent in
-	// older versions, which gave such a wait the previous wait's marks).
+	// recordings made before the counter existed).
 	Timeouts uint64 `json:"timeouts,omitempty"`
 	WaitNS   uint64 `json:"wait_ns"`
 	// RunqNS is the part of WaitNS the woken waiters spent runnable,

@@ -718,7 +718,7 @@ func rowFor(f *fde, pc uint64) (cfiRow, bool) {
 // cfiAt returns the unwind row at the ELF virtual address pc, and whether
 // the FDE describes a signal frame. Rows are kept per pc (see rowCache):
 // a target's stacks pass through the same return addresses again and
-// again, and running the FDE's program up to the pc was most of what an
+// again, and running the FDE's program up to the pc is most of what an
 // unwind cost on code without frame pointers.
 func (o *object) cfiAt(pc uint64) (row cfiRow, signal, ok bool) {
 	if ref, hit := o.rows.at(pc); hit {

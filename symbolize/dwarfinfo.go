@@ -16,7 +16,7 @@ import (
 //
 // The DWARF is never parsed whole: debug/dwarf's dwarf.New parses the
 // abbreviation table of every unit it is given, and for glibc those
-// tables were 11.5 MB of the 20 MB a parse held (2,063 units; its
+// tables are 11.5 MB of the 20 MB a whole parse holds (2,063 units; its
 // inflated sections are the other 8.5 MB), all of it for the few units a
 // recording's addresses fall in. Each unit is read through a dwarf.Data of
 // its own over its bytes alone (unitData), which parses its own table.
@@ -145,16 +145,13 @@ func (o *object) dwarf() *dwarfInfo {
 //
 // A caller about to use much memory for a moment drops them at once
 // (DropDebugInfo: a session after building each snapshot, before it is
-// analyzed). Held for their idle time, glibc's parsed DWARF (20 MB when it
-// was parsed whole) sat under contend top's analyses: on the stripe
-// fixture glibc's units were loaded in one batch at attaching and one more
-// unit 36 s later, while the 20 MB stayed in 4 of 5 analyses' live heap
-// (heap profiles taken at each), the largest part of top's memory above
-// its 100 MB goal. Those drops are at most dwarfQuickParses per object;
-// after that the sections stay until they are idle. Dropped at every trim
-// instead, the whole parses' CPU on a recorder of the churn fixture
-// (threads and stacks new every second) made the test that counts its
-// waits lose 0.1-0.16 % of them in 3 of 4 runs (TestChurnNothingLost).
+// analyzed): held for their idle time, they would sit under each of
+// contend top's analyses, the largest part of its memory. Those drops
+// are at most dwarfQuickParses per object; after that the sections stay
+// until they are idle, because parsing them again at every trim costs a
+// recorder of a program whose threads and stacks are new every second
+// enough CPU to lose events (TestChurnNothingLost). Figures: docs/cost.md,
+// "What contend's own limits rest on".
 const (
 	dwarfQuickParses = 8
 	dwarfIdleFirst   = 5 * time.Second

@@ -212,7 +212,7 @@ func (o *object) close() {
 // written, so nothing is lost: a page read again comes back from the page
 // cache. What a symbolizer reads of them is mostly read once, into its
 // tables (compressed DWARF inflated, symbol tables indexed), yet the pages
-// stayed in contend's resident memory for as long as the object was
+// would stay in contend's resident memory for as long as the object is
 // cached: glibc's debug file 3.5 MB and the target's executable, in every
 // one of top's analyses.
 func (o *object) releasePages() {

@@ -18,8 +18,7 @@ import (
 var (
 	// objectBudget: per object. The compressed DWARF of a large C++
 	// program inflates to a few hundred MiB; its index and symbols are a
-	// fraction of that. 512 MiB was the cap on one inflated section
-	// before: it is now the cap on all of an object's tables.
+	// fraction of that: 512 MiB holds all of such an object's tables.
 	objectBudget int64 = 512 << 20
 	// processBudget: for all objects of one process (or one File), so
 	// that a process mapping many crafted objects is bounded too.

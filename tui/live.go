@@ -33,10 +33,9 @@ type session interface {
 // per window by the session (cheap: one entry per stack and lock), while
 // the event log, the largest part of a recording, is converted by the
 // session only for the events logged since the last snapshot and kept
-// here, compact (cachedEvent), with its stacks in one table. Converting the whole log
-// at every refresh was most of what the view cost (measured with perf on
-// the stripe fixture: over three quarters of contend top's CPU, with the
-// collections its allocations caused).
+// here, compact (cachedEvent), with its stacks in one table. Converting
+// the whole log at every refresh would be most of what the view costs
+// (docs/cost.md, "What contend's own limits rest on").
 type SessionSource struct {
 	s session
 
@@ -69,8 +68,8 @@ type eventBatch struct {
 // bits (pid_max is at most 2^22). It holds no pointer, so the cache, the
 // largest part of a live view's heap (a whole event log), is not scanned
 // at each garbage collection, and it takes half the memory (48 bytes, not
-// 104): under the 64 MiB heap limit the collector ran almost without
-// pause, and its scans were most of contend top's CPU.
+// 104): with pointers, under the 64 MiB heap limit the collector would
+// run almost without pause, its scans most of contend top's CPU.
 type cachedEvent struct {
 	T, Dur                  int64
 	Addr                    uint64

@@ -40,11 +40,11 @@ const DefaultAnalyzeEvery = 2 * time.Second
 // garbage collections the load's allocations caused on other threads),
 // the next starts no sooner than d/loadShare after its start. The goal
 // for contend top is 3% of a core in all, and the recording itself takes
-// 1.7 to 2.2% of it on paced, the GIL and Go targets (make bench's
-// per-workload table), so the analyses get a third of the goal; a target
-// whose windows take long to analyze (a JVM's 83 threads, 16 PostgreSQL
-// backends: 50-150 ms of CPU a load, collections included) is then
-// refreshed less often, up to maxAnalyzeGap, not analyzed without pause.
+// about two thirds of it on paced, the GIL and Go targets (docs/cost.md,
+// the per-workload table), so the analyses get a third of the goal; a
+// target whose windows take long to analyze (a JVM, a database with many
+// backends) is then refreshed less often, up to maxAnalyzeGap, not
+// analyzed without pause.
 const loadShare = 0.01
 
 // maxAnalyzeGap caps the pause loadShare imposes: however slow a load was
@@ -59,7 +59,7 @@ const maxAnalyzeGap = 10 * time.Second
 // twice, and the detectors' shares and rates over it are noise: on the
 // spin fixture a 0.14 s window reads as CPU saturation and a 1 s one as
 // the spin convoy it is. With the analyses paced, such a first verdict
-// stayed on screen until the next load, up to maxAnalyzeGap later.
+// would stay on screen until the next load, up to maxAnalyzeGap later.
 const minLiveSpan = time.Second
 
 // windows are the time windows `w` cycles through: the last second shows

@@ -25,9 +25,9 @@ func CheckTerminal() error {
 
 // frameRate is how many times a second the screen may be redrawn. The
 // renderer wakes the process at this rate whether or not anything
-// changed (Bubble Tea's default, 60, was 120 wakeups of contend top a
-// second with the timers' slack); the data changes once a second, and a
-// key's answer within 1/20 s is under the ~0.1 s at which a delay is
+// changed (at Bubble Tea's default of 60, about 120 wakeups of contend
+// top a second with the timers' slack); the data changes once a second,
+// and a key's answer within 1/20 s is under the ~0.1 s at which a delay is
 // seen.
 const frameRate = 20
 

@@ -138,9 +138,8 @@ func predictStripe(s Sugg) ([]Prediction, string) {
 		// The model rests on holders preempted at a random instant, as
 		// OS threads are. Goroutines leave their CPU where they block,
 		// seldom inside a critical section, and the block profile counts
-		// a woken goroutine's wait for a CPU as waiting for the lock: on
-		// go/stripe the model said ×0.64–0.82 where the fixed variant
-		// measured ×0.07.
+		// a woken goroutine's wait for a CPU as waiting for the lock
+		// (docs/results.md gives the model's miss on go/stripe).
 		return nil, "goroutines are descheduled where they block rather than preempted inside critical sections, which the stripe model assumes; no model of goroutine scheduling is checked yet"
 	case s.mean <= 0:
 		return nil, "without the recording's duration the waiting cannot be turned into a number waiting, which the model starts from"

@@ -72,8 +72,8 @@ func nativeLoops(a *core.Output, rec *recording.Recording, module string, addrs 
 // loop is at most maxSpinLoopInsns instructions, and a sampled address is
 // the start of an instruction, so the decoding is in step from it.
 // Decoding all of an interpreter's dispatch loop (56 KB) for each window
-// was a tenth of an always-on recorder's CPU. Instructions are decoded
-// once per address.
+// would cost a tenth of an always-on recorder's CPU. Instructions are
+// decoded once per address.
 type localDecoder struct {
 	code  []byte
 	start uint64

@@ -19,8 +19,8 @@ import (
 // longest duration among them (to bound a search by start time).
 type intervals struct {
 	// ev point into the analysed window's events: the index holds each
-	// event once, wherever it is listed (copies in two lists each were
-	// two thirds of a live view's allocation per analysis).
+	// event once, wherever it is listed (copies in two lists each would
+	// be two thirds of a live view's allocation per analysis).
 	ev     []*recording.Event
 	maxDur int64
 }

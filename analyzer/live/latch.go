@@ -511,7 +511,8 @@ func dispersedIORate(holds map[int][]hold, ioHolds map[int]int) bool {
 // independent draws (a backend whose commit finds the WAL already flushed
 // by another skips the flush), so real rates spread somewhat wider than
 // the binomial; PostgreSQL's 128 backends on one row, ten holds each, all
-// flushing, gave 1.3 times it. Threads the I/O spares (none in their
+// flushing, gave 1.3 times it (docs/realworld.md, postgres-hotrow).
+// Threads the I/O spares (none in their
 // holds beside threads with it in most) give tens of times it. The bar
 // matters only from about 20 threads up; below, the z bar is the larger.
 const latchOverdispersion = 2

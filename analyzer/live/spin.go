@@ -155,7 +155,7 @@ func (ld *Data) judgeSpin(a *core.Output, c *spinCand, spinning map[int]bool) (c
 		// through one hot function (behind a global lock) are the more
 		// likely reading: they never run it at the same time. Judged
 		// before the loop is looked for: reading the machine code of a
-		// large function (an interpreter's loop: 56 KB) was a tenth of
+		// large function (an interpreter's loop: 56 KB) costs a tenth of
 		// an always-on recorder's CPU.
 		return core.Finding{}, false
 	}
