@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/contend-dev/contend/analyzer"
+	"github.com/contend-dev/contend/fixtures/expect"
 	"github.com/contend-dev/contend/internal/termsafe"
 	"github.com/contend-dev/contend/internal/units"
 	"github.com/contend-dev/contend/recording"
@@ -51,7 +52,12 @@ timeline: how much the figure moved while it was recorded. A change whose
 ranges do not overlap is marked "apart".
 
 Program points are matched by the function the waiting happens in, so a
-busy-wait replaced by a mutex in the same function compares with it.`,
+busy-wait replaced by a mutex in the same function compares with it.
+
+Each finding of A whose suggestion states its expected effect (waiting or
+CPU burned, as after divided by before, with a range) is held against what
+B measured at the same program point: the factor B/A and whether it fell
+inside the range, as make validate does for the fixtures.`,
 		Example: `  contend record -p $(pgrep -n server) -d 30s -o before
   # … deploy the fix …
   contend record -p $(pgrep -n server) -d 30s -o after
@@ -72,7 +78,7 @@ busy-wait replaced by a mutex in the same function compares with it.`,
 // CompareSchemaVersion is the version of compare's JSON form
 // (docs/json-schema.md), versioned like analyze's: minor versions only
 // add fields.
-const CompareSchemaVersion = "1.0"
+const CompareSchemaVersion = "1.1"
 
 // sideRec is one analyzed recording of a side.
 type sideRec struct {
@@ -134,6 +140,27 @@ type comparison struct {
 	B       sideInfo `json:"b"`
 	Process []figure `json:"process"`
 	Points  []figure `json:"points"`
+	// Predictions holds each prediction of A's findings against what B
+	// measured (schema 1.1).
+	Predictions []predCheck `json:"predictions"`
+}
+
+// predCheck is one prediction of a finding of A held against what B
+// measured at the finding's program point.
+type predCheck struct {
+	// Point is the finding's program point, Kind its verdict.
+	Point      string              `json:"point"`
+	Kind       string              `json:"kind"`
+	Prediction analyzer.Prediction `json:"prediction"`
+	// A and B are the metric at the point on each side, per second of
+	// recording (the mean over the side's recordings).
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+	// Measured is B over A, set with Inside when both sides measured the
+	// metric and A's is not zero; otherwise NotMeasured says why.
+	Measured    float64 `json:"measured,omitempty"`
+	Inside      bool    `json:"inside"`
+	NotMeasured string  `json:"not_measured,omitempty"`
 }
 
 // sideInfo describes a side's recordings.
@@ -509,7 +536,68 @@ func compareSides(a, b []sideRec, unit string, window time.Duration) comparison 
 		f.Key = k
 		cmp.Points = append(cmp.Points, f)
 	}
+	cmp.Predictions = checkPredictions(a, b)
 	return cmp
+}
+
+// checkPredictions holds the predictions of every finding of A (the first
+// recording of A that has the finding, once per program point and
+// metric) against the sides' measurements at its point, measured as make
+// validate measures a fixed variant against its bad one (expect.Run.At).
+func checkPredictions(a, b []sideRec) []predCheck {
+	runs := func(side []sideRec) []expect.Run {
+		out := make([]expect.Run, len(side))
+		for i, r := range side {
+			out[i] = expect.FromResult(r.res)
+			out[i].Seconds = durationOf(r)
+		}
+		return out
+	}
+	ra, rb := runs(a), runs(b)
+	out := []predCheck{}
+	seen := map[string]bool{}
+	for _, r := range a {
+		for _, f := range r.res.Findings {
+			point := expect.PointName(f.Point)
+			for _, p := range f.Suggestion.Expected {
+				if seen[point+"\x00"+string(p.Metric)] {
+					continue
+				}
+				seen[point+"\x00"+string(p.Metric)] = true
+				c := predCheck{Point: point, Kind: string(f.Kind), Prediction: p}
+				va, oka := meanAt(ra, p.Metric, point)
+				vb, okb := meanAt(rb, p.Metric, point)
+				c.A, c.B = va, vb
+				switch {
+				case p.Metric == analyzer.MetricThroughput:
+					c.NotMeasured = "a recording carries no throughput: measure the operations per second with the program's own counters"
+				case !oka || !okb:
+					c.NotMeasured = "a side has no duration to turn the figure into a rate"
+				case va <= 0:
+					c.NotMeasured = "A measured nothing at this point"
+				default:
+					c.Measured = vb / va
+					c.Inside = p.Inside(c.Measured)
+				}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// meanAt returns the mean over runs of metric m at point, and whether
+// every run measured it.
+func meanAt(runs []expect.Run, m analyzer.Metric, point string) (float64, bool) {
+	var sum float64
+	for _, r := range runs {
+		v, ok := r.At(m, point)
+		if !ok {
+			return 0, false
+		}
+		sum += v
+	}
+	return sum / float64(len(runs)), len(runs) > 0
 }
 
 // labelOf returns how key k is shown, from whichever side has it.
@@ -601,8 +689,58 @@ func renderComparison(w io.Writer, c comparison) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := renderPredictions(w, c.Predictions); err != nil {
+		return err
+	}
 	renderSpreadNotes(w, c)
 	return nil
+}
+
+// renderPredictions writes the predictions of A's findings against what
+// B measured, and how many fell inside their range.
+func renderPredictions(w io.Writer, checks []predCheck) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREDICTED BY A'S FINDINGS\tMETRIC\tPREDICTED\tMEASURED (B/A)\tINSIDE")
+	inside, measured := 0, 0
+	for _, c := range checks {
+		got, in := "-", "-"
+		if c.NotMeasured == "" {
+			measured++
+			got, in = "×"+units.Float(c.Measured), "NO"
+			if c.Inside {
+				inside++
+				in = "yes"
+			}
+		}
+		fmt.Fprintf(tw, "%s at %s\t%s\t×%s–%s\t%s\t%s\n", c.Kind, c.Point, metricWord(c.Prediction.Metric), units.Float(c.Prediction.Low), units.Float(c.Prediction.High), got, in)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d of %d predictions measured fell inside their range.\n", inside, measured)
+	for _, c := range checks {
+		if c.NotMeasured != "" {
+			fmt.Fprintf(w, "  - %s at %s: %s not measured: %s\n", c.Kind, c.Point, metricWord(c.Prediction.Metric), c.NotMeasured)
+		}
+	}
+	return nil
+}
+
+// metricWord names a prediction's metric in the text output.
+func metricWord(m analyzer.Metric) string {
+	switch m {
+	case analyzer.MetricWait:
+		return "waiting"
+	case analyzer.MetricCPU:
+		return "CPU burned"
+	case analyzer.MetricThroughput:
+		return "throughput"
+	}
+	return string(m)
 }
 
 // renderSpreadNotes says what the spreads are over, and why a figure has

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -243,5 +244,76 @@ func TestCompareGoProfilesCountGoroutines(t *testing.T) {
 	}
 	if c := compareJSON(t, goFixture("stripe-bad"), goFixture("stripe-fixed")); c.Unit != "goroutines" || c.Points[0].Unit != "goroutines waiting + CPUs burning" {
 		t.Errorf("JSON unit %q, point unit %q", c.Unit, c.Points[0].Unit)
+	}
+}
+
+// TestComparePredictions: each prediction of A's findings is held against
+// what B measured at the same point, by the rule make validate uses: the
+// factor is B over A, the inside flag is the prediction's own range test,
+// and for the stripe fixture's lock the factor is the one validate's
+// check computes from the same two analyses. A throughput prediction is
+// said to be unmeasured, not judged.
+func TestComparePredictions(t *testing.T) {
+	for _, tc := range []struct{ bad, fixed, metric string }{
+		{"c-stripe-bad", "c-stripe-fixed", "wait_seconds"},
+		{"c-spin-bad", "c-spin-fixed", "cpu_seconds"},
+	} {
+		var out bytes.Buffer
+		o := compareOptions{a: live(tc.bad), b: live(tc.fixed), format: formatJSON, window: time.Second}
+		if err := runCompare(o, &out); err != nil {
+			t.Fatal(err)
+		}
+		var c comparison
+		if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		a, err := loadSide(live(tc.bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := loadSide(live(tc.fixed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, rb := expect.FromResult(a[0].res), expect.FromResult(b[0].res)
+		ra.Seconds, rb.Seconds = durationOf(a[0]), durationOf(b[0])
+		want := map[string]expect.Check{}
+		for _, ch := range expect.CheckPredictions(ra, rb) {
+			want[string(ch.Prediction.Metric)] = ch
+		}
+		judged := 0
+		for _, p := range c.Predictions {
+			switch {
+			case p.Prediction.Metric == "throughput":
+				if p.NotMeasured == "" || p.Inside {
+					t.Errorf("%s: throughput %+v judged, want said unmeasured", tc.bad, p)
+				}
+				continue
+			case p.NotMeasured != "":
+				continue
+			}
+			judged++
+			if p.A <= 0 || math.Abs(p.Measured-p.B/p.A) > 1e-9 || p.Inside != p.Prediction.Inside(p.Measured) {
+				t.Errorf("%s: %+v: measured is not B/A or inside disagrees with the range", tc.bad, p)
+			}
+			if w, ok := want[string(p.Prediction.Metric)]; ok && p.Point == ra.Findings[0].Point && (!w.OK || math.Abs(w.Measured-p.Measured) > 1e-9) {
+				t.Errorf("%s: %s measured ×%v, validate's check ×%v (ok %v)", tc.bad, p.Prediction.Metric, p.Measured, w.Measured, w.OK)
+			}
+		}
+		var metric bool
+		for _, p := range c.Predictions {
+			metric = metric || (string(p.Prediction.Metric) == tc.metric && p.NotMeasured == "")
+		}
+		if judged == 0 || !metric {
+			t.Errorf("%s: predictions %+v, want %s measured", tc.bad, c.Predictions, tc.metric)
+		}
+		out.Reset()
+		o.format = formatText
+		if err := runCompare(o, &out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), "PREDICTED BY A'S FINDINGS") || !strings.Contains(out.String(), "predictions measured fell inside their range") {
+			t.Errorf("%s: text output lacks the predictions:\n%s", tc.bad, out.String())
+		}
 	}
 }
