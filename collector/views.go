@@ -331,57 +331,15 @@ func (c openCall) lockKey() lockKey {
 // first. The futex waits in open, still in progress at the end of the
 // interval, count as waits that blocked for their time in it.
 func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockStat {
-	waiters := map[lockKey]map[int]bool{}
-	owners := map[lockKey]map[int]uint64{}
-	for k, v := range s.waits {
-		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
-		if k.TID != foldedTID {
-			addTID(waiters, lk, int(k.TID))
-		}
-		if k.Owner != 0 && k.Owner != foldedTID {
-			if owners[lk] == nil {
-				owners[lk] = map[int]uint64{}
-			}
-			owners[lk][int(k.Owner)] += v.Count
-		}
-	}
-	wakers := map[lockKey]map[int]bool{}
-	wakes := map[lockKey]wakeVal{}
-	for k, v := range s.wakes {
-		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
-		if k.TID != foldedTID {
-			addTID(wakers, lk, int(k.TID))
-		}
-		wakes[lk] = addWake(wakes[lk], v)
-	}
+	waiters, owners := waitThreads(s.waits)
+	wakers, wakes := wakeThreads(s.wakes)
 	locks := maps.Clone(s.locks)
 	for lk := range wakes {
 		if _, ok := locks[lk]; !ok {
 			locks[lk] = lockVal{}
 		}
 	}
-	inProgress := map[lockKey]uint64{}
-	for _, o := range open {
-		if o.io {
-			continue
-		}
-		lk := o.lockKey()
-		v := locks[lk]
-		v.Waits++
-		v.Blocked++
-		v.TotalNS += o.dur
-		v.MaxNS = max(v.MaxNS, o.dur)
-		v.Hist[min(log2(o.dur), histSlots-1)]++
-		locks[lk] = v
-		inProgress[lk]++
-		addTID(waiters, lk, int(o.tid))
-		if o.owner != 0 {
-			if owners[lk] == nil {
-				owners[lk] = map[int]uint64{}
-			}
-			owners[lk][int(o.owner)]++
-		}
-	}
+	inProgress := addOpenWaits(locks, open, waiters, owners)
 	out := make([]recording.LockStat, 0, len(locks))
 	for lk, v := range locks {
 		li := src.lock(lk)
@@ -415,16 +373,82 @@ func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockS
 		ls.WakersSeen = len(wakers[lk]) + int(s.threads.wakers[lk])
 		out = append(out, ls)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].WaitNS != out[j].WaitNS {
-			return out[i].WaitNS > out[j].WaitNS
-		}
-		if out[i].PID != out[j].PID {
-			return out[i].PID < out[j].PID
-		}
-		return out[i].Addr < out[j].Addr
-	})
+	sortLockStats(out)
 	return out
+}
+
+// waitThreads returns, per lock of waits, the live threads that waited on
+// it and, per owner the waiters named, how many waits it caused. Folded
+// exited threads are left out of both: they have no tid to list.
+func waitThreads(waits map[waitKey]aggVal) (waiters map[lockKey]map[int]bool, owners map[lockKey]map[int]uint64) {
+	waiters = map[lockKey]map[int]bool{}
+	owners = map[lockKey]map[int]uint64{}
+	for k, v := range waits {
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(waiters, lk, int(k.TID))
+		}
+		if k.Owner != 0 && k.Owner != foldedTID {
+			addOwner(owners, lk, int(k.Owner), v.Count)
+		}
+	}
+	return waiters, owners
+}
+
+// wakeThreads returns, per lock of wakes, the live threads that woke it
+// and the sum of its wakes over every waker and stack.
+func wakeThreads(wakes map[wakeKey]wakeVal) (wakers map[lockKey]map[int]bool, perLock map[lockKey]wakeVal) {
+	wakers = map[lockKey]map[int]bool{}
+	perLock = map[lockKey]wakeVal{}
+	for k, v := range wakes {
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(wakers, lk, int(k.TID))
+		}
+		perLock[lk] = addWake(perLock[lk], v)
+	}
+	return wakers, perLock
+}
+
+// addOpenWaits counts each futex wait in open into locks as a wait that
+// blocked for its time in the interval, and its thread and owner into
+// waiters and owners. It returns how many waits per lock are still in
+// progress.
+func addOpenWaits(locks map[lockKey]lockVal, open []openSpan, waiters map[lockKey]map[int]bool, owners map[lockKey]map[int]uint64) map[lockKey]uint64 {
+	inProgress := map[lockKey]uint64{}
+	for _, o := range open {
+		if o.io {
+			continue
+		}
+		lk := o.lockKey()
+		v := locks[lk]
+		v.Waits++
+		v.Blocked++
+		v.TotalNS += o.dur
+		v.MaxNS = max(v.MaxNS, o.dur)
+		v.Hist[min(log2(o.dur), histSlots-1)]++
+		locks[lk] = v
+		inProgress[lk]++
+		addTID(waiters, lk, int(o.tid))
+		if o.owner != 0 {
+			addOwner(owners, lk, int(o.owner), 1)
+		}
+	}
+	return inProgress
+}
+
+// sortLockStats orders locks by wait time, most first, then by process
+// and address so that equal times come out the same on every run.
+func sortLockStats(locks []recording.LockStat) {
+	sort.Slice(locks, func(i, j int) bool {
+		if locks[i].WaitNS != locks[j].WaitNS {
+			return locks[i].WaitNS > locks[j].WaitNS
+		}
+		if locks[i].PID != locks[j].PID {
+			return locks[i].PID < locks[j].PID
+		}
+		return locks[i].Addr < locks[j].Addr
+	})
 }
 
 // log2 returns floor(log2(v)), 0 for v <= 1: the histogram slot of a
@@ -441,6 +465,14 @@ func addTID(m map[lockKey]map[int]bool, k lockKey, tid int) {
 		m[k] = map[int]bool{}
 	}
 	m[k][tid] = true
+}
+
+// addOwner adds n waits caused by owner tid to lock k in m.
+func addOwner(m map[lockKey]map[int]uint64, k lockKey, tid int, n uint64) {
+	if m[k] == nil {
+		m[k] = map[int]uint64{}
+	}
+	m[k][tid] += n
 }
 
 // tidList returns the sorted tids of set, at most maxLockThreads, and
