@@ -169,33 +169,9 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 	if !slices.ContainsFunc(AllProbes, func(f string) bool { return cfg.probes[f] }) {
 		return nil, errors.New("no probe family selected")
 	}
-	specs := map[string]*ebpf.CollectionSpec{}
-	var order []string
-	for _, obj := range objects {
-		if !obj.selected(cfg) {
-			continue
-		}
-		spec, err := obj.load()
-		if err != nil {
-			return nil, fmt.Errorf("load %s probes: %w", obj.name, err)
-		}
-		if err := configure(spec, cfg); err != nil {
-			return nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
-		}
-		for name := range spec.Programs {
-			if !obj.needs(name, cfg) {
-				delete(spec.Programs, name)
-			}
-		}
-		t.notes = append(t.notes, dropMissingOptional(spec)...)
-		spec.Maps["ct_events"].MaxEntries = ringBufferSize
-		specs[obj.name] = spec
-		order = append(order, obj.name)
-		for m, fam := range obj.aggregates {
-			if cfg.probes[fam] {
-				t.aggs[m] = fam
-			}
-		}
+	specs, order, err := t.loadSpecs(cfg)
+	if err != nil {
+		return nil, err
 	}
 	first := specs[order[0]]
 	if t.counters, err = counterNames(first); err != nil {
@@ -209,27 +185,8 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		t.shared[name] = m
 	}
 	for _, name := range order {
-		coll, err := ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
-		if err != nil && hasOptional(specs[name]) {
-			// A kernel whose verifier refuses an optional program (a
-			// struct file_lock the probes cannot read) records the rest.
-			for p, what := range optionalPrograms {
-				if specs[name].Programs[p] != nil {
-					delete(specs[name].Programs, p)
-					t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
-				}
-			}
-			coll, err = ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
-		}
-		t.colls[name] = coll
-		for mn, m := range coll.Maps {
-			t.maps[mn] = m
-		}
-		if p := coll.Programs["ct_target_update"]; p != nil {
-			t.update = p
+		if err := t.loadCollection(name, specs[name]); err != nil {
+			return nil, err
 		}
 	}
 	if t.update == nil {
@@ -249,6 +206,73 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		}
 	}
 	return t, nil
+}
+
+// loadSpecs reads and configures the object of every family cfg selects,
+// keeping only the programs cfg needs, and records in t the aggregate
+// maps of the selected families and a note per optional program the
+// kernel lacks. It returns the specs by object name and the names in the
+// order of objects, the order they load and attach in.
+func (t *bpfTracer) loadSpecs(cfg tracerConfig) (map[string]*ebpf.CollectionSpec, []string, error) {
+	specs := map[string]*ebpf.CollectionSpec{}
+	var order []string
+	for _, obj := range objects {
+		if !obj.selected(cfg) {
+			continue
+		}
+		spec, err := obj.load()
+		if err != nil {
+			return nil, nil, fmt.Errorf("load %s probes: %w", obj.name, err)
+		}
+		if err := configure(spec, cfg); err != nil {
+			return nil, nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
+		}
+		for name := range spec.Programs {
+			if !obj.needs(name, cfg) {
+				delete(spec.Programs, name)
+			}
+		}
+		t.notes = append(t.notes, dropMissingOptional(spec)...)
+		spec.Maps["ct_events"].MaxEntries = ringBufferSize
+		specs[obj.name] = spec
+		order = append(order, obj.name)
+		for m, fam := range obj.aggregates {
+			if cfg.probes[fam] {
+				t.aggs[m] = fam
+			}
+		}
+	}
+	return specs, order, nil
+}
+
+// loadCollection loads the object called name from spec into the kernel,
+// over the maps in t.shared, and records its collection, maps and target
+// update program in t. When the kernel refuses it and it has optional
+// programs, it drops them, notes why, and loads the rest.
+func (t *bpfTracer) loadCollection(name string, spec *ebpf.CollectionSpec) error {
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: t.shared})
+	if err != nil && hasOptional(spec) {
+		// A kernel whose verifier refuses an optional program (a
+		// struct file_lock the probes cannot read) records the rest.
+		for p, what := range optionalPrograms {
+			if spec.Programs[p] != nil {
+				delete(spec.Programs, p)
+				t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
+			}
+		}
+		coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: t.shared})
+	}
+	if err != nil {
+		return fmt.Errorf("load %s probes: %w", name, classify(err))
+	}
+	t.colls[name] = coll
+	for mn, m := range coll.Maps {
+		t.maps[mn] = m
+	}
+	if p := coll.Programs["ct_target_update"]; p != nil {
+		t.update = p
+	}
+	return nil
 }
 
 // configure sets the volatile constants a family's object declares.
