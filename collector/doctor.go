@@ -321,6 +321,35 @@ func (d *doctor) capabilities() {
 // probes use, and the tracepoints they attach to.
 func (d *doctor) features() {
 	r := d.r
+	feats, tracepoints := d.loadSpecs()
+	d.checkTracepoints(tracepoints)
+	defer func() { d.featureGap = d.kernelGap }()
+
+	if !d.canProbe {
+		r.Features = append(r.Features, Check{Name: "BPF program types, helpers and maps", Status: CheckUnknown,
+			Detail: "testing them needs CAP_BPF and CAP_PERFMON"})
+		if !d.versionOK {
+			// Without a conclusive test, trust the version.
+			d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
+			d.kernelLacks(fmt.Errorf("kernel %s is older than %s: %w", r.Kernel, MinKernel, ErrKernel))
+		}
+		return
+	}
+	allOK := d.probeFeatures(feats)
+	if !d.versionOK && allOK {
+		// Every feature is there: the distribution backported them.
+		r.System[0].Status = CheckInfo
+		r.System[0].Detail += "; every feature the probes use tested present (backported)"
+		r.System[0].Fix = ""
+	} else if !d.versionOK {
+		d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
+	}
+}
+
+// loadSpecs loads the compiled probes of every family into d.specs, or
+// their error into d.specErrs, and returns the kernel features they use,
+// each once, and the raw tracepoints they attach to.
+func (d *doctor) loadSpecs() ([]kernelFeature, map[string]bool) {
 	d.specs = map[string]*ebpf.CollectionSpec{}
 	d.specErrs = map[string]error{}
 	var feats []kernelFeature
@@ -342,32 +371,32 @@ func (d *doctor) features() {
 			}
 		}
 	}
-	feats = uniqueFeatures(feats)
+	return uniqueFeatures(feats), tracepoints
+}
 
-	if len(tracepoints) > 0 && d.kernelBTF != nil {
-		names := sortedKeys(tracepoints)
-		absent, _ := splitPresent(names, func(tp string) error {
-			_, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp)
-			if err != nil {
-				return fs.ErrNotExist
-			}
-			return nil
-		})
-		r.Features = append(r.Features, d.presence("tracepoints "+strings.Join(names, ", "), "the kernel's BTF", "", absent, nil,
-			"use a newer kernel", "tracepoints"))
-	}
-	defer func() { d.featureGap = d.kernelGap }()
-
-	if !d.canProbe {
-		r.Features = append(r.Features, Check{Name: "BPF program types, helpers and maps", Status: CheckUnknown,
-			Detail: "testing them needs CAP_BPF and CAP_PERFMON"})
-		if !d.versionOK {
-			// Without a conclusive test, trust the version.
-			d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
-			d.kernelLacks(fmt.Errorf("kernel %s is older than %s: %w", r.Kernel, MinKernel, ErrKernel))
-		}
+// checkTracepoints adds a feature line saying whether the kernel's BTF
+// has every tracepoint in tracepoints; without BTF it adds nothing.
+func (d *doctor) checkTracepoints(tracepoints map[string]bool) {
+	if len(tracepoints) == 0 || d.kernelBTF == nil {
 		return
 	}
+	names := sortedKeys(tracepoints)
+	absent, _ := splitPresent(names, func(tp string) error {
+		_, err := d.kernelBTF.AnyTypeByName("btf_trace_" + tp)
+		if err != nil {
+			return fs.ErrNotExist
+		}
+		return nil
+	})
+	d.r.Features = append(d.r.Features, d.presence("tracepoints "+strings.Join(names, ", "), "the kernel's BTF", "", absent, nil,
+		"use a newer kernel", "tracepoints"))
+}
+
+// probeFeatures tests each of feats on the running kernel and adds the
+// results to the report's features. It returns whether every one is
+// supported; a feature whose test was inconclusive does not count as
+// missing.
+func (d *doctor) probeFeatures(feats []kernelFeature) (allOK bool) {
 	// Features that pass are grouped into one line per kind and program
 	// type; each missing or inconclusive one gets its own line.
 	type group struct {
@@ -377,7 +406,7 @@ func (d *doctor) features() {
 	var groups []*group
 	var failed []Check
 	byName := map[string]*group{}
-	allOK := true
+	allOK = true
 	for _, f := range feats {
 		err := d.opts.probe(f)
 		if err == nil {
@@ -410,17 +439,10 @@ func (d *doctor) features() {
 		if len(g.items) > 0 && g.items[0] != "" {
 			name += ": " + strings.Join(g.items, ", ")
 		}
-		r.Features = append(r.Features, Check{Name: name, Status: CheckOK})
+		d.r.Features = append(d.r.Features, Check{Name: name, Status: CheckOK})
 	}
-	r.Features = append(r.Features, failed...)
-	if !d.versionOK && allOK {
-		// Every feature is there: the distribution backported them.
-		r.System[0].Status = CheckInfo
-		r.System[0].Detail += "; every feature the probes use tested present (backported)"
-		r.System[0].Fix = ""
-	} else if !d.versionOK {
-		d.fix(fmt.Sprintf("use Linux %s or later", MinKernel))
-	}
+	d.r.Features = append(d.r.Features, failed...)
+	return allOK
 }
 
 // splitPresent looks each name up and returns those that do not exist

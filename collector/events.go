@@ -178,69 +178,16 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 		if r.TS < from || r.TS >= to {
 			return
 		}
-		e := recording.Event{
-			T: int64(r.TS - from),
-			// A duration the probe took as end - start of timestamps read
-			// on two CPUs can come out tens of ns below zero (seen: -20
-			// ns on c/churn), which the unsigned field wraps: none.
-			Dur:   max(int64(r.Dur), 0),
-			PID:   int(r.PID),
-			TID:   int(r.TID),
-			Stack: -1,
+		e, ok := newEvent(r, from)
+		if !ok {
+			return
 		}
-		switch r.Kind {
-		case kindWait:
-			e.Kind, e.Peer, e.Addr = recording.EventWait, int(r.Peer), r.Addr
-		case kindWake:
-			e.Kind, e.Peer, e.Addr = recording.EventWake, int(r.Peer), r.Addr
-		case kindIO:
-			e.Kind, e.Syscall = recording.EventIO, syscallName(uint32(r.Sys))
-		case kindRunq:
-			e.Kind = recording.EventRunq
-		case kindDSleep:
-			e.Kind = recording.EventDSleep
-		case kindWakeup:
-			e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
-		case kindSleep, kindTryFail:
-			e.Kind, e.Syscall, e.State = recording.EventSleep, sleepSyscallName(r.Sys), stateName(r.Op)
-			if r.Kind == kindTryFail {
-				e.Kind, e.State = recording.EventTryFail, ""
-			}
-			e.Peer = int(r.Peer)
+		switch {
+		case r.Kind == kindSleep || r.Kind == kindTryFail:
 			si := objs[objKey{r.TID, r.TS}]
 			e.Obj, e.PeerPID = si.obj, si.wakerPID
-			// Kernel frames first (leaf), then the user frames.
-			st := recording.Stack{}
-			if r.Addr >= stackFirst {
-				st = src.kernelStack(r.Addr)
-			}
-			u := src.eventStack(r.PID, r.TID, r.TS, r.Stack)
-			// The parts are the stack sources' shared slices: a sleep
-			// whose three parts were joined before takes that entry
-			// without joining and hashing the frames again (a PostgreSQL
-			// backend's latch waits: tens of thousands a window, a few
-			// stacks).
-			jk := joinKey{kernel: framesID(st.Frames), sched: framesID(si.sched), user: framesID(u.Frames), truncated: u.Truncated}
-			if i, ok := joined[jk]; ok {
-				e.Stack = i
-				out = append(out, e)
-				return
-			}
-			st.Frames = joinKernel(si.sched, st.Frames)
-			if len(u.Frames) > 0 {
-				st.Frames = append(st.Frames[:len(st.Frames):len(st.Frames)], u.Frames...)
-				st.Truncated = u.Truncated
-			}
-			if len(st.Frames) > 0 {
-				e.Stack = t.add(st)
-			}
-			joined[jk] = e.Stack
-			out = append(out, e)
-			return
-		default:
-			return
-		}
-		if r.Stack >= stackFirst || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake {
+			e.Stack = sleepStack(r, &si, src, t, joined)
+		case r.Stack >= stackFirst || r.Kind == kindWait || r.Kind == kindIO || r.Kind == kindWake:
 			if st := src.eventStack(r.PID, r.TID, r.TS, r.Stack); len(st.Frames) > 0 {
 				e.Stack = t.add(st)
 			}
@@ -255,6 +202,79 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 		slices.SortStableFunc(out, byStart)
 	}
 	return out, t.stacks
+}
+
+// newEvent returns the recording event of raw event r, timed from `from`,
+// with the fields its kind carries and no stack (-1); false for a kind
+// the recording has no event for. A sleep's object, waker process and
+// stack are the caller's to fill.
+func newEvent(r *rawEvent, from uint64) (recording.Event, bool) {
+	e := recording.Event{
+		T: int64(r.TS - from),
+		// A duration the probe took as end - start of timestamps read
+		// on two CPUs can come out tens of ns below zero (seen: -20
+		// ns on c/churn), which the unsigned field wraps: none.
+		Dur:   max(int64(r.Dur), 0),
+		PID:   int(r.PID),
+		TID:   int(r.TID),
+		Stack: -1,
+	}
+	switch r.Kind {
+	case kindWait:
+		e.Kind, e.Peer, e.Addr = recording.EventWait, int(r.Peer), r.Addr
+	case kindWake:
+		e.Kind, e.Peer, e.Addr = recording.EventWake, int(r.Peer), r.Addr
+	case kindIO:
+		e.Kind, e.Syscall = recording.EventIO, syscallName(uint32(r.Sys))
+	case kindRunq:
+		e.Kind = recording.EventRunq
+	case kindDSleep:
+		e.Kind = recording.EventDSleep
+	case kindWakeup:
+		e.Kind, e.Peer, e.PeerPID = recording.EventWakeup, int(r.Peer), int(r.Addr)
+	case kindSleep, kindTryFail:
+		e.Kind, e.Syscall, e.State = recording.EventSleep, sleepSyscallName(r.Sys), stateName(r.Op)
+		if r.Kind == kindTryFail {
+			e.Kind, e.State = recording.EventTryFail, ""
+		}
+		e.Peer = int(r.Peer)
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// sleepStack returns the index in t of the stack of sleep r: its kernel
+// frames (r.Addr) joined with the scheduler frames of si, then its user
+// frames; -1 when it has none. joined caches the index per parts, so
+// that a sleep whose parts were joined before costs no join and no hash.
+func sleepStack(r *rawEvent, si *sleepInfo, src stackSource, t *stackTable, joined map[joinKey]int) int {
+	// Kernel frames first (leaf), then the user frames.
+	st := recording.Stack{}
+	if r.Addr >= stackFirst {
+		st = src.kernelStack(r.Addr)
+	}
+	u := src.eventStack(r.PID, r.TID, r.TS, r.Stack)
+	// The parts are the stack sources' shared slices: a sleep
+	// whose three parts were joined before takes that entry
+	// without joining and hashing the frames again (a PostgreSQL
+	// backend's latch waits: tens of thousands a window, a few
+	// stacks).
+	jk := joinKey{kernel: framesID(st.Frames), sched: framesID(si.sched), user: framesID(u.Frames), truncated: u.Truncated}
+	if i, ok := joined[jk]; ok {
+		return i
+	}
+	st.Frames = joinKernel(si.sched, st.Frames)
+	if len(u.Frames) > 0 {
+		st.Frames = append(st.Frames[:len(st.Frames):len(st.Frames)], u.Frames...)
+		st.Truncated = u.Truncated
+	}
+	i := -1
+	if len(st.Frames) > 0 {
+		i = t.add(st)
+	}
+	joined[jk] = i
+	return i
 }
 
 // stackTable deduplicates stacks referred to by index. It is keyed by a

@@ -73,12 +73,33 @@ func (r *resolver) nativeCode(p *profile.Profile) []recording.NativeCode {
 	if p == nil {
 		return nil
 	}
-	type pidAddr struct {
-		pid  uint32
-		addr uint64
+	cpu, total := leafCPU(p)
+	out := []recording.NativeCode{}
+	if total <= 0 {
+		return out
 	}
-	cpu := map[pidAddr]int64{}
-	var total int64
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range hotFuncs(r.nativeFuncs(cpu), total) {
+		out = append(out, recording.NativeCode{
+			Module: f.fn.Module, BuildID: f.fn.BuildID, Name: f.fn.Name, PID: f.pid,
+			Start: f.fn.Start - f.fn.Bias, Bias: f.fn.Bias, Code: f.code,
+		})
+	}
+	return out
+}
+
+// pidAddr is a user address in a process.
+type pidAddr struct {
+	pid  uint32
+	addr uint64
+}
+
+// leafCPU returns the CPU time of the on-CPU view p per innermost user
+// address (see userLeaf), and the CPU time of every sample, in user space
+// or not, which the shares of the addresses are taken of.
+func leafCPU(p *profile.Profile) (cpu map[pidAddr]int64, total int64) {
+	cpu = map[pidAddr]int64{}
 	for _, s := range p.Sample {
 		if len(s.Value) < 2 {
 			continue
@@ -92,10 +113,14 @@ func (r *resolver) nativeCode(p *profile.Profile) []recording.NativeCode {
 			cpu[pidAddr{uint32(pids[0]), loc.Address}] += s.Value[1]
 		}
 	}
-	out := []recording.NativeCode{}
-	if total <= 0 {
-		return out
-	}
+	return cpu, total
+}
+
+// nativeFuncs looks up the function around each address of cpu, hottest
+// address first, with its code, and sums the CPU of its addresses; an
+// address with no function the symbolizer can read is left out. r.mu
+// must be held.
+func (r *resolver) nativeFuncs(cpu map[pidAddr]int64) map[nativeKey]*nativeFunc {
 	addrs := make([]pidAddr, 0, len(cpu))
 	for k := range cpu {
 		addrs = append(addrs, k)
@@ -103,8 +128,6 @@ func (r *resolver) nativeCode(p *profile.Profile) []recording.NativeCode {
 	slices.SortFunc(addrs, func(a, b pidAddr) int {
 		return cmp.Or(cmp.Compare(cpu[b], cpu[a]), cmp.Compare(a.pid, b.pid), cmp.Compare(a.addr, b.addr))
 	})
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	funcs := map[nativeKey]*nativeFunc{}
 	// found holds, per process, the functions already looked up, so
 	// that the addresses of one function cost one lookup and one copy.
@@ -138,6 +161,14 @@ func (r *resolver) nativeCode(p *profile.Profile) []recording.NativeCode {
 			f.top, f.pid = cpu[k], int(k.pid)
 		}
 	}
+	return funcs
+}
+
+// hotFuncs returns the functions of funcs worth a copy, hottest first, at
+// most recording.MaxNativeFunctions: those with at least minNativeShare
+// of total and whose whole code, at most recording.MaxNativeCode bytes,
+// was read.
+func hotFuncs(funcs map[nativeKey]*nativeFunc, total int64) []*nativeFunc {
 	hot := make([]*nativeFunc, 0, len(funcs))
 	for _, f := range funcs {
 		n := f.fn.End - f.fn.Start
@@ -148,13 +179,7 @@ func (r *resolver) nativeCode(p *profile.Profile) []recording.NativeCode {
 	slices.SortFunc(hot, func(a, b *nativeFunc) int {
 		return cmp.Or(cmp.Compare(b.cpu, a.cpu), cmp.Compare(a.fn.Start, b.fn.Start))
 	})
-	for _, f := range hot[:min(len(hot), recording.MaxNativeFunctions)] {
-		out = append(out, recording.NativeCode{
-			Module: f.fn.Module, BuildID: f.fn.BuildID, Name: f.fn.Name, PID: f.pid,
-			Start: f.fn.Start - f.fn.Bias, Bias: f.fn.Bias, Code: f.code,
-		})
-	}
-	return out
+	return hot[:min(len(hot), recording.MaxNativeFunctions)]
 }
 
 // userLeaf returns the location of a sample's innermost user frame, nil

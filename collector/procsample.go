@@ -250,24 +250,44 @@ func (s *ProcSampler) Close() error {
 
 // sampleAt records sample instant i (>= the number of instants so far).
 func (s *ProcSampler) sampleAt(i int) error {
+	samples, present, alive, err := s.readThreads()
+	if err != nil {
+		return err
+	}
+	ended := s.releaseEnded(present)
+	if alive == 0 {
+		// Every thread has exited; a zombie leader waits for its parent.
+		s.Close()
+		return s.gone("every thread has exited")
+	}
+	s.record(i, samples, ended)
+	return nil
+}
+
+// threadSample is one thread's reading at one instant.
+type threadSample struct {
+	t  *procThread
+	ps procSample
+}
+
+// readThreads reads every thread of the process, in thread id order, and
+// returns the readings, the ids read and how many of them are neither
+// zombie nor dead. A thread that vanishes while it is read is left out.
+// It returns s.gone when the process has gone or its pid was reused.
+func (s *ProcSampler) readThreads() (samples []threadSample, present map[int]bool, alive int, err error) {
 	threads, err := s.fs.AllThreads(s.pid)
 	if err != nil {
 		if vanished(err) {
-			return s.gone("its /proc entry is gone")
+			return nil, nil, 0, s.gone("its /proc entry is gone")
 		}
-		return fmt.Errorf("proc sampler: list threads of %d: %w", s.pid, err)
+		return nil, nil, 0, fmt.Errorf("proc sampler: list threads of %d: %w", s.pid, err)
 	}
 	// Series are created in thread id order, so a timeline reads the same
 	// whatever order the directory lists them in.
 	sort.Slice(threads, func(a, b int) bool { return threads[a].PID < threads[b].PID })
 	taskDir := filepath.Join(s.root, strconv.Itoa(s.pid), "task")
-	type seen struct {
-		t  *procThread
-		ps procSample
-	}
-	samples := make([]seen, 0, len(threads))
-	present := make(map[int]bool, len(threads))
-	alive := 0
+	samples = make([]threadSample, 0, len(threads))
+	present = make(map[int]bool, len(threads))
 	for _, th := range threads {
 		tid := th.PID
 		t, ps, err := s.readThread(taskDir, tid)
@@ -275,19 +295,24 @@ func (s *ProcSampler) sampleAt(i int) error {
 			if vanished(err) {
 				continue
 			}
-			return fmt.Errorf("proc sampler: thread %d: %w", tid, err)
+			return nil, nil, 0, fmt.Errorf("proc sampler: thread %d: %w", tid, err)
 		}
 		present[tid] = true
 		if tid == s.pid && ps.start != s.leaderStart {
 			s.Close()
-			return s.gone(fmt.Sprintf("pid %d now belongs to another process", s.pid))
+			return nil, nil, 0, s.gone(fmt.Sprintf("pid %d now belongs to another process", s.pid))
 		}
 		if ps.state != 'Z' && ps.state != 'X' {
 			alive++
 		}
-		samples = append(samples, seen{t, ps})
+		samples = append(samples, threadSample{t, ps})
 	}
-	var ended []int
+	return samples, present, alive, nil
+}
+
+// releaseEnded releases the live threads not in present and returns the
+// series of those that had one.
+func (s *ProcSampler) releaseEnded(present map[int]bool) (ended []int) {
 	for tid, t := range s.live {
 		if !present[tid] {
 			s.release(t)
@@ -297,12 +322,14 @@ func (s *ProcSampler) sampleAt(i int) error {
 			}
 		}
 	}
-	if alive == 0 {
-		// Every thread has exited; a zombie leader waits for its parent.
-		s.Close()
-		return s.gone("every thread has exited")
-	}
+	return ended
+}
 
+// record adds instant i to the timeline under s.mu: it marks the series
+// in ended as exited, appends each reading of samples to its thread's
+// series (a new thread gets one starting at i), then keeps the timeline
+// within maxExitedSeries and maxTimelineCells.
+func (s *ProcSampler) record(i int, samples []threadSample, ended []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sort.Ints(ended)
@@ -328,7 +355,6 @@ func (s *ProcSampler) sampleAt(i int) error {
 	for s.cells > maxTimelineCells && s.tl.Samples > 1 {
 		s.halve()
 	}
-	return nil
 }
 
 // dropExited drops the series of the n threads that exited first. Caller

@@ -169,33 +169,9 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 	if !slices.ContainsFunc(AllProbes, func(f string) bool { return cfg.probes[f] }) {
 		return nil, errors.New("no probe family selected")
 	}
-	specs := map[string]*ebpf.CollectionSpec{}
-	var order []string
-	for _, obj := range objects {
-		if !obj.selected(cfg) {
-			continue
-		}
-		spec, err := obj.load()
-		if err != nil {
-			return nil, fmt.Errorf("load %s probes: %w", obj.name, err)
-		}
-		if err := configure(spec, cfg); err != nil {
-			return nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
-		}
-		for name := range spec.Programs {
-			if !obj.needs(name, cfg) {
-				delete(spec.Programs, name)
-			}
-		}
-		t.notes = append(t.notes, dropMissingOptional(spec)...)
-		spec.Maps["ct_events"].MaxEntries = ringBufferSize
-		specs[obj.name] = spec
-		order = append(order, obj.name)
-		for m, fam := range obj.aggregates {
-			if cfg.probes[fam] {
-				t.aggs[m] = fam
-			}
-		}
+	specs, order, err := t.loadSpecs(cfg)
+	if err != nil {
+		return nil, err
 	}
 	first := specs[order[0]]
 	if t.counters, err = counterNames(first); err != nil {
@@ -209,27 +185,8 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		t.shared[name] = m
 	}
 	for _, name := range order {
-		coll, err := ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
-		if err != nil && hasOptional(specs[name]) {
-			// A kernel whose verifier refuses an optional program (a
-			// struct file_lock the probes cannot read) records the rest.
-			for p, what := range optionalPrograms {
-				if specs[name].Programs[p] != nil {
-					delete(specs[name].Programs, p)
-					t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
-				}
-			}
-			coll, err = ebpf.NewCollectionWithOptions(specs[name], ebpf.CollectionOptions{MapReplacements: t.shared})
-		}
-		if err != nil {
-			return nil, fmt.Errorf("load %s probes: %w", name, classify(err))
-		}
-		t.colls[name] = coll
-		for mn, m := range coll.Maps {
-			t.maps[mn] = m
-		}
-		if p := coll.Programs["ct_target_update"]; p != nil {
-			t.update = p
+		if err := t.loadCollection(name, specs[name]); err != nil {
+			return nil, err
 		}
 	}
 	if t.update == nil {
@@ -249,6 +206,73 @@ func newTracer(cfg tracerConfig) (_ tracer, err error) {
 		}
 	}
 	return t, nil
+}
+
+// loadSpecs reads and configures the object of every family cfg selects,
+// keeping only the programs cfg needs, and records in t the aggregate
+// maps of the selected families and a note per optional program the
+// kernel lacks. It returns the specs by object name and the names in the
+// order of objects, the order they load and attach in.
+func (t *bpfTracer) loadSpecs(cfg tracerConfig) (map[string]*ebpf.CollectionSpec, []string, error) {
+	specs := map[string]*ebpf.CollectionSpec{}
+	var order []string
+	for _, obj := range objects {
+		if !obj.selected(cfg) {
+			continue
+		}
+		spec, err := obj.load()
+		if err != nil {
+			return nil, nil, fmt.Errorf("load %s probes: %w", obj.name, err)
+		}
+		if err := configure(spec, cfg); err != nil {
+			return nil, nil, fmt.Errorf("configure %s probes: %w", obj.name, err)
+		}
+		for name := range spec.Programs {
+			if !obj.needs(name, cfg) {
+				delete(spec.Programs, name)
+			}
+		}
+		t.notes = append(t.notes, dropMissingOptional(spec)...)
+		spec.Maps["ct_events"].MaxEntries = ringBufferSize
+		specs[obj.name] = spec
+		order = append(order, obj.name)
+		for m, fam := range obj.aggregates {
+			if cfg.probes[fam] {
+				t.aggs[m] = fam
+			}
+		}
+	}
+	return specs, order, nil
+}
+
+// loadCollection loads the object called name from spec into the kernel,
+// over the maps in t.shared, and records its collection, maps and target
+// update program in t. When the kernel refuses it and it has optional
+// programs, it drops them, notes why, and loads the rest.
+func (t *bpfTracer) loadCollection(name string, spec *ebpf.CollectionSpec) error {
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: t.shared})
+	if err != nil && hasOptional(spec) {
+		// A kernel whose verifier refuses an optional program (a
+		// struct file_lock the probes cannot read) records the rest.
+		for p, what := range optionalPrograms {
+			if spec.Programs[p] != nil {
+				delete(spec.Programs, p)
+				t.notes = append(t.notes, fmt.Sprintf("%s: the kernel refused the probe: %v", what, firstLine(err)))
+			}
+		}
+		coll, err = ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: t.shared})
+	}
+	if err != nil {
+		return fmt.Errorf("load %s probes: %w", name, classify(err))
+	}
+	t.colls[name] = coll
+	for mn, m := range coll.Maps {
+		t.maps[mn] = m
+	}
+	if p := coll.Programs["ct_target_update"]; p != nil {
+		t.update = p
+	}
+	return nil
 }
 
 // configure sets the volatile constants a family's object declares.
@@ -648,35 +672,8 @@ func (t *bpfTracer) drain() (*drained, error) {
 	t.gen = 1 - old
 	settlePrograms()
 	d := &drained{agg: newAggregates(), counters: map[string]uint64{}}
-	suffix := fmt.Sprintf("_%d", old)
-	for name := range t.aggs {
-		m := t.maps[name+suffix]
-		var err error
-		switch name {
-		case "ct_futex_waits":
-			err = drainMap(t.scratch, m, func(k waitKey, v aggVal) { d.agg.waits[k] = addAgg(d.agg.waits[k], v) })
-		case "ct_futex_locks":
-			err = drainMap(t.scratch, m, func(k lockKey, v lockVal) { d.agg.locks[k] = addLock(d.agg.locks[k], v) })
-		case "ct_futex_wakes":
-			err = drainMap(t.scratch, m, func(k wakeKey, v wakeVal) { d.agg.wakes[k] = addWake(d.agg.wakes[k], v) })
-		case "ct_offcpu", "ct_offcpu_spill":
-			// The overflow's keys carry stackSpilled, never a hash:
-			// they cannot collide with ct_offcpu's.
-			err = drainMap(t.scratch, m, func(k offcpuKey, v offcpuVal) { d.agg.offcpu[k] = addOffcpu(d.agg.offcpu[k], v) })
-		case "ct_wakes":
-			err = drainMap(t.scratch, m, func(k edgeKey, v uint64) { d.agg.edges[k] += v })
-		case "ct_oncpu":
-			err = drainMap(t.scratch, m, func(k oncpuKey, v oncpuVal) { d.agg.oncpu[k] = addOncpu(d.agg.oncpu[k], v) })
-		case "ct_io":
-			err = drainMap(t.scratch, m, func(k ioKey, v aggVal) { d.agg.io[k] = addAgg(d.agg.io[k], v) })
-		case "ct_gosync":
-			err = drainMap(t.scratch, m, func(k goSyncKey, v aggVal) { d.agg.gosync[k] = addAgg(d.agg.gosync[k], v) })
-		default:
-			err = fmt.Errorf("no reader for map %s", name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("drain %s: %w", name+suffix, err)
-		}
+	if err := t.drainAggregates(d.agg, fmt.Sprintf("_%d", old)); err != nil {
+		return nil, err
 	}
 	// Stacks after the aggregates: a program stores a stack before the
 	// aggregate that refers to it.
@@ -690,10 +687,61 @@ func (t *bpfTracer) drain() (*drained, error) {
 		return nil, err
 	}
 	d.open = open
-	// The kernel skips a program that would run while it already runs on
-	// that CPU (a tracepoint hit from an interrupt inside it); each skip
-	// is an event lost. Read once per statsEvery and at the last drain:
-	// one system call per program.
+	d.counters["drop_prog_recursion"] = t.recursionMisses()
+	sums, err := t.readCounters()
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range t.counters {
+		if name != "" {
+			d.counters[name] = sums[i]
+		}
+	}
+	return d, nil
+}
+
+// drainAggregates reads and empties the aggregate maps of the attached
+// families, those of the generation whose names end in suffix, adding
+// their entries into agg.
+func (t *bpfTracer) drainAggregates(agg *aggregates, suffix string) error {
+	for name := range t.aggs {
+		m := t.maps[name+suffix]
+		var err error
+		switch name {
+		case "ct_futex_waits":
+			err = drainMap(t.scratch, m, func(k waitKey, v aggVal) { agg.waits[k] = addAgg(agg.waits[k], v) })
+		case "ct_futex_locks":
+			err = drainMap(t.scratch, m, func(k lockKey, v lockVal) { agg.locks[k] = addLock(agg.locks[k], v) })
+		case "ct_futex_wakes":
+			err = drainMap(t.scratch, m, func(k wakeKey, v wakeVal) { agg.wakes[k] = addWake(agg.wakes[k], v) })
+		case "ct_offcpu", "ct_offcpu_spill":
+			// The overflow's keys carry stackSpilled, never a hash:
+			// they cannot collide with ct_offcpu's.
+			err = drainMap(t.scratch, m, func(k offcpuKey, v offcpuVal) { agg.offcpu[k] = addOffcpu(agg.offcpu[k], v) })
+		case "ct_wakes":
+			err = drainMap(t.scratch, m, func(k edgeKey, v uint64) { agg.edges[k] += v })
+		case "ct_oncpu":
+			err = drainMap(t.scratch, m, func(k oncpuKey, v oncpuVal) { agg.oncpu[k] = addOncpu(agg.oncpu[k], v) })
+		case "ct_io":
+			err = drainMap(t.scratch, m, func(k ioKey, v aggVal) { agg.io[k] = addAgg(agg.io[k], v) })
+		case "ct_gosync":
+			err = drainMap(t.scratch, m, func(k goSyncKey, v aggVal) { agg.gosync[k] = addAgg(agg.gosync[k], v) })
+		default:
+			err = fmt.Errorf("no reader for map %s", name)
+		}
+		if err != nil {
+			return fmt.Errorf("drain %s: %w", name+suffix, err)
+		}
+	}
+	return nil
+}
+
+// recursionMisses returns the programs' recursion misses: the kernel
+// skips a program that would run while it already runs on that CPU (a
+// tracepoint hit from an interrupt inside it), and each skip is an event
+// lost. It reads them once per statsEvery and at the last drain, one
+// system call per program, and returns the last figure read in between.
+func (t *bpfTracer) recursionMisses() uint64 {
 	t.mu.Lock()
 	last := t.detached
 	t.mu.Unlock()
@@ -708,17 +756,7 @@ func (t *bpfTracer) drain() (*drained, error) {
 		}
 		t.misses, t.statsAt = misses, time.Now()
 	}
-	d.counters["drop_prog_recursion"] = t.misses
-	sums, err := t.readCounters()
-	if err != nil {
-		return nil, err
-	}
-	for i, name := range t.counters {
-		if name != "" {
-			d.counters[name] = sums[i]
-		}
-	}
-	return d, nil
+	return t.misses
 }
 
 // statsEvery is how often a drain reads the programs' statistics (their

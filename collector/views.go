@@ -126,137 +126,177 @@ func lockLabels(src stackSource, l sampleLabels, k lockKey) sampleLabels {
 }
 
 // buildViews builds the pprof view of every attached family. Sample types
-// and labels follow the contract in recording/recording.go; the off-CPU
-// view carries a third value, runqueue/nanoseconds, the part of the
-// off-CPU time spent runnable waiting for a CPU.
+// and labels follow the contract in recording/recording.go.
 func buildViews(in viewInput) map[recording.View]*profile.Profile {
 	out := map[recording.View]*profile.Profile{}
-	s, src := in.snap, in.stacks
-	th := &s.threads
 	if in.probes[ProbeFutex] {
-		b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.waits, compareWaitKey) {
-			v := s.waits[k]
-			l := lockLabels(src, threadLabels(k.PID, k.TID, th.waits[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
-			l.str[recording.LabelOp] = opName(k.Op)
-			if k.Owner != 0 && k.Owner != foldedTID {
-				l.num[recording.LabelOwner] = int64(k.Owner)
-			}
-			fr := userFrames(src, k.Stack, frameShortWaits)
-			if st, ok := in.words[wordKey{k.TID, k.Addr, k.Stack}]; ok && len(st.Frames) > 0 {
-				fr = st.Frames
-			}
-			b.add(fr, []int64{int64(v.Count), int64(v.TotalNS)}, l)
-		}
-		for _, o := range in.open {
-			if o.io {
-				continue
-			}
-			l := lockLabels(src, threadLabels(o.pid, o.tid, 0), o.lockKey())
-			l.str[recording.LabelOp] = opName(o.op)
-			l.num[recording.LabelInProgress] = 1
-			if o.owner != 0 {
-				l.num[recording.LabelOwner] = int64(o.owner)
-			}
-			b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
-		}
-		out[recording.ViewFutexWait] = b.build()
-
-		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.wakes, compareWakeKey) {
-			v := s.wakes[k]
-			l := lockLabels(src, threadLabels(k.PID, k.TID, th.wakes[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
-			// Every wake the probes see woke a thread and carries
-			// its stack (or stackLost); an entry without one has
-			// no frames to show.
-			b.add(userFrames(src, k.Stack, frameNoStack), []int64{int64(v.Wakes), int64(v.Woken)}, l)
-		}
-		out[recording.ViewFutexWake] = b.build()
+		out[recording.ViewFutexWait] = futexWaitView(in)
+		out[recording.ViewFutexWake] = futexWakeView(in)
 	}
 	if in.probes[ProbeSched] {
-		b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.offcpu, compareOffcpuKey) {
-			v := s.offcpu[k]
-			l := threadLabels(k.PID, k.TID, th.offcpu[k])
-			l.str[recording.LabelState] = stateName(k.State)
-			b.add(userFrames(src, k.Stack, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
-		}
-		off := b.build()
-		// pprof shows the last sample type unless told otherwise; the
-		// view is about time off CPU, of which runqueue is one part.
-		off.DefaultSampleType = "offcpu"
-		out[recording.ViewOffCPU] = off
-
-		b = newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.edges, compareEdgeKey) {
-			l := sampleLabels{
-				str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
-				num: map[string]int64{recording.LabelWakeePID: int64(k.WakeePID)},
-			}
-			if k.Wakee != foldedTID {
-				l.num[recording.LabelWakee] = int64(k.Wakee)
-			}
-			if k.Waker == foldedTID || k.Wakee == foldedTID {
-				l.num[recording.LabelThreads] = int64(max(th.edges[k], 1))
-			}
-			none := frameNotInTarget
-			if k.Waker != 0 {
-				l.num[recording.LabelPID] = int64(k.WakerPID)
-				if k.Waker != foldedTID {
-					l.num[recording.LabelTID] = int64(k.Waker)
-				}
-				none = frameOtherWaker
-			}
-			if k.Ctx != 0 {
-				none = "[" + contextName(k.Ctx) + "]"
-			}
-			b.add(userFrames(src, k.Stack, none), []int64{int64(s.edges[k])}, l)
-		}
-		out[recording.ViewWakes] = b.build()
+		out[recording.ViewOffCPU] = offCPUView(in)
+		out[recording.ViewWakes] = wakesView(in)
 	}
 	if in.probes[ProbeOnCPU] {
-		b := newProfileBuilder(in.exe, [][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
-		b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
-		if in.onCPUHz > 0 {
-			b.p.Period = int64(time.Second) / int64(in.onCPUHz)
-		}
-		for _, k := range sortedKeysBy(s.oncpu, compareOncpuKey) {
-			v := s.oncpu[k]
-			var frames []recording.Frame
-			switch {
-			case k.KStack >= stackFirst:
-				frames = append(frames, src.kernelStack(k.KStack).Frames...)
-			case k.KStack == stackLost:
-				frames = append(frames, recording.Frame{Func: frameStackLost, Kernel: true})
-			}
-			frames = append(frames, userFrames(src, k.UStack, frameStackLost)...)
-			b.add(frames, []int64{int64(v.Count), int64(v.PeriodNS)}, threadLabels(k.PID, k.TID, th.oncpu[k]))
-		}
-		out[recording.ViewOnCPU] = b.build()
+		out[recording.ViewOnCPU] = onCPUView(in)
 	}
 	if in.probes[ProbeIO] {
-		b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
-		for _, k := range sortedKeysBy(s.io, compareIOKey) {
-			v := s.io[k]
-			l := threadLabels(k.PID, k.TID, th.io[k])
-			l.str[recording.LabelSyscall] = syscallName(k.NR)
-			b.add(userFrames(src, k.Stack, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
-		}
-		for _, o := range in.open {
-			if !o.io {
-				continue
-			}
-			l := threadLabels(o.pid, o.tid, 0)
-			l.str[recording.LabelSyscall] = syscallName(o.nr)
-			l.num[recording.LabelInProgress] = 1
-			b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
-		}
-		out[recording.ViewIO] = b.build()
+		out[recording.ViewIO] = ioView(in)
 	}
 	if in.goSync {
 		out[recording.ViewGoLockWaits] = goLockWaitsView(in)
 	}
 	return out
+}
+
+// futexWaitView builds the futex-wait view: the ended waits per thread,
+// lock, operation, owner and stack, then each futex wait still in
+// progress at the end of the interval as one wait of its time in it.
+func futexWaitView(in viewInput) *profile.Profile {
+	s, src := in.snap, in.stacks
+	b := newProfileBuilder(in.exe, [][2]string{{"waits", "count"}, {"delay", "nanoseconds"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(s.waits, compareWaitKey) {
+		v := s.waits[k]
+		l := lockLabels(src, threadLabels(k.PID, k.TID, s.threads.waits[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
+		l.str[recording.LabelOp] = opName(k.Op)
+		if k.Owner != 0 && k.Owner != foldedTID {
+			l.num[recording.LabelOwner] = int64(k.Owner)
+		}
+		fr := userFrames(src, k.Stack, frameShortWaits)
+		if st, ok := in.words[wordKey{k.TID, k.Addr, k.Stack}]; ok && len(st.Frames) > 0 {
+			fr = st.Frames
+		}
+		b.add(fr, []int64{int64(v.Count), int64(v.TotalNS)}, l)
+	}
+	for _, o := range in.open {
+		if o.io {
+			continue
+		}
+		l := lockLabels(src, threadLabels(o.pid, o.tid, 0), o.lockKey())
+		l.str[recording.LabelOp] = opName(o.op)
+		l.num[recording.LabelInProgress] = 1
+		if o.owner != 0 {
+			l.num[recording.LabelOwner] = int64(o.owner)
+		}
+		b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
+	}
+	return b.build()
+}
+
+// futexWakeView builds the futex-wake view: wake calls and threads woken
+// per waking thread, lock and stack.
+func futexWakeView(in viewInput) *profile.Profile {
+	s, src := in.snap, in.stacks
+	b := newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}, {"woken", "count"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(s.wakes, compareWakeKey) {
+		v := s.wakes[k]
+		l := lockLabels(src, threadLabels(k.PID, k.TID, s.threads.wakes[k]), lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared})
+		// Every wake the probes see woke a thread and carries
+		// its stack (or stackLost); an entry without one has
+		// no frames to show.
+		b.add(userFrames(src, k.Stack, frameNoStack), []int64{int64(v.Wakes), int64(v.Woken)}, l)
+	}
+	return b.build()
+}
+
+// offCPUView builds the off-CPU view per thread, state and stack. It
+// carries a third value, runqueue/nanoseconds, the part of the off-CPU
+// time spent runnable waiting for a CPU.
+func offCPUView(in viewInput) *profile.Profile {
+	s := in.snap
+	b := newProfileBuilder(in.exe, [][2]string{{"switches", "count"}, {"offcpu", "nanoseconds"}, {"runqueue", "nanoseconds"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(s.offcpu, compareOffcpuKey) {
+		v := s.offcpu[k]
+		l := threadLabels(k.PID, k.TID, s.threads.offcpu[k])
+		l.str[recording.LabelState] = stateName(k.State)
+		b.add(userFrames(in.stacks, k.Stack, frameStackLost), []int64{int64(v.Count), int64(v.TotalNS), int64(v.RunqNS)}, l)
+	}
+	off := b.build()
+	// pprof shows the last sample type unless told otherwise; the
+	// view is about time off CPU, of which runqueue is one part.
+	off.DefaultSampleType = "offcpu"
+	return off
+}
+
+// wakesView builds the wakes view: the wakeups of target threads per
+// waker, wakee, context and waker stack. A wakeup from outside the
+// target, or from no task, stands under a synthetic frame saying so.
+func wakesView(in viewInput) *profile.Profile {
+	s := in.snap
+	b := newProfileBuilder(in.exe, [][2]string{{"wakes", "count"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(s.edges, compareEdgeKey) {
+		l := sampleLabels{
+			str: map[string]string{recording.LabelContext: contextName(k.Ctx)},
+			num: map[string]int64{recording.LabelWakeePID: int64(k.WakeePID)},
+		}
+		if k.Wakee != foldedTID {
+			l.num[recording.LabelWakee] = int64(k.Wakee)
+		}
+		if k.Waker == foldedTID || k.Wakee == foldedTID {
+			l.num[recording.LabelThreads] = int64(max(s.threads.edges[k], 1))
+		}
+		none := frameNotInTarget
+		if k.Waker != 0 {
+			l.num[recording.LabelPID] = int64(k.WakerPID)
+			if k.Waker != foldedTID {
+				l.num[recording.LabelTID] = int64(k.Waker)
+			}
+			none = frameOtherWaker
+		}
+		if k.Ctx != 0 {
+			none = "[" + contextName(k.Ctx) + "]"
+		}
+		b.add(userFrames(in.stacks, k.Stack, none), []int64{int64(s.edges[k])}, l)
+	}
+	return b.build()
+}
+
+// onCPUView builds the on-CPU view per thread and stack, the kernel
+// frames above the user ones, with the sampling period of in.onCPUHz.
+func onCPUView(in viewInput) *profile.Profile {
+	s, src := in.snap, in.stacks
+	b := newProfileBuilder(in.exe, [][2]string{{"samples", "count"}, {"cpu", "nanoseconds"}}, in.start, in.dur)
+	b.p.PeriodType = &profile.ValueType{Type: "cpu", Unit: "nanoseconds"}
+	if in.onCPUHz > 0 {
+		b.p.Period = int64(time.Second) / int64(in.onCPUHz)
+	}
+	for _, k := range sortedKeysBy(s.oncpu, compareOncpuKey) {
+		v := s.oncpu[k]
+		var frames []recording.Frame
+		switch {
+		case k.KStack >= stackFirst:
+			frames = append(frames, src.kernelStack(k.KStack).Frames...)
+		case k.KStack == stackLost:
+			frames = append(frames, recording.Frame{Func: frameStackLost, Kernel: true})
+		}
+		frames = append(frames, userFrames(src, k.UStack, frameStackLost)...)
+		b.add(frames, []int64{int64(v.Count), int64(v.PeriodNS)}, threadLabels(k.PID, k.TID, s.threads.oncpu[k]))
+	}
+	return b.build()
+}
+
+// ioView builds the I/O view: the ended calls per thread, syscall and
+// stack, then each I/O call still in progress at the end of the interval
+// as one call of its time in it.
+func ioView(in viewInput) *profile.Profile {
+	s, src := in.snap, in.stacks
+	b := newProfileBuilder(in.exe, [][2]string{{"calls", "count"}, {"latency", "nanoseconds"}}, in.start, in.dur)
+	for _, k := range sortedKeysBy(s.io, compareIOKey) {
+		v := s.io[k]
+		l := threadLabels(k.PID, k.TID, s.threads.io[k])
+		l.str[recording.LabelSyscall] = syscallName(k.NR)
+		b.add(userFrames(src, k.Stack, frameShortCalls), []int64{int64(v.Count), int64(v.TotalNS)}, l)
+	}
+	for _, o := range in.open {
+		if !o.io {
+			continue
+		}
+		l := threadLabels(o.pid, o.tid, 0)
+		l.str[recording.LabelSyscall] = syscallName(o.nr)
+		l.num[recording.LabelInProgress] = 1
+		b.add(openFrames(src, o), []int64{1, int64(o.dur)}, l)
+	}
+	return b.build()
 }
 
 // goLockWaitsView builds the go-lockwaits view: the Go lock waits per
@@ -291,57 +331,15 @@ func (c openCall) lockKey() lockKey {
 // first. The futex waits in open, still in progress at the end of the
 // interval, count as waits that blocked for their time in it.
 func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockStat {
-	waiters := map[lockKey]map[int]bool{}
-	owners := map[lockKey]map[int]uint64{}
-	for k, v := range s.waits {
-		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
-		if k.TID != foldedTID {
-			addTID(waiters, lk, int(k.TID))
-		}
-		if k.Owner != 0 && k.Owner != foldedTID {
-			if owners[lk] == nil {
-				owners[lk] = map[int]uint64{}
-			}
-			owners[lk][int(k.Owner)] += v.Count
-		}
-	}
-	wakers := map[lockKey]map[int]bool{}
-	wakes := map[lockKey]wakeVal{}
-	for k, v := range s.wakes {
-		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
-		if k.TID != foldedTID {
-			addTID(wakers, lk, int(k.TID))
-		}
-		wakes[lk] = addWake(wakes[lk], v)
-	}
+	waiters, owners := waitThreads(s.waits)
+	wakers, wakes := wakeThreads(s.wakes)
 	locks := maps.Clone(s.locks)
 	for lk := range wakes {
 		if _, ok := locks[lk]; !ok {
 			locks[lk] = lockVal{}
 		}
 	}
-	inProgress := map[lockKey]uint64{}
-	for _, o := range open {
-		if o.io {
-			continue
-		}
-		lk := o.lockKey()
-		v := locks[lk]
-		v.Waits++
-		v.Blocked++
-		v.TotalNS += o.dur
-		v.MaxNS = max(v.MaxNS, o.dur)
-		v.Hist[min(log2(o.dur), histSlots-1)]++
-		locks[lk] = v
-		inProgress[lk]++
-		addTID(waiters, lk, int(o.tid))
-		if o.owner != 0 {
-			if owners[lk] == nil {
-				owners[lk] = map[int]uint64{}
-			}
-			owners[lk][int(o.owner)]++
-		}
-	}
+	inProgress := addOpenWaits(locks, open, waiters, owners)
 	out := make([]recording.LockStat, 0, len(locks))
 	for lk, v := range locks {
 		li := src.lock(lk)
@@ -375,16 +373,82 @@ func buildLocks(s *snapshot, open []openSpan, src stackSource) []recording.LockS
 		ls.WakersSeen = len(wakers[lk]) + int(s.threads.wakers[lk])
 		out = append(out, ls)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].WaitNS != out[j].WaitNS {
-			return out[i].WaitNS > out[j].WaitNS
-		}
-		if out[i].PID != out[j].PID {
-			return out[i].PID < out[j].PID
-		}
-		return out[i].Addr < out[j].Addr
-	})
+	sortLockStats(out)
 	return out
+}
+
+// waitThreads returns, per lock of waits, the live threads that waited on
+// it and, per owner the waiters named, how many waits it caused. Folded
+// exited threads are left out of both: they have no tid to list.
+func waitThreads(waits map[waitKey]aggVal) (waiters map[lockKey]map[int]bool, owners map[lockKey]map[int]uint64) {
+	waiters = map[lockKey]map[int]bool{}
+	owners = map[lockKey]map[int]uint64{}
+	for k, v := range waits {
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(waiters, lk, int(k.TID))
+		}
+		if k.Owner != 0 && k.Owner != foldedTID {
+			addOwner(owners, lk, int(k.Owner), v.Count)
+		}
+	}
+	return waiters, owners
+}
+
+// wakeThreads returns, per lock of wakes, the live threads that woke it
+// and the sum of its wakes over every waker and stack.
+func wakeThreads(wakes map[wakeKey]wakeVal) (wakers map[lockKey]map[int]bool, perLock map[lockKey]wakeVal) {
+	wakers = map[lockKey]map[int]bool{}
+	perLock = map[lockKey]wakeVal{}
+	for k, v := range wakes {
+		lk := lockKey{Addr: k.Addr, PID: k.PID, Shared: k.Shared}
+		if k.TID != foldedTID {
+			addTID(wakers, lk, int(k.TID))
+		}
+		perLock[lk] = addWake(perLock[lk], v)
+	}
+	return wakers, perLock
+}
+
+// addOpenWaits counts each futex wait in open into locks as a wait that
+// blocked for its time in the interval, and its thread and owner into
+// waiters and owners. It returns how many waits per lock are still in
+// progress.
+func addOpenWaits(locks map[lockKey]lockVal, open []openSpan, waiters map[lockKey]map[int]bool, owners map[lockKey]map[int]uint64) map[lockKey]uint64 {
+	inProgress := map[lockKey]uint64{}
+	for _, o := range open {
+		if o.io {
+			continue
+		}
+		lk := o.lockKey()
+		v := locks[lk]
+		v.Waits++
+		v.Blocked++
+		v.TotalNS += o.dur
+		v.MaxNS = max(v.MaxNS, o.dur)
+		v.Hist[min(log2(o.dur), histSlots-1)]++
+		locks[lk] = v
+		inProgress[lk]++
+		addTID(waiters, lk, int(o.tid))
+		if o.owner != 0 {
+			addOwner(owners, lk, int(o.owner), 1)
+		}
+	}
+	return inProgress
+}
+
+// sortLockStats orders locks by wait time, most first, then by process
+// and address so that equal times come out the same on every run.
+func sortLockStats(locks []recording.LockStat) {
+	sort.Slice(locks, func(i, j int) bool {
+		if locks[i].WaitNS != locks[j].WaitNS {
+			return locks[i].WaitNS > locks[j].WaitNS
+		}
+		if locks[i].PID != locks[j].PID {
+			return locks[i].PID < locks[j].PID
+		}
+		return locks[i].Addr < locks[j].Addr
+	})
 }
 
 // log2 returns floor(log2(v)), 0 for v <= 1: the histogram slot of a
@@ -401,6 +465,14 @@ func addTID(m map[lockKey]map[int]bool, k lockKey, tid int) {
 		m[k] = map[int]bool{}
 	}
 	m[k][tid] = true
+}
+
+// addOwner adds n waits caused by owner tid to lock k in m.
+func addOwner(m map[lockKey]map[int]uint64, k lockKey, tid int, n uint64) {
+	if m[k] == nil {
+		m[k] = map[int]uint64{}
+	}
+	m[k][tid] += n
 }
 
 // tidList returns the sorted tids of set, at most maxLockThreads, and
