@@ -196,7 +196,7 @@ func buildEvents(each func(func(*rawEvent)), n int, from, to uint64, src stackSo
 	})
 	// The log is in arrival order, nearly sorted by start: a wait is
 	// logged when it ends. The generic sort skips sort.SliceStable's
-	// reflection, which was a fifth of the conversion's cost.
+	// reflection, which costs a fifth of the conversion.
 	byStart := func(a, b recording.Event) int { return cmp.Compare(a.T, b.T) }
 	if !slices.IsSortedFunc(out, byStart) {
 		slices.SortStableFunc(out, byStart)

@@ -970,10 +970,10 @@ func (t *bpfTracer) run(fn func([]byte)) error {
 	// waits in the kernel for them: a Go ticker wakes it and it reads
 	// what the ring holds without waiting (a deadline in the past makes
 	// the reader's epoll_wait return at once). A reader blocked in
-	// epoll_wait for readerPoll was a system call of 50 ms 20 times a
-	// second: Go's sysmon takes the processor back from a call that long
-	// (after 10 ms) and each time drops back to polling every 20 µs,
-	// about 1,200 wakeups of contend a second, a third of its CPU.
+	// epoll_wait for readerPoll would make a system call of 50 ms 20
+	// times a second: Go's sysmon takes the processor back from a call
+	// that long (after 10 ms) and each time drops back to polling every
+	// 20 µs, about 1,200 wakeups of contend a second, a third of its CPU.
 	t.reader.SetDeadline(time.Unix(0, 1))
 	tick := time.NewTicker(readerPoll)
 	defer tick.Stop()
