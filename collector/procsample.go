@@ -22,8 +22,7 @@ import (
 // maxCachedThreads bounds how many threads keep their stat and status files
 // open between samples. Re-reading an open /proc file with pread costs a
 // third of open+read+close (BenchmarkProcSample: 4 µs against 13 µs for
-// stat),
-// which is most of the sampler's cost; two descriptors per thread for 1024
+// stat), which is most of the sampler's cost; two descriptors per thread for 1024
 // threads stays far below the descriptor limit Go raises at start-up
 // (the hard limit, 4096 at the very least on common systems) and leaves room
 // for the probes' perf events and maps. Threads beyond it are read with
