@@ -19,10 +19,19 @@ do_start() {
 }
 do_ready() { mariadb-admin --no-defaults -h 127.0.0.1 -P "$PORT" -u root ping >/dev/null 2>&1; }
 do_load() {
-	sql -e "CREATE DATABASE IF NOT EXISTS rw; CREATE TABLE IF NOT EXISTS rw.hot (id INT PRIMARY KEY, v BIGINT) ENGINE=InnoDB; REPLACE INTO rw.hot VALUES (1, 0);"
+	local rows=${HOT_ROWS:-1} values i
+	values=$(for i in $(seq "$rows"); do printf '(%d, 0),' "$i"; done)
+	sql -e "CREATE DATABASE IF NOT EXISTS rw; CREATE TABLE IF NOT EXISTS rw.hot (id INT PRIMARY KEY, v BIGINT) ENGINE=InnoDB; REPLACE INTO rw.hot VALUES ${values%,};"
+	# One row: every client on id 1. HOT_ROWS rows (the remedy): each
+	# update picks one at random, the id drawn once per statement into a
+	# variable (RAND() in the WHERE clause would be drawn per row scanned).
+	local query="UPDATE hot SET v = v + 1 WHERE id = 1"
+	if [ "$rows" -gt 1 ]; then
+		query="SET @r = 1 + FLOOR(RAND() * $rows); UPDATE hot SET v = v + 1 WHERE id = @r"
+	fi
 	exec timeout "$LOAD_SECONDS" mariadb-slap --no-defaults -h 127.0.0.1 -P "$PORT" -u root \
 		--create-schema=rw --concurrency="$CLIENTS" --iterations=1 --number-of-queries=100000000 \
-		--query="UPDATE hot SET v = v + 1 WHERE id = 1"
+		--delimiter=";" --query="$query"
 }
 do_pids() { echo "$SERVER_PID"; }
 # InnoDB's own view: row-lock waits from SHOW GLOBAL STATUS over the
