@@ -22,7 +22,7 @@ LDFLAGS   := -X github.com/contend-dev/contend/internal/version.Version=$(VERSIO
 CC        ?= gcc
 FIXCFLAGS := -O2 -g -pthread -Wall
 
-.PHONY: all build install uninstall demo demo-fixtures deps test unit race fuzz validate generate check-generate fixtures bench bench-agent lint capture capture-live clean realworld realworld-ci realworld-truth
+.PHONY: all build install uninstall demo demo-fixtures deps test unit race fuzz validate generate check-generate fixtures bench bench-agent lint capture capture-live clean realworld realworld-ci realworld-remedies realworld-truth
 
 all: build
 
@@ -227,6 +227,11 @@ realworld: build
 
 realworld-ci: build
 	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -ci
+
+# The scenarios that name a remedy, run as they are and with it: each
+# first finding's predicted effect against what the remedy measured.
+realworld-remedies: build
+	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -remedies $(if $(NAME),-only $(NAME))
 
 realworld-truth:
 	$(GO) run ./fixtures/cmd/realworld $(REALWORLD_FLAGS) -truth
