@@ -324,12 +324,14 @@ func predictFewerThreads(s Sugg) ([]Prediction, string) {
 func ExpectedLine(ps []Prediction) string {
 	var parts []string
 	for _, p := range ps {
-		parts = append(parts, fmt.Sprintf("%s: ×%s–%s of today, %s", metricWord(p.Metric), units.Float(p.Low), units.Float(p.High), change(p.Factor)))
+		parts = append(parts, fmt.Sprintf("%s: ×%s–%s of today, %s", p.Metric.Word(), units.Float(p.Low), units.Float(p.High), change(p.Factor)))
 	}
 	return strings.Join(parts, "; ")
 }
 
-func metricWord(m Metric) string {
+// Word names the metric in a sentence: "waiting", "CPU in the lock",
+// "throughput".
+func (m Metric) Word() string {
 	switch m {
 	case MetricWait:
 		return "waiting"

@@ -716,7 +716,7 @@ func renderPredictions(w io.Writer, checks []predCheck) error {
 				in = "yes"
 			}
 		}
-		fmt.Fprintf(tw, "%s at %s\t%s\t×%s–%s\t%s\t%s\n", c.Kind, c.Point, metricWord(c.Prediction.Metric), units.Float(c.Prediction.Low), units.Float(c.Prediction.High), got, in)
+		fmt.Fprintf(tw, "%s at %s\t%s\t×%s–%s\t%s\t%s\n", c.Kind, c.Point, c.Prediction.Metric.Word(), units.Float(c.Prediction.Low), units.Float(c.Prediction.High), got, in)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -724,23 +724,10 @@ func renderPredictions(w io.Writer, checks []predCheck) error {
 	fmt.Fprintf(w, "%d of %d predictions measured fell inside their range.\n", inside, measured)
 	for _, c := range checks {
 		if c.NotMeasured != "" {
-			fmt.Fprintf(w, "  - %s at %s: %s not measured: %s\n", c.Kind, c.Point, metricWord(c.Prediction.Metric), c.NotMeasured)
+			fmt.Fprintf(w, "  - %s at %s: %s not measured: %s\n", c.Kind, c.Point, c.Prediction.Metric.Word(), c.NotMeasured)
 		}
 	}
 	return nil
-}
-
-// metricWord names a prediction's metric in the text output.
-func metricWord(m analyzer.Metric) string {
-	switch m {
-	case analyzer.MetricWait:
-		return "waiting"
-	case analyzer.MetricCPU:
-		return "CPU burned"
-	case analyzer.MetricThroughput:
-		return "throughput"
-	}
-	return string(m)
 }
 
 // renderSpreadNotes says what the spreads are over, and why a figure has
