@@ -25,7 +25,7 @@ func GoPackage(fn string) string {
 	if strings.ContainsAny(fn, "+:@ ") {
 		return "" // C++ ("ns::f"), unresolved ("libc.so.6+0x1f00"), versioned ("f@GLIBC_2.2.5")
 	}
-	if cloneSuffix.MatchString(fn) {
+	if cloneAt(fn) >= 0 {
 		return "" // a GCC or LLVM clone of a C function ("f.constprop.0")
 	}
 	if i := strings.IndexByte(fn, '['); i >= 0 {
@@ -176,6 +176,24 @@ var nativeLockFuncs = map[string]bool{
 // closures ("func1") and numbered init functions ("init.0").
 var cloneSuffix = regexp.MustCompile(`\.(constprop|isra|part|lto_priv|llvm)\.[0-9]+`)
 
+// cloneWords are the words cloneSuffix starts with. Frames are classified
+// per sample, and most names (Go's, Java's, C's without clones) contain
+// none of them: those are answered without running the expression.
+var cloneWords = []string{".constprop.", ".isra.", ".part.", ".lto_priv.", ".llvm."}
+
+// cloneAt returns where cloneSuffix first matches fn, or -1.
+func cloneAt(fn string) int {
+	for _, w := range cloneWords {
+		if strings.Contains(fn, w) {
+			if loc := cloneSuffix.FindStringIndex(fn); loc != nil {
+				return loc[0]
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
 // NormNative strips the decorations C libraries and compilers put on
 // symbol names: leading underscores, the "__GI_" alias prefix, "@GLIBC_2.x"
 // versions and clone suffixes (".constprop.0", ".cold").
@@ -183,8 +201,8 @@ func NormNative(fn string) string {
 	if i := strings.IndexByte(fn, '@'); i > 0 {
 		fn = fn[:i]
 	}
-	if loc := cloneSuffix.FindStringIndex(fn); loc != nil {
-		fn = fn[:loc[0]]
+	if i := cloneAt(fn); i >= 0 {
+		fn = fn[:i]
 	}
 	fn = strings.TrimSuffix(fn, ".cold")
 	fn = strings.TrimPrefix(fn, "__GI_")

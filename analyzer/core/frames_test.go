@@ -147,3 +147,21 @@ func TestShortFunc(t *testing.T) {
 		t.Errorf("shortFunc = %q", got)
 	}
 }
+
+// TestCloneAtMatchesTheExpression: the word prefilter answers as the
+// expression does, on clones, near misses and plain names.
+func TestCloneAtMatchesTheExpression(t *testing.T) {
+	for _, fn := range []string{
+		"f.constprop.0", "g.isra.12", "h.part.3.cold", "k.lto_priv.0", "m.llvm.1234", "a.constprop.0.isra.1",
+		"f.constprop.", "f.part.x", "part.3", "java.util.concurrent.locks.LockSupport.park",
+		"github.com/x/y.(*T).m", "pthread_mutex_lock", "x.llvm.", "", "a.b.part.7",
+	} {
+		want := -1
+		if loc := cloneSuffix.FindStringIndex(fn); loc != nil {
+			want = loc[0]
+		}
+		if got := cloneAt(fn); got != want {
+			t.Errorf("cloneAt(%q) = %d, the expression says %d", fn, got, want)
+		}
+	}
+}

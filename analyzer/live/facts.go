@@ -217,6 +217,9 @@ type lockAddrs struct {
 	own      map[uint64]bool
 	addrs    []uint64
 	releases []*recording.Event
+	// parts is holdsDuring's buffer, reused from one wait to the next
+	// (a JVM monitor's wait spans many releases).
+	parts []holdPart
 }
 
 // waitStalls adds to lf what stalled the logged wait e on word w: its
@@ -236,7 +239,7 @@ func (ld *Data) waitStalls(lf *lockFacts, e *recording.Event, w *futexWord, lw *
 		// A wait no measured hold overlaps, where the log
 		// dropped the hand-offs: the owner it read held the
 		// lock until its next release.
-		parts = ld.holdsDuring(*e, w, lw.addrs, lw.releases, lw.own)
+		parts = ld.holdsDuring(*e, w, lw)
 		fromOwner = true
 	}
 	preempted := false
@@ -266,7 +269,7 @@ func (ld *Data) waitStalls(lf *lockFacts, e *recording.Event, w *futexWord, lw *
 		// readings add up as a union of spans (c/iolock's commit
 		// thread: 39 % of the waiting behind its fsync and rename
 		// by the owner, under 25 % by the hand-offs alone).
-		for _, h := range ld.holdsDuring(*e, w, lw.addrs, lw.releases, lw.own) {
+		for _, h := range ld.holdsDuring(*e, w, lw) {
 			if te := x.thread(h.tid); te != nil && h.tid == e.Peer {
 				cover = lf.holderIO(cover, te, h, false)
 			}
@@ -335,10 +338,14 @@ type holdPart struct {
 // the lock word when the wait began (glibc mutexes), else the thread that
 // woke the waiter. It holds until it releases the lock, which wakes a
 // waiter: its next wake on the lock ends the hold.
-func (ld *Data) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, releases []*recording.Event, own map[uint64]bool) []holdPart {
+//
+// The parts are in lw's buffer: valid until the next call for lw.
+func (ld *Data) holdsDuring(e recording.Event, w *futexWord, lw *lockAddrs) []holdPart {
 	x := ld.ev
+	releases, own := lw.releases, lw.own
+	out := lw.parts[:0]
+	defer func() { lw.parts = out[:0] }()
 	if len(releases) > 0 {
-		var out []holdPart
 		prev := e.T
 		i := sort.Search(len(releases), func(i int) bool { return releases[i].T > e.T })
 		for ; i < len(releases) && releases[i].T <= e.End(); i++ {
@@ -365,7 +372,8 @@ func (ld *Data) holdsDuring(e recording.Event, w *futexWord, addrs []uint64, rel
 	if holder == 0 {
 		return nil
 	}
-	return []holdPart{{holder, e.T, x.releasedAt(addrs, holder, e.T, e.End())}}
+	out = append(out, holdPart{holder, e.T, x.releasedAt(lw.addrs, holder, e.T, e.End())})
+	return out
 }
 
 // passOn counts, of the logged waits that ended while another thread
