@@ -527,21 +527,16 @@ func TestProcSamplerRealProcess(t *testing.T) {
 	}
 	// The spinner accumulates user time: wait (bounded) until some thread
 	// shows at least one tick between two samples.
-	busy := false
-	for range 200 {
+	// A spinning thread shares the CPUs with whatever else runs: it gets
+	// a clock tick of user time sooner or later, within the deadline.
+	testbin.WaitUntil(t, "user CPU time of the spinning thread", func() bool {
 		if err := s.Sample(); err != nil {
 			t.Fatal(err)
 		}
 		tl = s.Timeline()
-		if u := tl.Usage(0, tl.LastInstant()); len(u) > 0 && u[0].UTime > 0 {
-			busy = true
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !busy {
-		t.Error("no thread used user CPU although one spins")
-	}
+		u := tl.Usage(0, tl.LastInstant())
+		return len(u) > 0 && u[0].UTime > 0
+	})
 	if got := openFDs(t, pid); got < 2*first {
 		t.Errorf("%d files of the target open between samples, want stat and status of each of %d threads", got, first)
 	}
@@ -549,12 +544,10 @@ func TestProcSamplerRealProcess(t *testing.T) {
 	// The child exits: the sampler must say the target is gone.
 	c.stdin.Close()
 	var gone error
-	for range 500 {
-		if gone = s.Sample(); gone != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testbin.WaitUntil(t, "the sampler sees the target exit", func() bool {
+		gone = s.Sample()
+		return gone != nil
+	})
 	if !errors.Is(gone, ErrProcessGone) {
 		t.Fatalf("after the target exited: got %v, want ErrProcessGone", gone)
 	}
@@ -574,9 +567,7 @@ func TestProcSamplerRun(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(t.Context(), time.Now()) }()
 	// Let a few instants pass, then end the target: Run reports it.
-	for s.Timeline().Samples < 3 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testbin.WaitUntil(t, "three instants sampled", func() bool { return s.Timeline().Samples >= 3 })
 	c.stdin.Close()
 	if err := <-done; !errors.Is(err, ErrProcessGone) {
 		t.Fatalf("Run after the target exited: got %v, want ErrProcessGone", err)

@@ -196,15 +196,17 @@ func TestMissingPIDNothingAttached(t *testing.T) {
 func TestCommFollowsNewProcesses(t *testing.T) {
 	requireRoot(t)
 	bin := testbin.C(t, "testdata/shmmutex.c", "-O2", "-g")
-	s, err := Start(context.Background(), Options{Target: Target{Comm: commOf(bin)}, Duration: 3 * time.Second})
+	// A minute, far longer than the processes take to start on a loaded
+	// machine: the test stops the recording once all of them joined.
+	s, err := Start(context.Background(), Options{Target: Target{Comm: commOf(bin)}, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // so that joining "after the start" is measurable
 	p := testbin.Start(t, bin, "2", "60")
 	parent := mustPID(t, p)
 	children := mustValues(t, p, "child", 2)
-	<-s.Done()
+	waitJoined(t, s, append([]string{strconv.Itoa(parent)}, children...))
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -267,18 +269,20 @@ func TestCgroupTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(before)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Start(context.Background(), Options{Target: Target{Cgroup: name}, Duration: 3 * time.Second})
+	// A minute, far longer than the processes take to start on a loaded
+	// machine: the test stops the recording once all of them joined.
+	s, err := Start(context.Background(), Options{Target: Target{Cgroup: name}, Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // so that joining "while recording" is measurable
 	// A shell moves itself into the cgroup and execs the helper, which
 	// forks: both arrive while recording.
 	q := testbin.Start(t, "/bin/sh", "-c", fmt.Sprintf("echo $$ > %s/cgroup.procs && exec %s 2 60", dir, bin))
 	procs = append(procs, q)
 	later := mustPID(t, q)
 	kids := mustValues(t, q, "child", 2)
-	<-s.Done()
+	waitJoined(t, s, append([]string{strconv.Itoa(before), strconv.Itoa(later)}, kids...))
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -416,4 +420,23 @@ func TestChurnNothingLost(t *testing.T) {
 	if tl := rec.Threads; tl == nil || len(tl.Threads) > 2*maxExitedSeries+100 {
 		t.Errorf("timeline of %d threads, want it bounded", len(rec.Threads.Threads))
 	}
+}
+
+// waitJoined waits until every process in pids (decimal) has joined
+// session s, bounded by testbin.WaitUntil's deadline: a test that needs
+// processes started while recording waits for them to join rather than
+// trusting a fixed recording length to be long enough.
+func waitJoined(t *testing.T, s *Session, pids []string) {
+	t.Helper()
+	testbin.WaitUntil(t, "processes "+strings.Join(pids, ", ")+" join the recording", func() bool {
+		s.run.mu.Lock()
+		defer s.run.mu.Unlock()
+		for _, c := range pids {
+			pid, _ := strconv.Atoi(c)
+			if p := s.run.procs[uint32(pid)]; p == nil || !p.alive {
+				return false
+			}
+		}
+		return true
+	})
 }
