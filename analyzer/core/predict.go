@@ -277,21 +277,29 @@ func predictCombine(s Sugg) ([]Prediction, string) {
 	return out, ""
 }
 
-// predictBiggerGroups: a producer waits behind about H holds today;
-// fed by about one producer per CPU, or handing over a batch per call, it
-// waits for at most one. The waiting per second is the items per second
-// times the wait per item, and the items per second may rise: fewer
-// threads on the same CPUs save their switches, by up to poolGainHigh
-// (the same bound as the CPU-saturation model's, for the same change).
-// So the waiting falls to at most poolGainHigh/H of today, whatever the
-// number of producers or CPUs (H is measured, not assumed).
+// predictBiggerGroups: a producer waits behind about H holds today.
+// Handing over a batch per call, it waits for at most one per item: the
+// waiting per second, items per second times wait per item, falls to
+// poolGainHigh/H of today at most (the items per second may rise by what
+// fewer switches save, the CPU-saturation model's bound for the same
+// change). Fed by one producer per CPU instead, each producer may wait
+// for more than one hold (its group's leader, then its own write), but
+// no more than all the time: at most CPUs producers waiting against the
+// mean number waiting today. The range covers either change, so its
+// high end is the larger bound; both are per producer and per CPU, so
+// they hold from 2 to 64 producers per CPU (RocksDB's write queue at 8
+// and 64 per CPU: docs/realworld.md).
 func predictBiggerGroups(s Sugg) ([]Prediction, string) {
 	if s.holds <= 1 {
 		return nil, "a producer waits for about one hold already: fewer producers would not shorten it"
 	}
-	hi := math.Min(1, poolGainHigh/s.holds)
+	hi := poolGainHigh / s.holds
+	if s.CPUs > 0 && s.mean > 0 {
+		hi = math.Max(hi, float64(s.CPUs)/s.mean)
+	}
+	hi = math.Min(1, hi)
 	return []Prediction{{Metric: MetricWait, Factor: 0.5 / s.holds, Low: 0, High: hi,
-		Basis: fmt.Sprintf("a producer waits behind about %s holds today and at most one with a producer per CPU, while the items per second may rise by what fewer threads save in switches", units.Float(s.holds))}}, ""
+		Basis: fmt.Sprintf("a producer waits behind about %s holds today; batched, at most one per item, and with one producer per CPU at most the %d producers waiting", units.Float(s.holds), s.CPUs)}}, ""
 }
 
 // The CPU-saturation model's constants: the same work runs on the same

@@ -146,3 +146,29 @@ func TestMoveIOOffModel(t *testing.T) {
 		t.Error("an unmeasured I/O share gave a prediction")
 	}
 }
+
+// TestBiggerGroupsCoversBothChanges: the range's high end is the larger
+// of the batching bound (×1.25/H) and the one-producer-per-CPU bound
+// (CPUs over the number waiting today), from 2 to 64 producers per CPU
+// on 2 CPUs; RocksDB's write queue measured ×0.10 at 16 writers (14.7
+// waiting, H 12.5) and ×0.0102 at 128 (127 waiting, H 154), both under
+// the one-producer-per-CPU bound and over the batching one.
+func TestBiggerGroupsCoversBothChanges(t *testing.T) {
+	for _, tc := range []struct{ producers, holds, measured float64 }{
+		{4, 2, -1}, {16, 12.5, 0.10}, {128, 154, 0.0102},
+	} {
+		mean := tc.producers - 1
+		ps, why := predictBiggerGroups(Sugg{holds: tc.holds, mean: mean, CPUs: 2})
+		if len(ps) != 1 {
+			t.Fatalf("%v producers: no prediction (%s)", tc.producers, why)
+		}
+		p := ps[0]
+		want := math.Min(1, math.Max(poolGainHigh/tc.holds, 2/mean))
+		if p.Low != 0 || math.Abs(p.High-want) > 1e-12 || p.Factor > p.High {
+			t.Errorf("%v producers: %+v, want ×0–%v", tc.producers, p, want)
+		}
+		if tc.measured >= 0 && !p.Inside(tc.measured) {
+			t.Errorf("%v producers: measured ×%v outside %+v", tc.producers, tc.measured, p)
+		}
+	}
+}
