@@ -555,15 +555,20 @@ func checkPredictions(a, b []sideRec) []predCheck {
 	}
 	ra, rb := runs(a), runs(b)
 	out := []predCheck{}
-	seen := map[string]bool{}
+	type pointMetric struct {
+		point  string
+		metric analyzer.Metric
+	}
+	seen := map[pointMetric]bool{}
 	for _, r := range a {
 		for _, f := range r.res.Findings {
 			point := expect.PointName(f.Point)
 			for _, p := range f.Suggestion.Expected {
-				if seen[point+"\x00"+string(p.Metric)] {
+				k := pointMetric{point, p.Metric}
+				if seen[k] {
 					continue
 				}
-				seen[point+"\x00"+string(p.Metric)] = true
+				seen[k] = true
 				c := predCheck{Point: point, Kind: string(f.Kind), Prediction: p}
 				va, oka := meanAt(ra, p.Metric, point)
 				vb, okb := meanAt(rb, p.Metric, point)
