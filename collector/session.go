@@ -751,6 +751,9 @@ func (s *Session) attachProcess(p *targetProc, at time.Duration) error {
 	switch {
 	case err == nil:
 		p.sym = sym
+		if sym.Loading() {
+			s.awaitLoader(sym)
+		}
 		if exe, id := sym.Exe(); id != "" {
 			p.proc.BuildID = id
 			if p.proc.Exe == "" {
@@ -789,6 +792,51 @@ func (s *Session) attachProcess(p *targetProc, at time.Duration) error {
 	s.run.seededOpen += uint64(n)
 	s.run.mu.Unlock()
 	return nil
+}
+
+// A process joined at its exec (--comm, --cgroup, a child) has its maps
+// read before its dynamic loader maps the libraries, and a short-lived
+// one (flock(1) under a shell loop lives tens of milliseconds) may exit
+// before anything reads them again: its frames in libc would stay bare
+// addresses, its stack windows could not be unwound, and a convoy of
+// such processes would have no program point. loaderWait bounds how long
+// its maps are re-read every loaderPoll until the loader is done: ld.so
+// maps a program's libraries within a millisecond or two of exec, and on
+// a loaded machine within tens; a process still loading after that is
+// left to the resolver's own re-read on an unknown address.
+const (
+	loaderWait = 100 * time.Millisecond
+	loaderPoll = time.Millisecond
+	// loaderSettle is how long after the first library appears the maps
+	// are read once more, for the libraries ld.so maps after it.
+	loaderSettle = 5 * time.Millisecond
+)
+
+// awaitLoader re-reads sym's maps until its dynamic loader has mapped the
+// libraries (see loaderWait), the process exits or the session ends.
+func (s *Session) awaitLoader(sym *symbolize.Process) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		deadline := time.Now().Add(loaderWait)
+		wait := loaderPoll
+		for time.Now().Before(deadline) {
+			select {
+			case <-s.inner.Done():
+				return
+			case <-time.After(wait):
+			}
+			if sym.Refresh() != nil {
+				return // gone
+			}
+			if wait == loaderSettle {
+				return
+			}
+			if !sym.Loading() {
+				wait = loaderSettle
+			}
+		}
+	}()
 }
 
 // leave takes process pid out of the recording at offset at: it exited,

@@ -603,3 +603,31 @@ func (p *process) exe() (string, string) {
 	}
 	return p.exePath, o.goBuildID
 }
+
+// loading reports whether the process's dynamic loader is still at work:
+// its maps hold the loader (ld.so) and no shared object besides the
+// executable, as right after exec, before ld.so maps libc. A process
+// joined then has stacks in objects its maps do not show yet.
+func (p *process) loading() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	interp, others := false, false
+	for _, r := range p.regions {
+		if !r.exec || r.path == "" || strings.HasPrefix(r.path, "[") || r.path == p.exePath {
+			continue
+		}
+		if isLoader(filepath.Base(r.path)) {
+			interp = true
+		} else {
+			others = true
+		}
+	}
+	return interp && !others
+}
+
+// isLoader reports whether base names glibc's dynamic loader,
+// ld-linux-<arch>.so.N or ld.so. musl's loader is its libc, mapped by the
+// kernel at exec with the executable: a musl program is never loading.
+func isLoader(base string) bool {
+	return base == "ld.so" || strings.HasPrefix(base, "ld-linux")
+}

@@ -208,6 +208,12 @@ func (p *Process) Close() error { return p.impl.close() }
 // are kept, so addresses recorded earlier still resolve.
 func (p *Process) Refresh() error { return p.impl.refresh() }
 
+// Loading reports whether the maps read last are those of a process its
+// dynamic loader has not finished: the loader is mapped and no shared
+// object besides the executable yet (right after exec). Refresh once it
+// has: addresses in the libraries are unknown until then.
+func (p *Process) Loading() bool { return p.impl.loading() }
+
 // Stack symbolizes user addresses, leaf first. pcs[0] is an exact
 // instruction pointer; every later entry is a return address, looked up at
 // pc-1 so that a call at the end of a function is attributed to its caller.
