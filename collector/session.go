@@ -110,6 +110,11 @@ type Session struct {
 	deltaEvery time.Duration
 	readerDone chan struct{}
 	done       chan struct{}
+	// tasksReady says the ring buffer brought a thread or process
+	// record; tasksMu runs handleTasks one call at a time, in the order
+	// the records came (its lock order: after drains.mu, before run.mu).
+	tasksReady chan struct{}
+	tasksMu    sync.Mutex
 	endOnce    sync.Once
 	finished   chan struct{} // closed once probes are detached and drained
 	stopOnce   sync.Once
@@ -588,6 +593,7 @@ func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	s.agg.cur = &delta{agg: newAggregates()}
 	inner, cancel := context.WithCancel(context.Background())
 	s.inner, s.cancel = inner, cancel
+	s.tasksReady = make(chan struct{}, 1)
 	go func() {
 		defer close(s.readerDone)
 		if err := tr.run(s.onRecord); err != nil {
@@ -598,6 +604,21 @@ func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	go func() {
 		defer s.wg.Done()
 		s.pollLoop(inner)
+	}()
+	// Processes join as soon as the kernel says so, not at the next
+	// drain (drainEvery): one that lives tens of milliseconds (a command
+	// run by a shell loop) has exited by then, and its maps with it.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			select {
+			case <-inner.Done():
+				return
+			case <-s.tasksReady:
+				s.handleTasks()
+			}
+		}
 	}()
 	go func() {
 		select {
@@ -919,6 +940,12 @@ func (s *Session) onRecord(b []byte) {
 		s.run.log.add(e)
 	}
 	s.run.mu.Unlock()
+	if e.Kind == kindTask && s.tasksReady != nil {
+		select {
+		case s.tasksReady <- struct{}{}:
+		default: // a call is due already
+		}
+	}
 }
 
 func (s *Session) countBad() {
@@ -963,6 +990,8 @@ func (s *Session) pollLoop(ctx context.Context) {
 // threads are marked for folding, processes that joined or left the
 // target set join or leave the recording.
 func (s *Session) handleTasks() {
+	s.tasksMu.Lock()
+	defer s.tasksMu.Unlock()
 	s.run.mu.Lock()
 	tasks := s.run.tasks
 	s.run.tasks = nil

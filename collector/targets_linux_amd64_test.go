@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -439,4 +440,55 @@ func waitJoined(t *testing.T, s *Session, pids []string) {
 		}
 		return true
 	})
+}
+
+// TestShortLivedProcessesNamedInLibc records processes that live about
+// 50 ms, joined by name at their exec: coreutils' sleep(1), started again
+// and again by a shell loop through a symlink of the test's own name.
+// Their maps are first read at exec, before ld.so maps libc, and they may
+// exit before anything reads them again: their sleeps must still be named
+// in libc, not left as bare addresses with no program point.
+func TestShortLivedProcessesNamedInLibc(t *testing.T) {
+	requireRoot(t)
+	sleepBin, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatalf("no sleep(1): %v", err)
+	}
+	name := fmt.Sprintf("ctshort%d", os.Getpid()%100000)
+	link := filepath.Join(t.TempDir(), name)
+	if err := os.Symlink(sleepBin, link); err != nil {
+		t.Fatal(err)
+	}
+	loop := exec.Command("bash", "-c", fmt.Sprintf("end=$((SECONDS+60)); while ((SECONDS < end)); do %q 0.05; done", link))
+	loop.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := loop.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-loop.Process.Pid, syscall.SIGKILL)
+		loop.Wait()
+	})
+	rec := recordFor(t, Options{Target: Target{Comm: name}, Duration: 2 * time.Second})
+	named, bare := 0, 0
+	for _, e := range rec.Events {
+		if e.Kind != recording.EventSleep || e.Stack < 0 || e.Stack >= len(rec.Stacks) {
+			continue
+		}
+		for _, f := range rec.Stacks[e.Stack].Frames {
+			if f.Kernel {
+				continue
+			}
+			// The user leaf: clock_nanosleep, in libc.
+			switch {
+			case f.Module == "libc.so.6":
+				named++
+			case f.Module == "":
+				bare++
+			}
+			break
+		}
+	}
+	if named < 10 || bare > named/10 {
+		t.Errorf("sleeps of short-lived processes: %d with their leaf named in libc, %d bare addresses; want at least 10 named and at most a tenth bare", named, bare)
+	}
 }
