@@ -839,22 +839,23 @@ func (s *Session) awaitLoader(sym *symbolize.Process) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		deadline := time.Now().Add(loaderWait)
-		wait := loaderPoll
-		for time.Now().Before(deadline) {
+		sleep := func(d time.Duration) bool {
 			select {
 			case <-s.inner.Done():
-				return
-			case <-time.After(wait):
+				return false
+			case <-time.After(d):
+				return true
 			}
-			if sym.Refresh() != nil {
-				return // gone
-			}
-			if wait == loaderSettle {
-				return
+		}
+		for deadline := time.Now().Add(loaderWait); time.Now().Before(deadline); {
+			if !sleep(loaderPoll) || sym.Refresh() != nil {
+				return // the session ended, or the process is gone
 			}
 			if !sym.Loading() {
-				wait = loaderSettle
+				if sleep(loaderSettle) {
+					sym.Refresh()
+				}
+				return
 			}
 		}
 	}()
