@@ -302,8 +302,8 @@ func TestCgroupTarget(t *testing.T) {
 	}
 }
 
-// maxChurnUnseen is the share of TestChurnNothingLost's waits allowed
-// to time out before they sleep (unseen by design, see the test).
+// maxChurnUnseen is the share of TestChurnNothingLost's waits or
+// switches allowed to be lost for the VM's reasons (see the test).
 const maxChurnUnseen = 0.001
 
 // TestChurnNothingLost records a program that starts 3,000 threads, 16 at
@@ -331,15 +331,20 @@ func TestChurnNothingLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sleeps, err := p.Value("slept", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-s.Done() // the program exits after printing
 	rec, err := s.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkRoundTrip(t, rec)
-	want, _ := strconv.ParseInt(waits, 10, 64)
-	if want < 3000*200*9/10 {
-		t.Fatalf("the program's waits timed out %d times of 600000", want)
+	timeouts, _ := strconv.ParseInt(waits, 10, 64)
+	want, _ := strconv.ParseInt(sleeps, 10, 64)
+	if timeouts < 3000*200*9/10 || want < timeouts*9/10 {
+		t.Fatalf("the program's waits timed out %d times of 600000, %d of them after a sleep", timeouts, want)
 	}
 	var got, folded int64
 	for _, smp := range rec.Profile(recording.ViewFutexWait).Sample {
@@ -352,13 +357,14 @@ func TestChurnNothingLost(t *testing.T) {
 		}
 	}
 	// A wait whose 20 µs timer fires before its thread reaches the
-	// scheduler (the thread was preempted on its way into the call)
-	// returns ETIMEDOUT without sleeping, and the probes, which see
-	// waits as sleeps, do not count it; the program cannot tell. The
-	// loss allowed is the 0.1 %; here it is a few dozen of
-	// 600,000, and 0 for waits that are not that short.
+	// scheduler (the thread was preempted on its way into the call, or
+	// the hypervisor took its CPU) returns ETIMEDOUT without sleeping,
+	// and the probes, which see waits as sleeps, do not count it: 40 to
+	// 700 of 600,000 on this VM. The program tells those apart by its
+	// thread's voluntary context switches, and every wait that slept is
+	// recorded.
 	if got > want || float64(got) < float64(want)*(1-maxChurnUnseen) {
-		t.Errorf("recorded %d waits on %s, the program's waits timed out %d times", got, word, want)
+		t.Errorf("recorded %d waits on %s, the program's waits timed out %d times, %d after a sleep", got, word, timeouts, want)
 	}
 	// A wait whose wake the probes did not see takes its run-queue time
 	// from the scheduler's record and counts as a timeout
@@ -368,7 +374,7 @@ func TestChurnNothingLost(t *testing.T) {
 	// it a loss (drop_wake_unseen), counted, and held to the same
 	// 0.1 %.
 	unseen := rec.Meta.Counters["drop_wake_unseen"]
-	t.Logf("%d waits recorded, %d of them with no wake seen and no run-queue record, %d with the scheduler's record", got, unseen, rec.Meta.Counters["info_wake_sched_futex"])
+	t.Logf("%d timeouts, %d after a sleep; %d waits recorded, %d of them with no wake seen and no run-queue record, %d with the scheduler's record; %d preemptions inside a futex wait", timeouts, want, got, unseen, rec.Meta.Counters["info_wake_sched_futex"], rec.Meta.Counters["info_futex_preempted"])
 	if float64(unseen) > float64(want)*maxChurnUnseen {
 		t.Errorf("drop_wake_unseen = %d of %d waits, want at most %.1f %%", unseen, want, 100*maxChurnUnseen)
 	}

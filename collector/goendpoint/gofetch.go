@@ -598,9 +598,15 @@ func (g *Fetcher) fetchLive() {
 			// the answer can reach us hundreds of milliseconds later on
 			// a loaded machine, which stamped the delta late and put a
 			// window's contentions in the wrong span.
+			// The instant keeps the monotonic clock's reading (now less
+			// the answer's age on the wall clock): windows and deltas
+			// are measured against Now, and the wall clock alone can
+			// step or slew between two fetches.
 			at := time.Now()
-			if err == nil && p.TimeNanos > 0 && time.Unix(0, p.TimeNanos).Before(at) {
-				at = time.Unix(0, p.TimeNanos)
+			if err == nil && p.TimeNanos > 0 {
+				if age := at.Sub(time.Unix(0, p.TimeNanos)); age > 0 {
+					at = at.Add(-age)
+				}
 			}
 			g.mu.Lock()
 			switch {

@@ -3,10 +3,10 @@
 // exiting, AT_ONCE at a time, TOTAL in all: the thread churn of a program
 // that starts a thread per task. It starts once the file named by its
 // first argument exists (so that a test can attach first), and at the end
-// prints the number of waits that slept and of threads it started, then
-// exits.
+// prints the number of waits that timed out, of those that slept first,
+// and of threads it started, then exits.
 //
-// Prints "pid=P", "word=0x…", then "waits=N threads=M".
+// Prints "pid=P", "word=0x…", then "waits=N slept=S threads=M".
 // Usage: churnwait go-file [total-threads] [at-once] [calls-per-thread]
 #define _GNU_SOURCE
 #include <linux/futex.h>
@@ -16,27 +16,47 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 static int word;
 static long calls = 200;
-static atomic_long waits;
+static atomic_long waits, slept;
 static sem_t slots;
 
+// voluntary returns the calling thread's voluntary context switches: the
+// times it went to sleep.
+static long voluntary(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_THREAD, &ru) != 0)
+		return -1;
+	return ru.ru_nvcsw;
+}
+
 // wait_alone makes calls waits that each sleep until their timeout: the
-// word stays 0, so the kernel always puts the thread to sleep. Only the
-// waits that timed out are counted (none can end otherwise, but a signal
-// could interrupt one).
+// word stays 0, so the kernel puts the thread to sleep. Only the waits
+// that timed out are counted (none can end otherwise, but a signal could
+// interrupt one), and apart those that slept: a thread preempted inside
+// the call (or whose CPU the hypervisor took) after the 20 µs timer was
+// armed can find it expired when it runs again and return without
+// sleeping, and a wait that never slept is not one the probes can see.
 __attribute__((noinline)) void wait_alone(void)
 {
 	struct timespec ts = {0, 20000};
-	long n = 0;
-	for (long i = 0; i < calls; i++)
-		if (syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) == -1 && errno == ETIMEDOUT)
+	long n = 0, s = 0;
+	for (long i = 0; i < calls; i++) {
+		long before = voluntary();
+		if (syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) == -1 && errno == ETIMEDOUT) {
 			n++;
+			if (voluntary() > before)
+				s++;
+		}
+	}
 	atomic_fetch_add(&waits, n);
+	atomic_fetch_add(&slept, s);
 }
 
 static void *task(void *arg)
@@ -83,7 +103,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < at_once; i++)
 		sem_wait(&slots);
-	printf("waits=%ld threads=%ld\n", atomic_load(&waits), total);
+	printf("waits=%ld slept=%ld threads=%ld\n", atomic_load(&waits), atomic_load(&slept), total);
 	fflush(stdout);
 	return 0;
 }
