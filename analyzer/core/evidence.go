@@ -90,8 +90,9 @@ const (
 	EvHotStripe EvidenceKind = "hot-stripe"
 	// EvWriterStarved — F: writers, readers (distinct threads seen waiting
 	// on each side of a reader-writer lock), writer_waits, reader_waits,
-	// writer_mean_s, reader_mean_s, writer_wait_s, ratio (writer_mean_s /
-	// reader_mean_s). N: lock.
+	// writer_mean_s, reader_mean_s, writer_wait_s, read_phase_waits,
+	// read_phase_wait_s (the writers' waits for a read phase to end),
+	// ratio (writer_mean_s / reader_mean_s). N: lock.
 	EvWriterStarved EvidenceKind = "writer-starved"
 	// EvArrayMerge — F: locks. N: array, point. I: the locks (value 0).
 	EvArrayMerge EvidenceKind = "array-merge"

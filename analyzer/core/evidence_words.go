@@ -202,6 +202,10 @@ var evidenceWords = map[EvidenceKind]func(w words) string{
 		return t
 	},
 	EvWriterStarved: func(w words) string {
+		if w.i("reader_waits") == 0 {
+			return fmt.Sprintf("%s %s waited %s per wait (%s waits, %s in all), %s of it for a read phase to end, and no reader waited: readers held the lock all that time",
+				units.Count(w.i("writers")), units.Plural(w.i("writers"), "writer"), w.sec("writer_mean_s"), units.Count(w.i("writer_waits")), w.sec("writer_wait_s"), w.sec("read_phase_wait_s"))
+		}
 		return fmt.Sprintf("%s %s waited %s per wait (%s waits, %s in all) while %s %s waited %s (%s waits): the writers wait %s times as long as the readers, passed over by one reader hold after another",
 			units.Count(w.i("writers")), units.Plural(w.i("writers"), "writer"), w.sec("writer_mean_s"), units.Count(w.i("writer_waits")), w.sec("writer_wait_s"),
 			units.Count(w.i("readers")), units.Plural(w.i("readers"), "reader"), w.sec("reader_mean_s"), units.Count(w.i("reader_waits")), w.num("ratio"))

@@ -265,6 +265,10 @@ func (ld *Data) rwCase(g *LockGroup, c *core.LockCase) {
 		if writers[s.tid] {
 			f.WriterWaits += n
 			f.WriterWaitNS += ns
+			if s.addr == g.rwBase+8 {
+				f.ReadPhaseWaits += n
+				f.ReadPhaseWaitNS += ns
+			}
 			continue
 		}
 		f.ReaderWaits += n
