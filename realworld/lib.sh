@@ -39,7 +39,9 @@ rw_port_open() {
 rw_ab() {
 	local url=$1 conc=$2
 	shift 2
-	exec timeout "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -t "$LOAD_SECONDS" -n 100000000 "$@" "$url"
+	# --foreground keeps timeout in the script's process group, which the
+	# harness kills at the end, also when rw_ab runs in the background.
+	exec timeout --foreground "$LOAD_SECONDS" ab -q -k -r -s 30 -c "$conc" -t "$LOAD_SECONDS" -n 100000000 "$@" "$url"
 }
 
 # rw_rocksdb_stats: RocksDB's own statistics, which db_bench's
