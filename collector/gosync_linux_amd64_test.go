@@ -39,7 +39,10 @@ func TestGoProbesAttachAndDetach(t *testing.T) {
 }
 
 func testGoProbes(t *testing.T, parkWake bool) {
-	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "60s")
+	// The fixture outlives the longest pause the test allows (2 minutes)
+	// and the 30 s after it: a pause of 58 s once outlasted a fixture of
+	// 60 s, and the probes had no process to go back into.
+	fx := exec.Command(testbin.Go(t, "fixtures/cmd/gofixture"), "stripe", "-variant", "bad", "-duration", "200s")
 	testbin.StartCmd(t, fx)
 	time.Sleep(300 * time.Millisecond) // past the runtime's start
 	found, err := findGoFuncs("/proc/" + strconv.Itoa(fx.Process.Pid) + "/exe")
