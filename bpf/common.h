@@ -74,7 +74,6 @@ enum ct_counter {
 	CT_DROP_SWITCH_IN_UNSEEN,  // switch-out of a thread whose last switch-in was not seen: that time off CPU is lost
 	CT_EV_KSLEEP,              // sleep in the kernel at least the stack threshold: its kernel stack taken (CT_K_SLEEP)
 	CT_EV_LOCK_TRY_FAIL,       // non-blocking fcntl/flock lock attempt that failed with EAGAIN or EACCES
-	CT_INFO_FUTEX_PREEMPTED,   // thread preempted inside a futex wait call: if its timeout expires before it runs again, the call returns without sleeping and is not seen as a wait
 	CT_NR_COUNTERS,
 };
 

@@ -399,21 +399,6 @@ static __always_inline void ct_offcpu_in(struct task_struct *next, __u64 now)
 	}
 }
 
-// ct_count_futex_preempted counts a preemption of a thread inside a futex
-// wait call (CT_INFO_FUTEX_PREEMPTED). A wait is seen when its thread
-// sleeps; one whose timeout fires while its thread waits for a CPU
-// returns without sleeping and is not seen at all, and this counter is
-// the bound on how many such waits a recording can miss.
-static __always_inline void ct_count_futex_preempted(struct pt_regs *ur)
-{
-	long nr = ct_syscall_nr(ur);
-	if (!ct_is_futex(nr))
-		return;
-	struct ct_futex_call c = ct_decode_futex(ur, nr);
-	if (c.op != 0 && c.op <= CT_OP_LAST_WAIT)
-		ct_count(CT_INFO_FUTEX_PREEMPTED);
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -431,8 +416,6 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		long nr = asleep ? ct_syscall_nr(ur) : -1;
 		if (ur && asleep && (futex_enabled || io_enabled))
 			ct_call_switch_out(prev, ur, u, nr, now, &stack);
-		else if (ur && !asleep && futex_enabled)
-			ct_count_futex_preempted(ur);
 		if (sched_enabled)
 			ct_offcpu_out(ctx, prev, ur, u, stack, nr, preempt, prev_state, now);
 	}
