@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -109,7 +110,10 @@ type Session struct {
 	drainEvery time.Duration
 	deltaEvery time.Duration
 	readerDone chan struct{}
-	done       chan struct{}
+	// windows carries the stack windows the reader took out of the ring
+	// buffer to the goroutine that unwinds them (windowQueue).
+	windows chan ringWindow
+	done    chan struct{}
 	// tasksReady says the ring buffer brought a thread or process
 	// record; tasksMu runs handleTasks one call at a time, in the order
 	// the records came (its lock order: after drains.mu, before run.mu).
@@ -175,6 +179,9 @@ type runState struct {
 	meta recording.Meta
 	log  eventLog
 	bad  uint64 // malformed ring buffer records
+	// windowsLost counts stack windows turned away by a full windows
+	// queue.
+	windowsLost uint64
 	// seededOpen counts the waits and I/O calls found in progress when
 	// the probes attached (info_open_at_attach).
 	seededOpen uint64
@@ -570,6 +577,7 @@ func newSession(o Options, cfg tracerConfig) *Session {
 		done:       make(chan struct{}),
 		finished:   make(chan struct{}),
 		readerDone: make(chan struct{}),
+		windows:    make(chan ringWindow, windowQueue),
 		sleepObjs:  objCache{paths: fdPaths{root: o.ProcRoot}},
 		ksym:       rawKernel{},
 		agg: aggState{
@@ -594,9 +602,19 @@ func (s *Session) launch(ctx context.Context, tr tracer, ksym kernelSymbols) {
 	inner, cancel := context.WithCancel(context.Background())
 	s.inner, s.cancel = inner, cancel
 	s.tasksReady = make(chan struct{}, 1)
+	unwound := make(chan struct{})
+	go func() {
+		defer close(unwound)
+		for w := range s.windows {
+			s.res.addWindow(w.h, w.data)
+		}
+	}()
 	go func() {
 		defer close(s.readerDone)
-		if err := tr.run(s.onRecord); err != nil {
+		err := tr.run(s.onRecord)
+		close(s.windows)
+		<-unwound
+		if err != nil {
 			s.end(endError, err)
 		}
 	}()
@@ -902,6 +920,22 @@ func (s *Session) aliveCount() int {
 	return n
 }
 
+// windowQueue bounds the stack windows read out of the ring buffer and not
+// yet unwound. The reader hands them on rather than unwinding them itself:
+// unwinding waits for the symbolizer, which can be busy for a few hundred
+// milliseconds loading a module's tables for a drain (glibc's debug file:
+// 150-260 ms measured beside two CPU hogs), and a reader held that long
+// lets the ring buffer fill and turn events away. windowRate is 500 a
+// second, so 512 is a second of windows at the full rate, and at most
+// windowMax (8 KiB) each, 4 MiB.
+const windowQueue = 512
+
+// ringWindow is one stack window on its way to be unwound.
+type ringWindow struct {
+	h    windowHdr
+	data []byte
+}
+
 // onRecord handles one ring buffer record.
 func (s *Session) onRecord(b []byte) {
 	if len(b) == 0 {
@@ -914,7 +948,13 @@ func (s *Session) onRecord(b []byte) {
 			s.countBad()
 			return
 		}
-		s.res.addWindow(h, data)
+		select {
+		case s.windows <- ringWindow{h, bytes.Clone(data)}:
+		default:
+			s.run.mu.Lock()
+			s.run.windowsLost++
+			s.run.mu.Unlock()
+		}
 		return
 	}
 	if b[0] == kindSleep || b[0] == kindTryFail {
@@ -1080,6 +1120,7 @@ func (s *Session) pollFor(at time.Duration, every bool) error {
 	d.counters["drop_event_log_full"] = 0
 	d.counters["sampled_event_log_evicted"] = s.run.log.evicted
 	d.counters["drop_record_malformed"] = s.run.bad
+	d.counters["drop_window_queue_full"] = s.run.windowsLost
 	d.counters["info_open_at_attach"] = s.run.seededOpen
 	d.counters["info_processes_unsymbolized"] = uint64(s.run.unnamed)
 	s.run.mu.Unlock()
