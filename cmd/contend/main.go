@@ -97,7 +97,7 @@ func run(args []string) int {
 	// does: the probes detached, the terminal left as it was found, what
 	// was recorded written. Left to its default, SIGHUP would kill contend
 	// top with the screen still in its alternate mode.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := stopOnSignal(context.Background())
 	defer stop()
 	root := newRootCmd()
 	root.SetArgs(args)
@@ -118,6 +118,22 @@ func run(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "contend: %s\n", strings.Join(lines, "\n"))
 	return code
+}
+
+// stopSignals ask a command to stop: Ctrl-C, SIGTERM and a terminal's
+// hang-up.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// stopOnSignal returns a context cancelled by the first stop signal. The
+// first asks the command to stop and write what it has; from then on the
+// signals have their default action again, so that a second one ends
+// contend at once when the first did not (the kernel detaches its probes
+// with its last file descriptor, and files are written whole or not at
+// all).
+func stopOnSignal(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(parent, stopSignals...)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // exitCode maps an error to an exit code: an explicit code first, then the
