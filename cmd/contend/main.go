@@ -120,18 +120,15 @@ func run(args []string) int {
 	return code
 }
 
-// stopSignals ask a command to stop: Ctrl-C, SIGTERM and a terminal's
-// hang-up.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
-// stopOnSignal returns a context cancelled by the first stop signal. The
+// stopOnSignal returns a context cancelled by the first stop signal
+// (Ctrl-C, SIGTERM or a terminal's hang-up). The
 // first asks the command to stop and write what it has; from then on the
 // signals have their default action again, so that a second one ends
 // contend at once when the first did not (the kernel detaches its probes
 // with its last file descriptor, and files are written whole or not at
 // all).
 func stopOnSignal(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(parent, stopSignals...)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	context.AfterFunc(ctx, stop)
 	return ctx, stop
 }
