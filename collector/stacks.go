@@ -61,7 +61,8 @@ func pcsKey(pcs []uint64) string {
 
 // add records that a window of stack id unwound to pcs. fp is the stack's
 // frame-pointer frames (nil when unknown); a window whose leaf disagrees
-// with it is counted and ignored. It reports whether the stack just
+// with it is counted and ignored, and an id is named for good only once
+// its frame-pointer walk is known to reach past the leaf. It reports whether the stack just
 // reached namedAfterWindows windows and should be marked named in the
 // kernel.
 func (n *stackNamer) add(id uint64, fp, pcs []uint64, complete bool) (markNow bool) {
@@ -91,8 +92,15 @@ func (n *stackNamer) add(id uint64, fp, pcs []uint64, complete bool) (markNow bo
 	v.n++
 	// An id whose windows disagree is never named for good: its waits
 	// are named per thread and word (wordstacks.go), which needs windows
-	// to keep coming for it.
-	if !w.marked && w.total >= namedAfterWindows && len(w.variants) == 1 {
+	// to keep coming for it. Nor is one whose frame-pointer walk is its
+	// leaf alone, or not known yet (a window can come before the drain
+	// that brings its stack): the hash of one pc is shared by every
+	// caller of the function the thread sleeps in, and windows that agree
+	// so far only say which callers came first. A JVM shows it: its
+	// threads park and sleep through one glibc wait, and in a recording
+	// whose first 16 windows of that id were all sleeps, every lock wait
+	// after them was named a sleep.
+	if !w.marked && w.total >= namedAfterWindows && len(w.variants) == 1 && len(fp) > 1 {
 		w.marked = true
 		return true
 	}

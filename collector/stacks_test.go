@@ -56,7 +56,7 @@ func TestStackNamerMarksOnce(t *testing.T) {
 	n := newStackNamer()
 	marks := 0
 	for i := 0; i < 3*namedAfterWindows; i++ {
-		if n.add(40, nil, []uint64{1, 2}, true) {
+		if n.add(40, []uint64{1, 2}, []uint64{1, 2}, true) {
 			marks++
 			if i != namedAfterWindows-1 {
 				t.Errorf("marked at window %d, want %d", i+1, namedAfterWindows)
@@ -68,6 +68,35 @@ func TestStackNamerMarksOnce(t *testing.T) {
 	}
 	if n.add(stackLost, nil, []uint64{1}, true) || n.add(50, nil, nil, true) {
 		t.Error("a window without a stack id or without pcs named something")
+	}
+}
+
+// TestStackNamerKeepsLeafOnlyIdsOpen: an id whose frame-pointer walk is
+// its leaf alone (a wait inside code without frame pointers) hashes one
+// pc that every caller shares, so agreeing windows never name it for
+// good, nor do windows that come before the id's frames are known; a
+// caller that shows up late still gets its own variant.
+func TestStackNamerKeepsLeafOnlyIdsOpen(t *testing.T) {
+	n := newStackNamer()
+	leaf := []uint64{0x7000}
+	sleep := []uint64{0x7000, 0x100, 0x200}
+	lock := []uint64{0x7000, 0x300, 0x200}
+	for i := 0; i < 3*namedAfterWindows; i++ {
+		if n.add(60, leaf, sleep, true) || n.add(60, nil, sleep, true) {
+			t.Fatalf("a leaf-only id was named for good after %d agreeing windows", i+1)
+		}
+	}
+	n.add(60, leaf, lock, true)
+	if got := len(n.ids[60].variants); got != 2 {
+		t.Errorf("%d variants after a late caller, want 2", got)
+	}
+	deep := []uint64{0x7000, 0x200}
+	marked := false
+	for i := 0; i < namedAfterWindows; i++ {
+		marked = n.add(61, deep, sleep, true) || marked
+	}
+	if !marked {
+		t.Error("an id with frame-pointer frames above its leaf was not named after agreeing windows")
 	}
 }
 
