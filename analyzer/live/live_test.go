@@ -299,6 +299,15 @@ func TestBusyWaitLoops(t *testing.T) {
 		{"unconditional counter loop", "488b05d92d0000" + "4883c001" + "488905ce2d0000" + "ebec" + "c3", 0x00, false},
 		// a loop that calls out is not a spin loop
 		{"loop with a call", "8b0500000000" + "e800000000" + "85c0" + "75f1" + "c3", 0x0b, false},
+		// mov edx,1; 1: xor eax,eax; lock cmpxchg [rdi],edx; jne 1b — a
+		// spin lock's compare-and-swap against the free value
+		{"compare-and-swap spin lock", "ba01000000" + "31c0" + "f00fb117" + "75f8" + "c3", 0x07, true},
+		// 1: mov [rbp],rax; lock cmpxchg [rip+0x126db],rbp; jne 1b — a
+		// lock-free push retried with the head the failed CAS returned
+		{"lock-free push", "48894500" + "f0480fb12ddb260100" + "75f1" + "c3", 0x04, false},
+		// 1: mov rax,[rdi]; lea rdx,[rax+1]; lock cmpxchg [rdi],rdx; jne 1b
+		// — an add by compare-and-swap, the word reloaded each try
+		{"compare-and-swap add", "488b07" + "488d5001" + "f0480fb117" + "75f2" + "c3", 0x07, false},
 	} {
 		code, err := hex.DecodeString(c.code)
 		if err != nil {
