@@ -491,3 +491,31 @@ func TestLocalLoopsMatchTheWholeFunction(t *testing.T) {
 	}
 	t.Logf("%d functions, %d addresses, %d in loops of at most %d instructions", funcs, addrs, small, maxSpinLoopInsns)
 }
+
+// TestBlindGroups: a word of no known kind waited on only by calls in
+// progress through the whole recording, with no stack and no wake, says
+// nothing about what its threads wait for; a stack, a wake or a known
+// role each make it a group to judge.
+func TestBlindGroups(t *testing.T) {
+	inProgress := func(tid int) *liveSample {
+		return &liveSample{tid: tid, values: []int64{1, 3e9}, frames: []recording.Frame{{Func: "[in progress]"}}}
+	}
+	withStack := &liveSample{tid: 3, values: []int64{1, 3e9}, frames: []recording.Frame{{Func: "CompileQueue::get", Module: "libjvm.so"}}}
+	group := func(role wordRole, woken uint64, s ...*liveSample) *LockGroup {
+		return &LockGroup{role: role, woken: woken, words: []*futexWord{{addr: 0x10, waitS: s}}}
+	}
+	for _, c := range []struct {
+		name  string
+		g     *LockGroup
+		blind bool
+	}{
+		{"two stackless waits in progress, no wake", group(roleUnknown, 0, inProgress(1), inProgress(2)), true},
+		{"one wait has a stack", group(roleUnknown, 0, inProgress(1), withStack), false},
+		{"a wake was seen", group(roleUnknown, 1, inProgress(1), inProgress(2)), false},
+		{"a mutex by its other words", group(roleMutex, 0, inProgress(1), inProgress(2)), false},
+	} {
+		if got := c.g.blind(); got != c.blind {
+			t.Errorf("%s: blind %v, want %v", c.name, got, c.blind)
+		}
+	}
+}

@@ -1,9 +1,12 @@
 package live
 
 import (
+	"fmt"
 	"sort"
+	"time"
 
 	"github.com/contend-dev/contend/analyzer/core"
+	"github.com/contend-dev/contend/internal/units"
 )
 
 // The futex lock verdicts: every lock that is not an idle wait and whose
@@ -19,7 +22,7 @@ import (
 func liveLockVerdicts(a *core.Output, ld *Data, locks []*LockGroup) {
 	var total int64
 	for _, g := range locks {
-		if !g.idle {
+		if !g.idle && !g.blind() {
 			total += g.waitNS
 		}
 	}
@@ -28,6 +31,10 @@ func liveLockVerdicts(a *core.Output, ld *Data, locks []*LockGroup) {
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].waitNS > sorted[j].waitNS })
 	for _, g := range sorted {
 		if g.idle || g.waitNS == 0 {
+			continue
+		}
+		if g.blind() {
+			a.Note(fmt.Sprintf("%d %s waited %s on %s from before the recording to its end, woken by nobody, and no stack of theirs was taken: what they wait for is not known, so it is neither a finding nor counted as idle", len(g.waiters), units.Plural(len(g.waiters), "thread"), units.Duration(time.Duration(g.waitNS)), g.name()))
 			continue
 		}
 		if !core.Significant(g.waitNS, total, ld.dur, active) {
@@ -76,4 +83,23 @@ func (ld *Data) waiterKey(g *LockGroup) core.PointKey {
 		return p[0].key
 	}
 	return core.PointKey{}
+}
+
+// blind reports whether nothing in the recording says what a group's
+// threads wait for: a futex word of no known kind, waited on only by
+// calls in progress from before the recording to its end whose stacks
+// were not taken, and woken by nobody. A lock whose holder never let go
+// looks like that, and so does a pool's idle wait (a loaded JVM's
+// compiler threads, once their stacks went untaken); a finding cannot
+// rest on it, nor can "not contention".
+func (g *LockGroup) blind() bool {
+	if g.role != roleUnknown || g.woken > 0 {
+		return false
+	}
+	for _, s := range g.waitSamples() {
+		if !s.synthetic() {
+			return false
+		}
+	}
+	return true
 }
