@@ -62,9 +62,9 @@ func pcsKey(pcs []uint64) string {
 // add records that a window of stack id unwound to pcs. fp is the stack's
 // frame-pointer frames (nil when unknown); a window whose leaf disagrees
 // with it is counted and ignored, and an id is named for good only once
-// its frame-pointer walk is known to reach past the leaf. It reports whether the stack just
-// reached namedAfterWindows windows and should be marked named in the
-// kernel.
+// its frame-pointer walk is known to reach past the leaf. It reports
+// whether the stack just reached namedAfterWindows windows and should be
+// marked named in the kernel.
 func (n *stackNamer) add(id uint64, fp, pcs []uint64, complete bool) (markNow bool) {
 	n.windows++
 	if id < stackFirst || len(pcs) == 0 {
