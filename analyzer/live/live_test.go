@@ -518,4 +518,13 @@ func TestBlindGroups(t *testing.T) {
 			t.Errorf("%s: blind %v, want %v", c.name, got, c.blind)
 		}
 	}
+	// Judged, a blind group is no finding and is said to be missing data,
+	// so the report cannot read it as no contention.
+	g := group(roleUnknown, 0, inProgress(1), inProgress(2))
+	g.waiters, g.waitNS = map[int]bool{1: true, 2: true}, 6e9
+	out := &core.Output{Res: &core.Result{}}
+	liveLockVerdicts(out, &Data{dur: 3 * time.Second}, []*LockGroup{g})
+	if len(out.Res.Findings) != 0 || len(out.Res.Missing) != 1 || !strings.Contains(out.Res.Missing[0].What, "2 threads") {
+		t.Errorf("blind group judged as %d findings, missing %+v; want no finding and one missing entry", len(out.Res.Findings), out.Res.Missing)
+	}
 }

@@ -34,7 +34,8 @@ func liveLockVerdicts(a *core.Output, ld *Data, locks []*LockGroup) {
 			continue
 		}
 		if g.blind() {
-			a.Note(fmt.Sprintf("%d %s waited %s on %s from before the recording to its end, woken by nobody, and no stack of theirs was taken: what they wait for is not known, so it is neither a finding nor counted as idle", len(g.waiters), units.Plural(len(g.waiters), "thread"), units.Duration(time.Duration(g.waitNS)), g.name()))
+			a.Missing(fmt.Sprintf("the stacks of the %d %s that waited %s on %s from before the recording to its end", len(g.waiters), units.Plural(len(g.waiters), "thread"), units.Duration(time.Duration(g.waitNS)), g.name()),
+				"what they wait for: a lock whose holder never let go, or an idle wait; woken by nobody and with no stack, they are neither a finding nor counted as idle")
 			continue
 		}
 		if !core.Significant(g.waitNS, total, ld.dur, active) {
@@ -62,7 +63,7 @@ func (ld *Data) activeThreads(locks []*LockGroup) float64 {
 		work += min(core.Seconds(int64(ld.dur)), t.cpu()+core.Seconds(t.runqNS))
 	}
 	for _, g := range locks {
-		if !g.idle {
+		if !g.idle && !g.blind() {
 			work += core.Seconds(g.waitNS)
 		}
 	}
